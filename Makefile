@@ -1,0 +1,46 @@
+# kgroup: `make serve` runs the broker on 127.0.0.1:9092 with data in ./data;
+# `make test` installs everything the whole suite needs and runs it.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PYTEST_ARGS ?=
+
+.PHONY: serve test test-long bench install install-test
+
+$(VENV)/bin/python:
+	@echo "==> creating virtual environment in $(VENV)"
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.installed: pyproject.toml | $(VENV)/bin/python
+	@echo "==> installing kgroup (editable) into $(VENV)"
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e .
+	@touch $@
+
+$(VENV)/.installed-test: pyproject.toml scripts/install-test-deps.sh $(VENV)/.installed
+	@echo "==> installing test dependencies (pytest, hypothesis, real Kafka clients, kcat)"
+	$(PY) -m pip install --quiet -e '.[test]'
+	bash scripts/install-test-deps.sh
+	@touch $@
+
+install: $(VENV)/.installed
+install-test: $(VENV)/.installed-test
+
+serve: install
+	@echo "==> starting the kgroup broker on 127.0.0.1:9092 (data in ./data; Ctrl-C stops it)"
+	$(PY) -m kgroup serve --override listeners=PLAINTEXT://127.0.0.1:9092 --override log.dirs=./data
+
+# pytest exits 5 when it collected nothing: that is a broken suite, never a pass.
+test: install-test
+	@echo "==> running the test suite"
+	@$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing the run"; exit 1; fi; exit $$rc
+
+test-long: install-test
+	@echo "==> running the test suite with the long soak/chaos runs"
+	@$(PY) -m pytest --long $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing the run"; exit 1; fi; exit $$rc
+
+bench: install-test
+	$(PY) benchmarks/codec_bench.py

@@ -1,0 +1,154 @@
+"""The API registry and request/response framing (sans-IO).
+
+``API_BY_KEY`` maps a Kafka API key to its declared request/response classes. ``parse_request``
+turns one frame (without its 4-byte length prefix) into ``(header, body)``; ``encode_response``
+builds the bytes of a response frame, length prefix included, as a list of pieces so large
+record sets are never copied.
+
+Header versions (KIP-482): a request at a flexible version carries header v2 (tagged fields)
+and gets response header v1; otherwise request header v1 and response header v0. The
+ApiVersions response always uses response header v0 so a client can parse it before it knows
+which versions the broker speaks.
+"""
+from __future__ import annotations
+
+import enum
+import struct
+from typing import NamedTuple
+
+from .header_defs import RequestHeader, ResponseHeader
+from .messages import (api_versions, create_topics, delete_groups, delete_topics, describe_cluster,
+                       describe_configs, describe_groups, fetch, find_coordinator, heartbeat,
+                       init_producer_id, join_group, leave_group, list_groups, list_offsets,
+                       metadata, offset_commit, offset_delete, offset_fetch, produce, sync_group)
+from .primitives import DecodeError
+from .schema import is_flexible
+
+_INT32 = struct.Struct(">i")
+_KEY_VERSION = struct.Struct(">hh")
+
+
+class ApiKey(enum.IntEnum):
+    PRODUCE = 0
+    FETCH = 1
+    LIST_OFFSETS = 2
+    METADATA = 3
+    OFFSET_COMMIT = 8
+    OFFSET_FETCH = 9
+    FIND_COORDINATOR = 10
+    JOIN_GROUP = 11
+    HEARTBEAT = 12
+    LEAVE_GROUP = 13
+    SYNC_GROUP = 14
+    DESCRIBE_GROUPS = 15
+    LIST_GROUPS = 16
+    API_VERSIONS = 18
+    CREATE_TOPICS = 19
+    DELETE_TOPICS = 20
+    INIT_PRODUCER_ID = 22
+    DESCRIBE_CONFIGS = 32
+    DELETE_GROUPS = 42
+    OFFSET_DELETE = 47
+    DESCRIBE_CLUSTER = 60
+
+
+class Api(NamedTuple):
+    key: ApiKey
+    request: type
+    response: type
+
+
+def _api(key, module, name):
+    return Api(key, getattr(module, name + "Request"), getattr(module, name + "Response"))
+
+
+API_BY_KEY: dict[int, Api] = {a.key: a for a in (
+    _api(ApiKey.PRODUCE, produce, "Produce"),
+    _api(ApiKey.FETCH, fetch, "Fetch"),
+    _api(ApiKey.LIST_OFFSETS, list_offsets, "ListOffsets"),
+    _api(ApiKey.METADATA, metadata, "Metadata"),
+    _api(ApiKey.OFFSET_COMMIT, offset_commit, "OffsetCommit"),
+    _api(ApiKey.OFFSET_FETCH, offset_fetch, "OffsetFetch"),
+    _api(ApiKey.FIND_COORDINATOR, find_coordinator, "FindCoordinator"),
+    _api(ApiKey.JOIN_GROUP, join_group, "JoinGroup"),
+    _api(ApiKey.HEARTBEAT, heartbeat, "Heartbeat"),
+    _api(ApiKey.LEAVE_GROUP, leave_group, "LeaveGroup"),
+    _api(ApiKey.SYNC_GROUP, sync_group, "SyncGroup"),
+    _api(ApiKey.DESCRIBE_GROUPS, describe_groups, "DescribeGroups"),
+    _api(ApiKey.LIST_GROUPS, list_groups, "ListGroups"),
+    _api(ApiKey.API_VERSIONS, api_versions, "ApiVersions"),
+    _api(ApiKey.CREATE_TOPICS, create_topics, "CreateTopics"),
+    _api(ApiKey.DELETE_TOPICS, delete_topics, "DeleteTopics"),
+    _api(ApiKey.INIT_PRODUCER_ID, init_producer_id, "InitProducerId"),
+    _api(ApiKey.DESCRIBE_CONFIGS, describe_configs, "DescribeConfigs"),
+    _api(ApiKey.DELETE_GROUPS, delete_groups, "DeleteGroups"),
+    _api(ApiKey.OFFSET_DELETE, offset_delete, "OffsetDelete"),
+    _api(ApiKey.DESCRIBE_CLUSTER, describe_cluster, "DescribeCluster"),
+)}
+
+
+def request_header_version(api_key: int, api_version: int) -> int:
+    api = API_BY_KEY[api_key]
+    return 2 if is_flexible(api.request, api_version) else 1
+
+
+def response_header_version(api_key: int, api_version: int) -> int:
+    if api_key == ApiKey.API_VERSIONS:
+        return 0
+    return 1 if is_flexible(API_BY_KEY[api_key].response, api_version) else 0
+
+
+def peek_key_version(frame) -> tuple[int, int]:
+    """The (api key, api version) at the start of every request header, before any parsing."""
+    if len(frame) < 8:
+        raise DecodeError("request frame shorter than a request header")
+    return _KEY_VERSION.unpack_from(frame, 0)
+
+
+def parse_request(frame: memoryview):
+    """Decode a request frame (length prefix removed) into (header, body).
+
+    The caller has checked with ``peek_key_version`` that the key and version are supported.
+    """
+    key, version = peek_key_version(frame)
+    api = API_BY_KEY[key]
+    header, pos = RequestHeader.decode(frame, request_header_version(key, version))
+    body, end = api.request.decode(frame, version, pos)
+    if end != len(frame):
+        raise DecodeError(f"{api.request.__name__} v{version}: {len(frame) - end} trailing bytes")
+    return header, body
+
+
+def encode_request(body, version: int, correlation_id: int, client_id: str | None) -> list:
+    """A request frame (length prefix included), as our client and tests send it."""
+    key = type(body).API_KEY
+    header = RequestHeader(request_api_key=key, request_api_version=version,
+                           correlation_id=correlation_id, client_id=client_id)
+    pieces = header.encode(request_header_version(key, version))
+    pieces += body.encode(version)
+    return _framed(pieces)
+
+
+def encode_response(api_key: int, version: int, correlation_id: int, body) -> list:
+    """A response frame (length prefix included) as a list of bytes-like pieces."""
+    pieces = ResponseHeader(correlation_id=correlation_id).encode(response_header_version(api_key, version))
+    pieces += body.encode(version)
+    return _framed(pieces)
+
+
+def _framed(pieces: list) -> list:
+    size = 0
+    for p in pieces:
+        size += len(p)
+    pieces.insert(0, _INT32.pack(size))
+    return pieces
+
+
+def parse_response(api_key: int, version: int, frame):
+    """Decode a response frame (length prefix removed): (correlation id, body)."""
+    buf = memoryview(frame)
+    header, pos = ResponseHeader.decode(buf, response_header_version(api_key, version))
+    body, end = API_BY_KEY[api_key].response.decode(buf, version, pos)
+    if end != len(buf):
+        raise DecodeError(f"response v{version} for API {api_key}: {len(buf) - end} trailing bytes")
+    return header.correlation_id, body

@@ -1,0 +1,15 @@
+"""Request header v0-2 and response header v0-1 (the ApiVersions response always uses v0)."""
+from .schema import F, message
+
+RequestHeader = message('RequestHeader', None, '0-2', flexible='2+',
+    fields=[
+        F('request_api_key', 'int16', '0+'),
+        F('request_api_version', 'int16', '0+'),
+        F('correlation_id', 'int32', '0+'),
+        F('client_id', 'string', '1+', nullable='1+', flexible='none'),
+])
+
+ResponseHeader = message('ResponseHeader', None, '0-1', flexible='1+',
+    fields=[
+        F('correlation_id', 'int32', '0+'),
+])

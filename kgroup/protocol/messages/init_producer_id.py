@@ -1,0 +1,18 @@
+"""InitProducerId (API key 22): versions 0-5, flexible 2+."""
+from ..schema import F, message
+
+InitProducerIdRequest = message('InitProducerIdRequest', 22, '0-5', flexible='2+',
+    fields=[
+        F('transactional_id', 'string', '0+', nullable='0+'),
+        F('transaction_timeout_ms', 'int32', '0+'),
+        F('producer_id', 'int64', '3+', default=-1),
+        F('producer_epoch', 'int16', '3+', default=-1),
+])
+
+InitProducerIdResponse = message('InitProducerIdResponse', 22, '0-5', flexible='2+',
+    fields=[
+        F('throttle_time_ms', 'int32', '0+'),
+        F('error_code', 'int16', '0+'),
+        F('producer_id', 'int64', '0+', default=-1),
+        F('producer_epoch', 'int16', '0+'),
+])

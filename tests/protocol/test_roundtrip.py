@@ -1,0 +1,26 @@
+"""Hypothesis round-trips for every message version, plus truncation robustness."""
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kgroup.protocol.primitives import DecodeError
+from tests.protocol.strategies import message_strategy
+from tests.protocol.test_conformance import MESSAGES
+
+CASES = [(cls, v) for cls, _ in MESSAGES for v in range(cls.VERSIONS[0], cls.VERSIONS[1] + 1)]
+
+
+@pytest.mark.parametrize("cls,version", CASES, ids=[f"{c.__name__}-v{v}" for c, v in CASES])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_roundtrip(cls, version, data):
+    msg = data.draw(message_strategy(cls, version))
+    raw = msg.to_bytes(version)
+    back = cls.from_bytes(raw, version)
+    assert back == msg
+    assert back.to_bytes(version) == raw
+    # Every strict prefix is rejected with DecodeError, never another exception.
+    cut = data.draw(st.integers(0, max(0, len(raw) - 1)))
+    if cut < len(raw):
+        with pytest.raises(DecodeError):
+            cls.from_bytes(raw[:cut], version)
