@@ -504,8 +504,11 @@ def message(name: str, api_key: int | None, versions: str, flexible: str = "none
     for cname, cfields in common:
         common_classes[cname] = _build_structs(cname, cfields, common_classes, registry)
     cls = _build_structs(name, list(fields), common_classes, registry)
-    for cname, ccls in common_classes.items():
-        setattr(cls, cname, ccls)
+    # Kafka struct names are unique within a message: every struct is also reachable from the
+    # message class itself (MetadataResponse.MetadataResponsePartition).
+    for sname, scls in registry.items():
+        if scls is not cls:
+            setattr(cls, sname, scls)
     vr = parse_versions(versions)
     fr = parse_versions(flexible)
     _compile(cls, vr, fr, set())

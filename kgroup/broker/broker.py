@@ -1,0 +1,78 @@
+"""The broker: configuration, cluster metadata and (as they land) the logs and the group
+coordinator, plus the asyncio server around them.
+
+``Broker.start()`` binds the listener; ``Broker.stop()`` shuts down the way Kafka does on SIGTERM:
+stop accepting, let in-flight requests finish (bounded), flush and close the logs.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+
+from ..protocol.records import crcmod_uses_c_extension
+from .config import BrokerConfig
+from .metadata import ClusterMetadata, Topic
+from .server import KafkaConnection
+
+log = logging.getLogger("kgroup.broker")
+
+
+class Broker:
+    def __init__(self, config: BrokerConfig):
+        if not crcmod_uses_c_extension():
+            raise RuntimeError("crcmod's C extension is not in use (only the pure-Python fallback "
+                               "loaded): reinstall crcmod with a C compiler and Python headers available")
+        self.config = config
+        self.data_dir = os.path.abspath(config.log_dir)
+        self.metadata = ClusterMetadata(self.data_dir, config)
+        self.connections: set[KafkaConnection] = set()
+        self.server: asyncio.AbstractServer | None = None
+        self.bound_port: int | None = None
+        self._idle = asyncio.Event() if False else None
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    async def start(self) -> None:
+        host, port = self.config.listener()
+        loop = asyncio.get_running_loop()
+        self.server = await loop.create_server(lambda: KafkaConnection(self), host or "0.0.0.0", port,
+                                               reuse_address=True)
+        self.bound_port = self.server.sockets[0].getsockname()[1]
+        h, p = self.advertised_listener()
+        log.info("kgroup broker %d serving on %s:%d (advertised %s:%d), cluster id %s, data in %s",
+                 self.config.node_id, host or "0.0.0.0", self.bound_port, h, p,
+                 self.metadata.cluster_id, self.data_dir)
+
+    async def stop(self, timeout: float = 10.0) -> None:
+        if self.server is not None:
+            self.server.close()
+            await self.server.wait_closed() if not self.connections else None
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while any(not c.idle for c in self.connections) and loop.time() < deadline:
+            await asyncio.sleep(0.01)
+        for c in list(self.connections):
+            c.transport.close()
+        log.info("kgroup broker %d stopped", self.config.node_id)
+
+    def advertised_listener(self) -> tuple[str, int]:
+        return self.config.advertised(self.bound_port)
+
+    def connection_idle(self, conn) -> None:
+        pass
+
+    def connection_closed(self, conn) -> None:
+        pass
+
+    # -- topics ---------------------------------------------------------------------------------
+    def create_topic(self, name: str, num_partitions: int, replication_factor: int,
+                     configs: dict[str, str]) -> Topic:
+        num_partitions, _ = self.metadata.check_create(name, num_partitions, replication_factor, configs)
+        topic = self.metadata.create_topic(name, num_partitions, configs)
+        log.info("created topic %s with %d partition(s)", name, num_partitions)
+        return topic
+
+    def delete_topic(self, name: str) -> Topic:
+        topic = self.metadata.delete_topic(name)
+        log.info("deleted topic %s", name)
+        return topic

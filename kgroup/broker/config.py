@@ -1,0 +1,200 @@
+"""Broker configuration: Kafka's own keys, types and defaults.
+
+``BrokerConfig.load(path, overrides)`` mirrors ``kafka-server-start.sh server.properties
+--override k=v``: a Java-style properties file, then overrides; an unknown key is an error naming
+it. ``DescribeConfigs`` for the broker resource reads the same table, so what we accept is what we
+describe.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+INT_MAX = 2**31 - 1
+LONG_MAX = 2**63 - 1
+
+
+@dataclass(frozen=True)
+class ConfigDef:
+    name: str
+    type: str  # "int", "long", "boolean", "string", "list", "double", "short"
+    default: Any
+    doc: str
+
+
+def _d(name, type_, default, doc):
+    return ConfigDef(name, type_, default, doc)
+
+
+# Only keys kgroup honours, with Kafka's defaults. Where a single node forces a different default
+# (replication factors), the value matches Kafka's own config/server.properties for one broker.
+CONFIG_DEFS: dict[str, ConfigDef] = {c.name: c for c in (
+    _d("node.id", "int", 1, "The node id of this broker."),
+    _d("broker.id", "int", -1, "Legacy name for node.id; when set (>= 0) it must equal node.id."),
+    _d("listeners", "list", "PLAINTEXT://:9092", "Listener URIs; only PLAINTEXT is supported."),
+    _d("advertised.listeners", "list", None, "Listeners given to clients; defaults to listeners."),
+    _d("log.dir", "string", "/tmp/kafka-logs", "The directory in which the log data is kept."),
+    _d("log.dirs", "list", None, "Directories for log data; overrides log.dir. kgroup uses the first."),
+    _d("num.partitions", "int", 1, "Default number of partitions for new topics."),
+    _d("default.replication.factor", "int", 1, "Default replication factor for new topics."),
+    _d("auto.create.topics.enable", "boolean", True, "Create topics on Metadata/Produce when unknown."),
+    _d("delete.topic.enable", "boolean", True, "Allow DeleteTopics."),
+    _d("socket.request.max.bytes", "int", 104857600, "Largest request frame accepted."),
+    _d("message.max.bytes", "int", 1048588, "Largest record batch accepted (max.message.bytes)."),
+    _d("offsets.topic.num.partitions", "int", 50, "Partitions of __consumer_offsets."),
+    _d("offsets.topic.replication.factor", "short", 1, "Replication factor of __consumer_offsets."),
+    _d("offsets.topic.segment.bytes", "int", 104857600, "Segment size of __consumer_offsets."),
+    _d("offsets.retention.minutes", "int", 10080, "Retention of committed offsets of empty groups."),
+    _d("offsets.retention.check.interval.ms", "long", 600000, "How often offsets expiry runs."),
+    _d("offsets.commit.timeout.ms", "int", 5000, "How long an offset commit write may take."),
+    _d("offset.metadata.max.bytes", "int", 4096, "Largest metadata string in an offset commit."),
+    _d("group.initial.rebalance.delay.ms", "int", 3000, "Wait for more members before the first rebalance."),
+    _d("group.min.session.timeout.ms", "int", 6000, "Smallest session timeout a member may ask."),
+    _d("group.max.session.timeout.ms", "int", 1800000, "Largest session timeout a member may ask."),
+    _d("group.max.size", "int", INT_MAX, "Most members in one classic group."),
+    _d("log.segment.bytes", "int", 1073741824, "Size at which a log segment rolls."),
+    _d("log.roll.ms", "long", None, "Age at which a log segment rolls (log.roll.hours if unset)."),
+    _d("log.roll.hours", "int", 168, "Age in hours at which a log segment rolls."),
+    _d("log.retention.ms", "long", None, "Retention by age (log.retention.minutes/hours if unset)."),
+    _d("log.retention.minutes", "int", None, "Retention by age in minutes."),
+    _d("log.retention.hours", "int", 168, "Retention by age in hours."),
+    _d("log.retention.bytes", "long", -1, "Retention by size per partition; -1 is unlimited."),
+    _d("log.retention.check.interval.ms", "long", 300000, "How often retention runs."),
+    _d("log.cleanup.policy", "list", "delete", "Default cleanup.policy of topics."),
+    _d("log.cleaner.delete.retention.ms", "long", 86400000, "How long tombstones survive compaction."),
+    _d("log.index.interval.bytes", "int", 4096, "Bytes between offset-index entries."),
+    _d("log.flush.interval.messages", "long", LONG_MAX, "Messages between forced fsyncs."),
+    _d("log.flush.interval.ms", "long", None, "Milliseconds between forced fsyncs."),
+    _d("log.message.timestamp.type", "string", "CreateTime", "CreateTime or LogAppendTime."),
+    _d("transactional.id.expiration.ms", "int", 604800000, "Expiry of idle transactional ids."),
+    _d("producer.id.expiration.ms", "int", 86400000, "Expiry of idle producer ids."),
+    _d("num.network.threads", "int", 3, "Accepted for compatibility; kgroup uses one event loop."),
+    _d("num.io.threads", "int", 8, "Accepted for compatibility; kgroup uses one event loop."),
+)}
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def _parse(defn: ConfigDef, raw: str):
+    raw = raw.strip()
+    if defn.type in ("int", "long", "short"):
+        try:
+            v = int(raw)
+        except ValueError:
+            raise ConfigError(f"Invalid value {raw!r} for configuration {defn.name}: not a number") from None
+        return v
+    if defn.type == "boolean":
+        if raw.lower() not in ("true", "false"):
+            raise ConfigError(f"Invalid value {raw!r} for configuration {defn.name}: expected true or false")
+        return raw.lower() == "true"
+    if defn.type == "double":
+        return float(raw)
+    return raw
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Java .properties, the subset server.properties uses: comments, key=value / key: value,
+    backslash line continuations."""
+    props: dict[str, str] = {}
+    logical = ""
+    for line in text.splitlines():
+        s = line.strip()
+        if not logical and (not s or s[0] in "#!"):
+            continue
+        if s.endswith("\\") and not s.endswith("\\\\"):
+            logical += s[:-1]
+            continue
+        logical += s
+        m = re.match(r"([^=:\s]+)\s*[=:\s]\s*(.*)", logical)
+        if m:
+            props[m.group(1)] = m.group(2)
+        elif logical:
+            props[logical] = ""
+        logical = ""
+    return props
+
+
+class BrokerConfig:
+    """Resolved broker settings; ``values`` holds every key (explicit or default)."""
+
+    def __init__(self, explicit: dict[str, str] | None = None):
+        self.explicit: dict[str, Any] = {}
+        for key, raw in (explicit or {}).items():
+            defn = CONFIG_DEFS.get(key)
+            if defn is None:
+                raise ConfigError(f"Unknown configuration '{key}'")
+            self.explicit[key] = _parse(defn, raw)
+        self.values = {k: self.explicit.get(k, d.default) for k, d in CONFIG_DEFS.items()}
+        self._validate()
+
+    @classmethod
+    def load(cls, path: str | None = None, overrides: list[str] = ()) -> "BrokerConfig":
+        props = parse_properties(open(path).read()) if path else {}
+        for o in overrides:
+            if "=" not in o:
+                raise ConfigError(f"--override expects key=value, got {o!r}")
+            k, v = o.split("=", 1)
+            props[k.strip()] = v
+        return cls(props)
+
+    def __getitem__(self, key: str):
+        return self.values[key]
+
+    def _validate(self):
+        bid = self.values["broker.id"]
+        if bid >= 0 and "node.id" in self.explicit and bid != self.values["node.id"]:
+            raise ConfigError("broker.id and node.id must be equal when both are set")
+        if bid >= 0 and "node.id" not in self.explicit:
+            self.values["node.id"] = bid
+        if self.values["log.message.timestamp.type"] not in ("CreateTime", "LogAppendTime"):
+            raise ConfigError("log.message.timestamp.type must be CreateTime or LogAppendTime")
+        self.listener()  # validates the listener URI
+
+    @property
+    def node_id(self) -> int:
+        return self.values["node.id"]
+
+    @property
+    def log_dir(self) -> str:
+        dirs = self.values["log.dirs"] or self.values["log.dir"]
+        return dirs.split(",")[0].strip()
+
+    def listener(self) -> tuple[str, int]:
+        """(host, port) to bind, from the first PLAINTEXT listener."""
+        return _parse_listener(self.values["listeners"])
+
+    def advertised(self, bound_port: int | None = None) -> tuple[str, int]:
+        """(host, port) given to clients in Metadata; an empty host advertises 127.0.0.1 and
+        port 0 (ephemeral) advertises the port actually bound."""
+        host, port = _parse_listener(self.values["advertised.listeners"] or self.values["listeners"])
+        if port == 0 and bound_port:
+            port = bound_port
+        return host or "127.0.0.1", port
+
+    @property
+    def retention_ms(self) -> int:
+        v = self.values
+        if v["log.retention.ms"] is not None:
+            return v["log.retention.ms"]
+        if v["log.retention.minutes"] is not None:
+            return v["log.retention.minutes"] * 60_000
+        return v["log.retention.hours"] * 3_600_000
+
+    @property
+    def roll_ms(self) -> int:
+        v = self.values
+        return v["log.roll.ms"] if v["log.roll.ms"] is not None else v["log.roll.hours"] * 3_600_000
+
+
+def _parse_listener(spec: str) -> tuple[str, int]:
+    first = spec.split(",")[0].strip()
+    m = re.fullmatch(r"(?:([A-Za-z_]+)://)?\[?([^\]]*?)\]?:(\d+)", first)
+    if not m:
+        raise ConfigError(f"Invalid listener {first!r}: expected PLAINTEXT://host:port")
+    proto, host, port = m.groups()
+    if proto and proto.upper() != "PLAINTEXT":
+        raise ConfigError(f"Listener security protocol {proto} is not supported (PLAINTEXT only)")
+    return host, int(port)

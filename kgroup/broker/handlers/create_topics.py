@@ -1,0 +1,72 @@
+"""CreateTopics (19) v0-7: replication factor 1 only (one broker), Kafka's name rules, manual
+replica assignments onto this node, topic configs, ``validate_only``; v5+ returns the resolved
+partition count, replication factor and configs; v7+ the topic id."""
+from ...protocol.errors import ErrorCode, KafkaError
+from ...protocol.messages.create_topics import CreateTopicsResponse
+
+Result = CreateTopicsResponse.CreatableTopicResult
+ResultConfig = CreateTopicsResponse.CreatableTopicResult.CreatableTopicConfigs
+
+# ConfigSource values (DescribeConfigsResponse)
+TOPIC_CONFIG, DEFAULT_CONFIG = 1, 5
+
+
+def handle(broker, ctx, req, version):
+    resp = CreateTopicsResponse(throttle_time_ms=0, topics=[])
+    names = [t.name for t in req.topics]
+    for t in req.topics:
+        if names.count(t.name) > 1:
+            resp.topics.append(Result(name=t.name, error_code=ErrorCode.INVALID_REQUEST,
+                                      error_message="Duplicate topic name."))
+            continue
+        try:
+            configs = {c.name: c.value for c in t.configs}
+            num_partitions, rf = t.num_partitions, t.replication_factor
+            if t.assignments:
+                if num_partitions != -1 or rf != -1:
+                    raise KafkaError(ErrorCode.INVALID_REQUEST, "Both numPartitions or replicationFactor "
+                                     "and replicasAssignments were set. Both cannot be used at the same time.")
+                num_partitions, rf = _from_assignments(broker, t.assignments)
+            num_partitions, rf = broker.metadata.check_create(t.name, num_partitions, rf, configs)
+            if req.validate_only:
+                topic_id, effective = bytes(16), None
+            else:
+                topic = broker.create_topic(t.name, num_partitions, rf, configs)
+                topic_id = topic.topic_id
+            result = Result(name=t.name, topic_id=topic_id, error_code=0, error_message=None,
+                            num_partitions=num_partitions, replication_factor=rf)
+            if version >= 5:
+                effective = {k: (v, True) for k, v in configs.items()}
+                for key, (value, explicit) in _all_configs(broker, configs).items():
+                    effective.setdefault(key, (value, explicit))
+                result.configs = [ResultConfig(name=k, value=v, read_only=False,
+                                               config_source=TOPIC_CONFIG if explicit else DEFAULT_CONFIG,
+                                               is_sensitive=False)
+                                  for k, (v, explicit) in sorted(effective.items())]
+            resp.topics.append(result)
+        except KafkaError as e:
+            resp.topics.append(Result(name=t.name, error_code=e.code, error_message=str(e), configs=None))
+    return resp
+
+
+def _all_configs(broker, configs):
+    from ..metadata import TOPIC_CONFIGS, broker_default_for
+    return {k: (configs[k], True) if k in configs else (broker_default_for(broker.config, k), False)
+            for k in TOPIC_CONFIGS}
+
+
+def _from_assignments(broker, assignments):
+    node = broker.config.node_id
+    indexes = sorted(a.partition_index for a in assignments)
+    if indexes != list(range(len(indexes))):
+        raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                         "Partitions should be a consecutive 0-based integer sequence")
+    for a in assignments:
+        if not a.broker_ids or len(set(a.broker_ids)) != len(a.broker_ids):
+            raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                             f"Invalid replica assignment for partition {a.partition_index}")
+        if any(b != node for b in a.broker_ids):
+            raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                             f"The manual partition assignment includes broker(s) that are not registered: "
+                             f"{sorted(set(b for b in a.broker_ids if b != node))}")
+    return len(assignments), len(assignments[0].broker_ids)

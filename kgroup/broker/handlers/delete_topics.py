@@ -1,0 +1,33 @@
+"""DeleteTopics (20) v0-6: by name (v0-5 ``topic_names``), by name or topic id (v6 ``topics``)."""
+from ...protocol.errors import ErrorCode
+from ...protocol.messages.delete_topics import DeleteTopicsResponse
+
+Result = DeleteTopicsResponse.DeletableTopicResult
+
+
+def handle(broker, ctx, req, version):
+    md = broker.metadata
+    resp = DeleteTopicsResponse(throttle_time_ms=0, responses=[])
+    if version >= 6:
+        targets = [(t.name, t.topic_id) for t in req.topics]
+    else:
+        targets = [(n, None) for n in req.topic_names]
+    for name, topic_id in targets:
+        if not broker.config["delete.topic.enable"]:
+            resp.responses.append(Result(name=name, error_code=ErrorCode.TOPIC_DELETION_DISABLED))
+            continue
+        if name is None:
+            topic = md.by_id(topic_id)
+            if topic is None:
+                resp.responses.append(Result(name=None, topic_id=topic_id, error_code=ErrorCode.UNKNOWN_TOPIC_ID,
+                                             error_message=ErrorCode.UNKNOWN_TOPIC_ID.message))
+                continue
+        else:
+            topic = md.get(name)
+            if topic is None:
+                resp.responses.append(Result(name=name, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                             error_message=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION.message))
+                continue
+        broker.delete_topic(topic.name)
+        resp.responses.append(Result(name=topic.name, topic_id=topic.topic_id, error_code=0))
+    return resp

@@ -1,0 +1,19 @@
+"""DescribeCluster (60) v0-1: this node is the whole cluster (broker and, for endpoint type 2,
+the controller endpoint too)."""
+from ...protocol.errors import ErrorCode
+from ...protocol.messages.describe_cluster import DescribeClusterResponse
+
+Broker = DescribeClusterResponse.DescribeClusterBroker
+
+
+def handle(broker, ctx, req, version):
+    node = broker.config.node_id
+    host, port = broker.advertised_listener()
+    if version >= 1 and req.endpoint_type not in (1, 2):
+        return DescribeClusterResponse(error_code=ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
+                                       error_message=f"Unsupported endpoint type {req.endpoint_type}",
+                                       endpoint_type=req.endpoint_type, cluster_id=broker.metadata.cluster_id)
+    return DescribeClusterResponse(
+        throttle_time_ms=0, error_code=0, error_message=None, endpoint_type=req.endpoint_type,
+        cluster_id=broker.metadata.cluster_id, controller_id=node,
+        brokers=[Broker(broker_id=node, host=host, port=port, rack=None)])

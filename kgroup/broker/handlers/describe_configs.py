@@ -1,0 +1,77 @@
+"""DescribeConfigs (32) v0-4 for TOPIC (2) and BROKER (4) resources: every config or the
+requested keys, with Kafka's config sources (TOPIC_CONFIG 1, STATIC_BROKER_CONFIG 4,
+DEFAULT_CONFIG 5) and, when asked, synonyms and documentation."""
+from ...protocol.errors import ErrorCode
+from ...protocol.messages.describe_configs import DescribeConfigsResponse
+from ..config import CONFIG_DEFS
+from ..metadata import TOPIC_CONFIGS
+
+Result = DescribeConfigsResponse.DescribeConfigsResult
+Entry = Result.DescribeConfigsResourceResult
+Synonym = Entry.DescribeConfigsSynonym
+
+TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
+# ConfigType (KIP-569): BOOLEAN 1, STRING 2, INT 3, SHORT 4, LONG 5, DOUBLE 6, LIST 7
+_TYPES = {"boolean": 1, "string": 2, "int": 3, "short": 4, "long": 5, "double": 6, "list": 7}
+
+
+def handle(broker, ctx, req, version):
+    resp = DescribeConfigsResponse(throttle_time_ms=0, results=[])
+    for res in req.resources:
+        result = Result(error_code=0, error_message=None, resource_type=res.resource_type,
+                        resource_name=res.resource_name, configs=[])
+        if res.resource_type == TOPIC:
+            topic = broker.metadata.get(res.resource_name)
+            if topic is None:
+                result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                result.error_message = f"Topic {res.resource_name} does not exist."
+            else:
+                for name, (value, explicit) in broker.metadata.topic_config(topic).items():
+                    if res.configuration_keys is not None and name not in res.configuration_keys:
+                        continue
+                    synonyms = []
+                    if req.include_synonyms:
+                        if explicit:
+                            synonyms.append(Synonym(name=name, value=value, source=TOPIC_CONFIG))
+                        broker_key = TOPIC_CONFIGS[name][0]
+                        if broker_key is not None:
+                            synonyms.append(Synonym(name=broker_key, value=_broker_default(broker, name),
+                                                    source=_broker_source(broker, broker_key)))
+                    source = TOPIC_CONFIG if explicit else DEFAULT_CONFIG
+                    result.configs.append(Entry(
+                        name=name, value=value, read_only=False, is_default=not explicit,
+                        config_source=source, is_sensitive=False, synonyms=synonyms,
+                        config_type=_TYPES[TOPIC_CONFIGS[name][1]],
+                        documentation=None))
+        elif res.resource_type == BROKER:
+            if res.resource_name not in ("", str(broker.config.node_id)):
+                result.error_code = ErrorCode.INVALID_REQUEST
+                result.error_message = f"Unexpected broker id, expected {broker.config.node_id} but received {res.resource_name}"
+            else:
+                for name, defn in sorted(CONFIG_DEFS.items()):
+                    if res.configuration_keys is not None and name not in res.configuration_keys:
+                        continue
+                    value = broker.config[name]
+                    value = None if value is None else (str(value).lower() if isinstance(value, bool) else str(value))
+                    source = _broker_source(broker, name)
+                    result.configs.append(Entry(
+                        name=name, value=value, read_only=True, is_default=source == DEFAULT_CONFIG,
+                        config_source=source, is_sensitive=False,
+                        synonyms=[Synonym(name=name, value=value, source=source)] if req.include_synonyms else [],
+                        config_type=_TYPES[defn.type],
+                        documentation=defn.doc if req.include_documentation else None))
+        else:
+            result.error_code = ErrorCode.INVALID_REQUEST
+            result.error_message = f"Unsupported resource type {res.resource_type}"
+        resp.results.append(result)
+    return resp
+
+
+def _broker_source(broker, key):
+    return STATIC_BROKER_CONFIG if key in broker.config.explicit else DEFAULT_CONFIG
+
+
+def _broker_default(broker, topic_key):
+    from ..metadata import broker_default_for
+    return broker_default_for(broker.config, topic_key)

@@ -1,0 +1,59 @@
+"""Metadata (3) v0-12: this node as the only broker and controller, topics with partitions led
+by this node, topic ids (v10+), auto-creation (``auto.create.topics.enable`` and, v4+, the
+request's ``allow_auto_topic_creation``).
+
+v0: an empty topic list means all topics; v1+: null means all, empty means none. Internal topics
+are never auto-created here (``__consumer_offsets`` is created by the coordinator on first use).
+"""
+from ...protocol.errors import ErrorCode, KafkaError
+from ...protocol.messages.metadata import MetadataResponse
+from ..metadata import INTERNAL_TOPICS
+
+Broker = MetadataResponse.MetadataResponseBroker
+Topic = MetadataResponse.MetadataResponseTopic
+Partition = MetadataResponse.MetadataResponsePartition
+
+
+def handle(broker, ctx, req, version):
+    md = broker.metadata
+    node = broker.config.node_id
+    host, port = broker.advertised_listener()
+    resp = MetadataResponse(
+        brokers=[Broker(node_id=node, host=host, port=port, rack=None)],
+        cluster_id=md.cluster_id, controller_id=node, topics=[])
+    if req.topics is None or (version == 0 and not req.topics):
+        wanted = [t for t in md.topics]
+        by_id = ()
+    else:
+        wanted = [t.name for t in req.topics if t.name is not None]
+        by_id = [t.topic_id for t in req.topics if t.name is None]
+    allow_create = broker.config["auto.create.topics.enable"] and (version < 4 or req.allow_auto_topic_creation)
+    for name in wanted:
+        topic = md.get(name)
+        if topic is None and allow_create and name not in INTERNAL_TOPICS:
+            try:
+                topic = broker.create_topic(name, -1, -1, {})
+            except KafkaError as e:
+                resp.topics.append(Topic(error_code=e.code, name=name, partitions=[]))
+                continue
+        if topic is None:
+            resp.topics.append(Topic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name,
+                                     partitions=[]))
+            continue
+        resp.topics.append(_topic(topic, node))
+    for tid in by_id:
+        topic = md.by_id(tid)
+        if topic is None:
+            resp.topics.append(Topic(error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=tid,
+                                     partitions=[]))
+        else:
+            resp.topics.append(_topic(topic, node))
+    return resp
+
+
+def _topic(topic, node):
+    return Topic(
+        error_code=0, name=topic.name, topic_id=topic.topic_id, is_internal=topic.is_internal,
+        partitions=[Partition(error_code=0, partition_index=p, leader_id=node, leader_epoch=0,
+                              replica_nodes=[node], isr_nodes=[node], offline_replicas=[])
+                    for p in range(topic.num_partitions)])

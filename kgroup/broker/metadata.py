@@ -1,0 +1,230 @@
+"""Cluster and topic metadata: the cluster id, this node, and the topic registry.
+
+The registry is the single-node stand-in for KRaft's metadata log: topics (name, topic id,
+partition count, config overrides) persisted atomically as JSON in the data dir, and the cluster
+id in ``meta.properties`` exactly as Kafka writes it (``version=1``, ``cluster.id``, ``node.id``).
+Synchronous, no asyncio.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import uuid
+from dataclasses import dataclass, field
+
+from ..protocol.errors import ErrorCode, KafkaError
+from .config import LONG_MAX, BrokerConfig
+
+OFFSETS_TOPIC = "__consumer_offsets"
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, "__transaction_state"})
+MAX_NAME_LENGTH = 249
+_LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
+
+# Topic-level configs: name -> (broker-level synonym, type). DescribeConfigs reports the broker
+# value as the default, as Kafka does (source DEFAULT_CONFIG or STATIC_BROKER_CONFIG).
+TOPIC_CONFIGS: dict[str, tuple[str | None, str]] = {
+    "cleanup.policy": ("log.cleanup.policy", "list"),
+    "compression.type": (None, "string"),
+    "delete.retention.ms": ("log.cleaner.delete.retention.ms", "long"),
+    "flush.messages": ("log.flush.interval.messages", "long"),
+    "flush.ms": ("log.flush.interval.ms", "long"),
+    "index.interval.bytes": ("log.index.interval.bytes", "int"),
+    "max.message.bytes": ("message.max.bytes", "int"),
+    "message.timestamp.type": ("log.message.timestamp.type", "string"),
+    "min.compaction.lag.ms": (None, "long"),
+    "min.insync.replicas": (None, "int"),
+    "retention.bytes": ("log.retention.bytes", "long"),
+    "retention.ms": ("log.retention.ms", "long"),
+    "segment.bytes": ("log.segment.bytes", "int"),
+    "segment.ms": ("log.roll.ms", "long"),
+}
+_TOPIC_DEFAULTS_WITHOUT_SYNONYM = {"compression.type": "producer", "min.compaction.lag.ms": "0",
+                                   "min.insync.replicas": "1"}
+
+
+def validate_topic_name(name: str) -> None:
+    """Kafka's Topic.validate: non-empty, not '.'/'..', at most 249 legal characters."""
+    if not name:
+        raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, "Topic name is illegal, it can't be empty")
+    if name in (".", ".."):
+        raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, "Topic name cannot be \".\" or \"..\"")
+    if len(name) > MAX_NAME_LENGTH:
+        raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+                         f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters, "
+                         f"topic name: {name}")
+    if not _LEGAL.fullmatch(name):
+        raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+                         f"Topic name \"{name}\" is illegal, it contains a character other than "
+                         "ASCII alphanumerics, '.', '_' and '-'")
+
+
+def broker_default_for(config: BrokerConfig, topic_key: str) -> str | None:
+    synonym = TOPIC_CONFIGS[topic_key][0]
+    if synonym is None:
+        return _TOPIC_DEFAULTS_WITHOUT_SYNONYM[topic_key]
+    if synonym == "log.retention.ms":
+        return str(config.retention_ms)
+    if synonym == "log.roll.ms":
+        return str(config.roll_ms)
+    v = config[synonym]
+    if v is None:
+        return None
+    if synonym == "log.flush.interval.ms" and v is None:
+        return str(LONG_MAX)
+    return str(v).lower() if isinstance(v, bool) else str(v)
+
+
+@dataclass
+class Topic:
+    name: str
+    topic_id: bytes
+    num_partitions: int
+    configs: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def is_internal(self) -> bool:
+        return self.name in INTERNAL_TOPICS
+
+
+def new_uuid() -> bytes:
+    """A random uuid that is neither the zero uuid nor Kafka's reserved METADATA_TOPIC_ID."""
+    while True:
+        b = uuid.uuid4().bytes
+        if b != bytes(16) and b != bytes(15) + b"\x01":
+            return b
+
+
+def uuid_to_str(b: bytes) -> str:
+    """Kafka's Uuid.toString: url-safe base64 without padding (22 characters)."""
+    return base64.urlsafe_b64encode(b).decode().rstrip("=")
+
+
+class ClusterMetadata:
+    """The topic registry and cluster identity, persisted under ``data_dir``."""
+
+    def __init__(self, data_dir: str, config: BrokerConfig):
+        self.data_dir = data_dir
+        self.config = config
+        os.makedirs(data_dir, exist_ok=True)
+        self.cluster_id = self._load_or_create_cluster_id()
+        self.topics: dict[str, Topic] = {}
+        self._by_id: dict[bytes, Topic] = {}
+        self._load_topics()
+
+    # -- identity ---------------------------------------------------------------------------
+    def _load_or_create_cluster_id(self) -> str:
+        path = os.path.join(self.data_dir, "meta.properties")
+        if os.path.exists(path):
+            props = {}
+            for line in open(path):
+                if "=" in line and not line.startswith("#"):
+                    k, v = line.strip().split("=", 1)
+                    props[k] = v
+            node = int(props.get("node.id", self.config.node_id))
+            if node != self.config.node_id:
+                raise RuntimeError(f"{path} belongs to node {node}, but node.id is {self.config.node_id}")
+            return props["cluster.id"]
+        cluster_id = uuid_to_str(new_uuid())
+        _atomic_write(path, "#\n#Written by kgroup\nversion=1\n"
+                            f"cluster.id={cluster_id}\nnode.id={self.config.node_id}\n")
+        return cluster_id
+
+    # -- topics -----------------------------------------------------------------------------
+    @property
+    def _topics_path(self) -> str:
+        return os.path.join(self.data_dir, "kgroup-topics.json")
+
+    def _load_topics(self) -> None:
+        if not os.path.exists(self._topics_path):
+            return
+        for t in json.load(open(self._topics_path))["topics"]:
+            topic = Topic(t["name"], base64.b64decode(t["id"]), t["partitions"], t.get("configs", {}))
+            self.topics[topic.name] = topic
+            self._by_id[topic.topic_id] = topic
+
+    def _save_topics(self) -> None:
+        doc = {"version": 1, "topics": [
+            {"name": t.name, "id": base64.b64encode(t.topic_id).decode(), "partitions": t.num_partitions,
+             "configs": t.configs} for t in self.topics.values()]}
+        _atomic_write(self._topics_path, json.dumps(doc, indent=1, sort_keys=True))
+
+    def get(self, name: str) -> Topic | None:
+        return self.topics.get(name)
+
+    def by_id(self, topic_id: bytes) -> Topic | None:
+        return self._by_id.get(topic_id)
+
+    def check_create(self, name: str, num_partitions: int, replication_factor: int,
+                     configs: dict[str, str | None]) -> tuple[int, int]:
+        """Validate a topic creation the way Kafka's controller does; returns the resolved
+        (partitions, replication factor). Raises KafkaError."""
+        validate_topic_name(name)
+        if name in self.topics:
+            raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+        if num_partitions == -1:
+            num_partitions = self.config["num.partitions"]
+        if num_partitions <= 0:
+            raise KafkaError(ErrorCode.INVALID_PARTITIONS, "Number of partitions was set to an invalid "
+                             f"non-positive value.")
+        if replication_factor == -1:
+            replication_factor = self.config["default.replication.factor"]
+        if replication_factor <= 0:
+            raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR,
+                             "Replication factor must be larger than 0, or -1 to use the default value.")
+        if replication_factor > 1:
+            raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR,
+                             f"Unable to replicate the partition {replication_factor} time(s): The target "
+                             f"replication factor of {replication_factor} cannot be reached because only "
+                             "1 broker(s) are registered.")
+        for key, value in configs.items():
+            if key not in TOPIC_CONFIGS:
+                raise KafkaError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {key}")
+            if value is None:
+                raise KafkaError(ErrorCode.INVALID_CONFIG, f"Null value not supported for topic config {key}")
+            if TOPIC_CONFIGS[key][1] in ("int", "long"):
+                try:
+                    int(value)
+                except ValueError:
+                    raise KafkaError(ErrorCode.INVALID_CONFIG,
+                                     f"Invalid value {value} for configuration {key}: Not a number of "
+                                     f"type {TOPIC_CONFIGS[key][1].upper()}") from None
+        return num_partitions, replication_factor
+
+    def create_topic(self, name: str, num_partitions: int, configs: dict[str, str] | None = None) -> Topic:
+        topic = Topic(name, new_uuid(), num_partitions, dict(configs or {}))
+        self.topics[name] = topic
+        self._by_id[topic.topic_id] = topic
+        self._save_topics()
+        return topic
+
+    def delete_topic(self, name: str) -> Topic:
+        topic = self.topics.pop(name)
+        self._by_id.pop(topic.topic_id, None)
+        self._save_topics()
+        return topic
+
+    def topic_config(self, topic: Topic) -> dict[str, tuple[str | None, bool]]:
+        """Every topic config: name -> (value, is explicitly set on the topic)."""
+        out = {}
+        for key in TOPIC_CONFIGS:
+            if key in topic.configs:
+                out[key] = (topic.configs[key], True)
+            else:
+                out[key] = (broker_default_for(self.config, key), False)
+        return out
+
+
+def _atomic_write(path: str, text: str) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    dfd = os.open(os.path.dirname(path) or ".", os.O_RDONLY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)

@@ -1,0 +1,179 @@
+"""The asyncio shell: accept connections, cut length-prefixed frames, decode, dispatch to the
+API handlers, and write responses back in request order per connection.
+
+Theory of operation, per connection:
+- ``data_received`` appends to a buffer and cuts whole frames. The 4-byte size is checked
+  against ``socket.request.max.bytes`` before anything is buffered for it: a larger (or
+  negative) size closes the connection.
+- Each frame is decoded (header, then body at the header's version) and handed to its handler.
+  A handler returns a response object, ``None`` (nothing to send, e.g. Produce acks=0), or an
+  awaitable (a parked JoinGroup / long-polling Fetch). Every response gets a slot in a FIFO;
+  slots are written only from the head, so responses leave in request order even when a later
+  request finishes first. Many requests may be in flight on one connection.
+- Bad input closes only that connection, with a WARNING naming the peer and the reason; the
+  server itself never dies from client input. As in Kafka, a request for an API or version we do
+  not serve closes the connection, except ApiVersions, which is answered with
+  UNSUPPORTED_VERSION in the v0 layout so the client can retry lower (KIP-511).
+"""
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import struct
+
+from ..protocol.api import API_BY_KEY, ApiKey, encode_response, parse_request, peek_key_version
+from ..protocol.primitives import DecodeError
+from .handlers import HANDLERS, is_supported
+from .handlers.api_versions import unsupported_version_response
+
+log = logging.getLogger("kgroup.server")
+_SIZE = struct.Struct(">i")
+_CORR = struct.Struct(">i")
+
+
+class RequestContext:
+    """What a handler may know about the request beyond its body."""
+
+    __slots__ = ("connection", "header", "api_version")
+
+    def __init__(self, connection, header, api_version):
+        self.connection = connection
+        self.header = header
+        self.api_version = api_version
+
+    @property
+    def client_id(self) -> str:
+        return self.header.client_id or ""
+
+    @property
+    def client_host(self) -> str:
+        return self.connection.peer_host
+
+
+class KafkaConnection(asyncio.Protocol):
+    def __init__(self, broker):
+        self.broker = broker
+        self.transport = None
+        self.buf = bytearray()
+        self.slots: collections.deque = collections.deque()
+        self.peer = "?"
+        self.peer_host = ""
+        self.client_software = None
+        self.closed = False
+        self.max_frame = broker.config["socket.request.max.bytes"]
+
+    # -- connection lifecycle -------------------------------------------------------------------
+    def connection_made(self, transport):
+        self.transport = transport
+        peer = transport.get_extra_info("peername")
+        if peer:
+            self.peer_host = peer[0]
+            self.peer = f"{peer[0]}:{peer[1]}"
+        self.broker.connections.add(self)
+
+    def connection_lost(self, exc):
+        self.closed = True
+        self.broker.connections.discard(self)
+        for slot in self.slots:
+            if slot[1] is not None and not slot[1].done():
+                slot[1].cancel()
+        self.slots.clear()
+        self.broker.connection_closed(self)
+
+    def _abort(self, reason: str):
+        log.warning("closing connection from %s: %s", self.peer, reason)
+        self.closed = True
+        self.transport.close()
+
+    @property
+    def idle(self) -> bool:
+        return not self.slots
+
+    # -- framing --------------------------------------------------------------------------------
+    def data_received(self, data):
+        buf = self.buf
+        buf += data
+        pos = 0
+        n = len(buf)
+        while n - pos >= 4 and not self.closed:
+            size, = _SIZE.unpack_from(buf, pos)
+            if size < 0 or size > self.max_frame:
+                self._abort(f"frame of {size} bytes exceeds socket.request.max.bytes={self.max_frame}"
+                            if size > 0 else f"invalid frame size {size}")
+                return
+            end = pos + 4 + size
+            if end > n:
+                break
+            frame = bytes(buf[pos + 4:end])
+            pos = end
+            self._handle_frame(frame)
+        if pos:
+            del buf[:pos]
+
+    # -- dispatch -------------------------------------------------------------------------------
+    def _handle_frame(self, frame: bytes):
+        view = memoryview(frame)
+        try:
+            api_key, version = peek_key_version(view)
+        except DecodeError as e:
+            self._abort(str(e))
+            return
+        if not is_supported(api_key, version):
+            if api_key == ApiKey.API_VERSIONS and len(frame) >= 8:
+                correlation_id, = _CORR.unpack_from(frame, 4)
+                self._queue_ready([unsupported_version_response(correlation_id)])
+            else:
+                name = API_BY_KEY[api_key].request.__name__[:-7] if api_key in API_BY_KEY else "unknown"
+                self._abort(f"unsupported request: api key {api_key} ({name}) version {version}")
+            return
+        try:
+            header, body = parse_request(view)
+        except DecodeError as e:
+            self._abort(f"cannot decode api key {api_key} v{version}: {e}")
+            return
+        ctx = RequestContext(self, header, version)
+        handler = HANDLERS[api_key][0]
+        try:
+            result = handler(self.broker, ctx, body, version)
+        except Exception:
+            log.exception("handler for api key %d v%d failed (request from %s)", api_key, version, self.peer)
+            self._abort("internal error while handling the request")
+            return
+        if result is None:
+            return
+        if isinstance(result, (asyncio.Future, asyncio.Task)) or asyncio.iscoroutine(result):
+            fut = asyncio.ensure_future(result)
+            slot = [None, fut, api_key, version, header.correlation_id]
+            self.slots.append(slot)
+            fut.add_done_callback(lambda f, s=slot: self._complete(s, f))
+            return
+        self._queue_ready(encode_response(api_key, version, header.correlation_id, result))
+
+    def _queue_ready(self, pieces):
+        if not self.slots:
+            self.transport.writelines(pieces)
+        else:
+            self.slots.append([pieces, None])
+
+    def _complete(self, slot, fut):
+        if self.closed or fut.cancelled():
+            return
+        exc = fut.exception()
+        if exc is not None:
+            log.error("request api key %d from %s failed", slot[2], self.peer, exc_info=exc)
+            self._abort("internal error while handling the request")
+            return
+        result = fut.result()
+        slot[0] = encode_response(slot[2], slot[3], slot[4], result) if result is not None else []
+        slot[1] = None
+        self._flush()
+
+    def _flush(self):
+        slots = self.slots
+        while slots and slots[0][1] is None:
+            pieces = slots.popleft()[0]
+            if pieces:
+                self.transport.writelines(pieces)
+        if not slots:
+            self.broker.connection_idle(self)

@@ -1,0 +1,47 @@
+"""``kgroup`` command line: ``kgroup serve [--config FILE] [--override key=value ...]``, mirroring
+``kafka-server-start.sh config/server.properties --override key=value``."""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+
+
+def _serve(args) -> int:
+    from .broker.broker import Broker
+    from .broker.config import BrokerConfig, ConfigError
+    try:
+        config = BrokerConfig.load(args.config, args.override or [])
+    except (ConfigError, OSError) as e:
+        print(f"kgroup: {e}", file=sys.stderr)
+        return 2
+
+    async def main() -> int:
+        broker = Broker(config)
+        await broker.start()
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await stop.wait()
+        logging.getLogger("kgroup").info("shutting down")
+        await broker.stop()
+        return 0
+
+    return asyncio.run(main())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="kgroup", description="A Kafka-compatible broker for consumer groups.")
+    parser.add_argument("--log-level", default="INFO")
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="run the broker")
+    serve.add_argument("--config", help="a server.properties file")
+    serve.add_argument("--override", action="append", metavar="KEY=VALUE",
+                       help="override a config key (Kafka's names), repeatable")
+    serve.set_defaults(func=_serve)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), format="[%(asctime)s] %(levelname)s %(name)s: %(message)s")
+    return args.func(args)

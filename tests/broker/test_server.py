@@ -1,0 +1,122 @@
+"""The asyncio shell against raw sockets: framing limits, bad input, ordering, ApiVersions
+fallback, shutdown."""
+import signal
+import socket
+import struct
+
+import pytest
+
+from kgroup.protocol.api import ApiKey
+from kgroup.protocol.errors import ErrorCode
+from kgroup.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from kgroup.protocol.messages.metadata import MetadataRequest
+from kgroup.protocol.header_defs import RequestHeader
+from tests.harness import BrokerProcess, RawClient
+
+
+def _api_versions_frame(version: int, correlation_id: int) -> bytes:
+    header = RequestHeader(request_api_key=18, request_api_version=version, correlation_id=correlation_id,
+                           client_id="fallback-test").to_bytes(2 if version >= 3 else 1)
+    body = ApiVersionsRequest(client_software_name="raw", client_software_version="1").to_bytes(min(version, 4))
+    frame = header + body
+    return struct.pack(">i", len(frame)) + frame
+
+
+def test_api_versions_unknown_version_then_fallback(broker):
+    """A client starting above our range gets error 35 in the v0 layout (header v0, int16 error,
+    int32 count of entries, no throttle, no tags) listing ApiVersions, then retries lower."""
+    c = RawClient(broker.port)
+    c.sock.sendall(_api_versions_frame(5, 7))
+    raw = c.recv_frame()
+    corr, error, count = struct.unpack_from(">ihi", raw, 0)
+    assert (corr, error) == (7, ErrorCode.UNSUPPORTED_VERSION)
+    entries = [struct.unpack_from(">hhh", raw, 10 + 6 * i) for i in range(count)]
+    assert (ApiKey.API_VERSIONS, 0, 4) in entries
+    assert len(raw) == 10 + 6 * count  # exactly the v0 body, nothing after it
+    retry = max(e[2] for e in entries if e[0] == ApiKey.API_VERSIONS)
+    resp = c.request(ApiVersionsRequest(client_software_name="raw", client_software_version="1"), retry)
+    assert resp.error_code == 0
+    for v in (3, 2, 1, 0):  # every version we advertise answers
+        r = c.request(ApiVersionsRequest(client_software_name="raw", client_software_version="1"), v)
+        assert r.error_code == 0 and r.api_keys
+    c.close()
+
+
+def test_advertised_versions_only_implemented(broker):
+    c = RawClient(broker.port)
+    resp = c.request(ApiVersionsRequest(client_software_name="raw", client_software_version="1"), 4)
+    got = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
+    assert got == {18: (0, 4), 3: (0, 12), 19: (0, 7), 20: (0, 6), 32: (0, 4), 60: (0, 1)}
+
+
+def test_oversized_frame_closes_connection_before_reading_it(tmp_path):
+    b = BrokerProcess(tmp_path / "d", ["socket.request.max.bytes=1000"]).start()
+    try:
+        c = RawClient(b.port)
+        c.sock.sendall(struct.pack(">i", 200 * 1024 * 1024))  # announce 200 MiB, send none of it
+        assert c.is_closed_by_peer()
+        c2 = RawClient(b.port)
+        c2.sock.sendall(struct.pack(">i", 1001) + b"\0" * 1001)
+        assert c2.is_closed_by_peer()
+        c3 = RawClient(b.port)  # the server lives on
+        assert c3.request(MetadataRequest(topics=[]), 1).brokers
+        assert "exceeds socket.request.max.bytes=1000" in b.log_text()
+    finally:
+        b.stop()
+
+
+@pytest.mark.parametrize("payload,reason", [
+    (struct.pack(">i", -5), "invalid frame size"),
+    (struct.pack(">i", 3) + b"abc", "shorter than a request header"),
+    (struct.pack(">i", 12) + struct.pack(">hhih", 3, 1, 1, -1) + b"\x00\x00", "cannot decode"),  # truncated body
+    (struct.pack(">i", 10) + struct.pack(">hhih", 999, 0, 1, -1), "api key 999"),
+    (struct.pack(">i", 10) + struct.pack(">hhih", 3, 99, 1, -1), "api key 3 (Metadata) version 99"),
+])
+def test_bad_input_closes_only_that_connection(broker, payload, reason):
+    other = RawClient(broker.port)
+    bad = RawClient(broker.port)
+    bad.sock.sendall(payload)
+    assert bad.is_closed_by_peer()
+    assert other.request(MetadataRequest(topics=[]), 1).cluster_id is None  # v1 has no cluster id
+    assert reason in broker.log_text()
+    assert "WARNING" in broker.log_text()
+
+
+def test_trailing_bytes_after_body_are_ignored_like_kafka(broker):
+    """librdkafka 2.16 sends MetadataRequest v12 with 3 extra bytes after the body; Kafka's
+    readers ignore what follows the message, so must we."""
+    c = RawClient(broker.port)
+    header = RequestHeader(request_api_key=3, request_api_version=12, correlation_id=1, client_id="x").to_bytes(2)
+    frame = header + MetadataRequest(topics=None).to_bytes(12) + b"\x00\x00\x00"
+    c.sock.sendall(struct.pack(">i", len(frame)) + frame)
+    from kgroup.protocol.api import parse_response
+    cid, resp = parse_response(3, 12, c.recv_frame())
+    assert cid == 1 and resp.brokers[0].port == broker.port
+
+
+def test_pipelined_requests_answered_in_order(broker):
+    c = RawClient(broker.port)
+    ids = [c.send(MetadataRequest(topics=None), 12) if i % 2 else
+           c.send(ApiVersionsRequest(), 3) for i in range(50)]
+    from kgroup.protocol.api import parse_response
+    for i, cid in enumerate(ids):
+        key = 3 if i % 2 else 18
+        got, _ = parse_response(key, 12 if i % 2 else 3, c.recv_frame())
+        assert got == cid
+
+
+def test_sigterm_exits_zero(tmp_path):
+    b = BrokerProcess(tmp_path / "d").start()
+    c = RawClient(b.port)
+    assert c.request(MetadataRequest(topics=[]), 1).brokers
+    assert b.stop(signal.SIGTERM) == 0
+    assert "shutting down" in b.log_text()
+
+
+def test_unknown_config_key_is_an_error_naming_it(tmp_path):
+    import subprocess, sys
+    from tests.conftest import ROOT
+    r = subprocess.run([sys.executable, "-m", "kgroup", "serve", "--override", "no.such.key=1",
+                        "--override", f"log.dirs={tmp_path}"], cwd=ROOT, capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2
+    assert "no.such.key" in r.stderr
