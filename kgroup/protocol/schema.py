@@ -223,7 +223,8 @@ class _Gen:
     def __init__(self):
         self.env = {"DecodeError": DecodeError, "_uv": read_uvarint, "_wuv": write_uvarint,
                     "_unpack_from": struct.unpack_from, "_pack": struct.pack, "_mv": memoryview,
-                    "_H": struct.Struct(">h"), "_I": struct.Struct(">i")}
+                    "_H": struct.Struct(">h"), "_I": struct.Struct(">i"), "_S": struct.Struct,
+                    "_new": object.__new__}
         self.n = 0
 
     def name(self, prefix: str, value) -> str:
@@ -235,6 +236,16 @@ class _Gen:
     def tmp(self, prefix="t") -> str:
         self.n += 1
         return f"{prefix}{self.n}"
+
+
+_ARRAY_STRUCTS: dict[str, list] = {}
+
+
+def _array_structs(code: str) -> list:
+    """Precompiled structs for arrays of 0..127 fixed-size elements (the common sizes)."""
+    if code not in _ARRAY_STRUCTS:
+        _ARRAY_STRUCTS[code] = [struct.Struct(f">{i}{code}") for i in range(128)]
+    return _ARRAY_STRUCTS[code]
 
 
 def _flexible(f: Field, flex: bool) -> bool:
@@ -301,8 +312,10 @@ def _emit_read_field(g, L, ind, f: Field, target: str, v: int, flex: bool):
     el = f.element
     if el in _FIXED and el != "uuid":
         size = struct.calcsize(">" + _FIXED[el])
+        arr = g.name("_arr", _array_structs(_FIXED[el]))
         L.append(f"{ind}    if {n} > len(buf): raise DecodeError('array {f.name} too long')")
-        L.append(f"{ind}    {target} = list(_unpack_from('>%d{_FIXED[el]}' % {n}, buf, pos)); pos += {n} * {size}")
+        L.append(f"{ind}    {target} = list(({arr}[{n}] if {n} < 128 else _S('>%d{_FIXED[el]}' % {n})).unpack_from(buf, pos))")
+        L.append(f"{ind}    pos += {n} * {size}")
         return
     L.append(f"{ind}    if {n} > len(buf) - pos: raise DecodeError('array {f.name} too long')")
     lst = g.tmp("a")
@@ -350,7 +363,7 @@ def _gen_decoder(cls, v: int, flex: bool):
         L.append(f"{ind}ntags = buf[pos]")
         L.append(f"{ind}if ntags < 128: pos += 1")
         L.append(f"{ind}else: ntags, pos = _uv(buf, pos)")
-        L.append(f"{ind}for _ in range(ntags):")
+        L.append(f"{ind}for _ in range(ntags) if ntags else ():")
         L.append(f"{ind}    tag, pos = _uv(buf, pos)")
         L.append(f"{ind}    size, pos = _uv(buf, pos)")
         L.append(f"{ind}    end = pos + size")
@@ -361,17 +374,25 @@ def _gen_decoder(cls, v: int, flex: bool):
             _emit_read_field(g, L, ind + "        ", f, targets[f.name], v, True)
         L.append(f"{ind}    pos = end")
     g.env["_MISSING"] = _MISSING
-    args = []
-    for f in fields:
-        if f.name in targets:
-            args.append(targets[f.name])
-        elif f.is_array or f.is_struct:
-            args.append("_MISSING")
-        else:
-            args.append(g.name("_d", f.default_value()))
     c = g.name("_cls", cls)
-    L.append(f"{ind}return {c}({', '.join(args)}), pos")
-    exec("\n".join(L), g.env)
+    L.append(f"{ind}o = _new({c})")
+    for f in fields:
+        t = targets.get(f.name)
+        if t is not None and (f.is_array or f.is_struct) and f.name in {x.name for x in tagged}:
+            # a tagged array/struct that was absent keeps its fresh default
+            fresh = "[]" if f.is_array and f.default_value() is not None else (
+                "None" if f.is_array else g.name("_S", f.struct) + "()")
+            L.append(f"{ind}o.{f.name} = {fresh} if {t} is _MISSING else {t}")
+        elif t is not None:
+            L.append(f"{ind}o.{f.name} = {t}")
+        elif f.is_array:
+            L.append(f"{ind}o.{f.name} = {'[]' if f.default_value() is not None else 'None'}")
+        elif f.is_struct:
+            L.append(f"{ind}o.{f.name} = {g.name('_S', f.struct)}()")
+        else:
+            L.append(f"{ind}o.{f.name} = {g.name('_d', f.default_value())}")
+    L.append(f"{ind}return o, pos")
+    exec(compile("\n".join(L), f"<{cls.__name__} v{v} decode>", "exec"), g.env)
     return g.env["decode"]
 
 
@@ -427,7 +448,9 @@ def _emit_write_field(g, L, ind, f: Field, src: str, v: int, flex: bool):
     _emit_write_len(L, ind + "    ", f"len({a})", compact, wide=True)
     el = f.element
     if el in _FIXED and el != "uuid":
-        L.append(f"{ind}    out.append(_pack('>%d{_FIXED[el]}' % len({a}), *{a}))")
+        arr = g.name("_arr", _array_structs(_FIXED[el]))
+        L.append(f"{ind}    k = len({a})")
+        L.append(f"{ind}    out.append(({arr}[k] if k < 128 else _S('>%d{_FIXED[el]}' % k)).pack(*{a}))")
         return
     x = g.tmp("x")
     L.append(f"{ind}    for {x} in {a}:")
@@ -473,7 +496,7 @@ def _gen_encoder(cls, v: int, flex: bool):
             L.append(f"{ind}out.extend(tags)")
     if len(L) == 1:
         L.append(f"{ind}pass")
-    exec("\n".join(L), g.env)
+    exec(compile("\n".join(L), f"<{cls.__name__} v{v} encode>", "exec"), g.env)
     return g.env["encode"]
 
 
