@@ -424,6 +424,16 @@ def _emit_write_value(g, L, ind, f: Field, typ: str, src: str, v: int, flex: boo
             L.append(f"{ind}    e = {src}.encode('utf-8')")
         else:
             L.append(f"{ind}    e = {src}")
+        if typ == "records":
+            # A record set may be a list of buffers (batches read from several places of a
+            # segment): its pieces go out as they are, never joined.
+            L.append(f"{ind}    if type(e) is list:")
+            _emit_write_len(L, ind + "        ", "sum(map(len, e))", compact, wide=True)
+            L.append(f"{ind}        out.extend(e)")
+            L.append(f"{ind}    else:")
+            _emit_write_len(L, ind + "        ", "len(e)", compact, wide=True)
+            L.append(f"{ind}        out.append(e)")
+            return
         _emit_write_len(L, ind + "    ", "len(e)", compact, wide=typ != "string")
         L.append(f"{ind}    out.append(e)")
         return

@@ -24,3 +24,18 @@ def test_roundtrip(cls, version, data):
     if cut < len(raw):
         with pytest.raises(DecodeError):
             cls.from_bytes(raw[:cut], version)
+
+
+def test_records_as_list_of_buffers_encode_like_one_buffer():
+    """Fetch hands the encoder the batches it read as separate buffers; the bytes on the wire are
+    the same as for one joined buffer, and the pieces are passed through, not copied."""
+    from kgroup.protocol.messages.fetch import FetchResponse
+    parts = [b"a" * 10, memoryview(b"b" * 300), bytearray(b"c" * 5)]
+    for v in (4, 12, 17):
+        P = FetchResponse.PartitionData
+        T = FetchResponse.FetchableTopicResponse
+        joined = FetchResponse(responses=[T(topic="t", partitions=[P(records=b"".join(parts))])])
+        split = FetchResponse(responses=[T(topic="t", partitions=[P(records=list(parts))])])
+        pieces = split.encode(v)
+        assert b"".join(pieces) == joined.to_bytes(v)
+        assert any(p is parts[1] for p in pieces)
