@@ -12,6 +12,8 @@ import os
 
 from ..protocol.records import crcmod_uses_c_extension
 from .config import BrokerConfig
+from .data_path import DataPath
+from .group_runtime import GroupRuntime
 from .metadata import ClusterMetadata, Topic
 from .server import KafkaConnection
 
@@ -26,15 +28,23 @@ class Broker:
         self.config = config
         self.data_dir = os.path.abspath(config.log_dir)
         self.metadata = ClusterMetadata(self.data_dir, config)
+        self.data_path = DataPath(config, self.data_dir,
+                                  {t.name: t.configs for t in self.metadata.topics.values()})
+        for topic in self.metadata.topics.values():  # a crash between the two writes leaves none missing
+            self.data_path.create_partitions(topic.name, topic.num_partitions, topic.configs)
+        self.groups = GroupRuntime(self)
         self.connections: set[KafkaConnection] = set()
         self.server: asyncio.AbstractServer | None = None
         self.bound_port: int | None = None
-        self._idle = asyncio.Event() if False else None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._housekeeping: asyncio.Task | None = None
 
     # -- lifecycle ------------------------------------------------------------------------------
     async def start(self) -> None:
         host, port = self.config.listener()
-        loop = asyncio.get_running_loop()
+        loop = self.loop = asyncio.get_running_loop()
+        self._housekeeping = loop.create_task(self._housekeeping_loop())
+        self.groups.start()
         self.server = await loop.create_server(lambda: KafkaConnection(self), host or "0.0.0.0", port,
                                                reuse_address=True)
         self.bound_port = self.server.sockets[0].getsockname()[1]
@@ -53,7 +63,28 @@ class Broker:
             await asyncio.sleep(0.01)
         for c in list(self.connections):
             c.transport.close()
+        if self._housekeeping is not None:
+            self._housekeeping.cancel()
+        self.groups.close()
+        self.data_path.close(clean=True)
         log.info("kgroup broker %d stopped", self.config.node_id)
+
+    async def _housekeeping_loop(self) -> None:
+        """Retention and compaction every log.retention.check.interval.ms; flush.ms checks
+        every second (Kafka's log.flush.scheduler.interval.ms is also coarse)."""
+        interval = self.config["log.retention.check.interval.ms"] / 1000.0
+        next_retention = self.loop.time() + interval
+        while True:
+            await asyncio.sleep(1.0)
+            try:
+                self.data_path.logs.flush_dirty_logs()
+                self.data_path.logs.checkpoint()
+                if self.loop.time() >= next_retention:
+                    next_retention = self.loop.time() + interval
+                    self.data_path.logs.delete_old_segments()
+                    self.data_path.logs.compact_logs()
+            except Exception:
+                log.exception("log housekeeping failed")
 
     def advertised_listener(self) -> tuple[str, int]:
         return self.config.advertised(self.bound_port)
@@ -69,10 +100,12 @@ class Broker:
                      configs: dict[str, str]) -> Topic:
         num_partitions, _ = self.metadata.check_create(name, num_partitions, replication_factor, configs)
         topic = self.metadata.create_topic(name, num_partitions, configs)
+        self.data_path.create_partitions(name, num_partitions, configs)
         log.info("created topic %s with %d partition(s)", name, num_partitions)
         return topic
 
     def delete_topic(self, name: str) -> Topic:
         topic = self.metadata.delete_topic(name)
+        self.data_path.delete_partitions(name, topic.num_partitions)
         log.info("deleted topic %s", name)
         return topic

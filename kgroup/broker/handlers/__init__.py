@@ -5,10 +5,28 @@ it works end to end, with exactly the versions it handles.
 from __future__ import annotations
 
 from ...protocol.api import ApiKey
-from . import api_versions, create_topics, delete_topics, describe_cluster, describe_configs, metadata
+from . import (api_versions, create_topics, delete_groups, delete_topics, describe_cluster,
+               describe_configs, describe_groups, fetch, find_coordinator, heartbeat, init_producer_id,
+               join_group, leave_group, list_groups, list_offsets, metadata, offset_commit, offset_delete,
+               offset_fetch, produce, sync_group)
 
 # api key -> (handler, min version, max version)
 HANDLERS = {
+    ApiKey.PRODUCE: (produce.handle, 3, 11),
+    ApiKey.FETCH: (fetch.handle, 4, 17),
+    ApiKey.LIST_OFFSETS: (list_offsets.handle, 0, 10),
+    ApiKey.INIT_PRODUCER_ID: (init_producer_id.handle, 0, 5),
+    ApiKey.FIND_COORDINATOR: (find_coordinator.handle, 0, 6),
+    ApiKey.JOIN_GROUP: (join_group.handle, 0, 9),
+    ApiKey.SYNC_GROUP: (sync_group.handle, 0, 5),
+    ApiKey.HEARTBEAT: (heartbeat.handle, 0, 4),
+    ApiKey.LEAVE_GROUP: (leave_group.handle, 0, 5),
+    ApiKey.OFFSET_COMMIT: (offset_commit.handle, 0, 9),
+    ApiKey.OFFSET_FETCH: (offset_fetch.handle, 0, 9),
+    ApiKey.DESCRIBE_GROUPS: (describe_groups.handle, 0, 5),
+    ApiKey.LIST_GROUPS: (list_groups.handle, 0, 5),
+    ApiKey.DELETE_GROUPS: (delete_groups.handle, 0, 2),
+    ApiKey.OFFSET_DELETE: (offset_delete.handle, 0, 0),
     ApiKey.API_VERSIONS: (api_versions.handle, 0, 4),
     ApiKey.METADATA: (metadata.handle, 0, 12),
     ApiKey.CREATE_TOPICS: (create_topics.handle, 0, 7),

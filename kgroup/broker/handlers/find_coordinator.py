@@ -1,0 +1,30 @@
+"""FindCoordinator (10) v0-6: this node coordinates every group (it owns every
+``__consumer_offsets`` partition); the topic is created on first use. Loading errors come from
+the group APIs, as in Kafka. Transaction coordinators (key type 1) do not exist yet:
+COORDINATOR_NOT_AVAILABLE. Batched keys from v4."""
+from ...protocol.errors import ErrorCode
+from ...protocol.messages.find_coordinator import FindCoordinatorResponse
+
+Coordinator = FindCoordinatorResponse.Coordinator
+GROUP, TRANSACTION = 0, 1
+
+
+def handle(broker, ctx, req, version):
+    node = broker.config.node_id
+    host, port = broker.advertised_listener()
+    keys = req.coordinator_keys if version >= 4 else [req.key]
+    if req.key_type == GROUP:
+        broker.groups.ensure_offsets_topic()
+        error, message = ErrorCode.NONE, None
+    elif req.key_type == TRANSACTION:
+        error, message = ErrorCode.COORDINATOR_NOT_AVAILABLE, "kgroup has no transaction coordinator yet"
+    else:
+        error, message = ErrorCode.INVALID_REQUEST, f"Unknown key type {req.key_type}"
+    found = error == ErrorCode.NONE
+    if version >= 4:
+        return FindCoordinatorResponse(throttle_time_ms=0, coordinators=[
+            Coordinator(key=k, node_id=node if found else -1, host=host if found else "",
+                        port=port if found else -1, error_code=error, error_message=message) for k in keys])
+    return FindCoordinatorResponse(throttle_time_ms=0, error_code=error, error_message=message,
+                                   node_id=node if found else -1, host=host if found else "",
+                                   port=port if found else -1)

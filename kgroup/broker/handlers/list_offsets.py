@@ -1,0 +1,41 @@
+"""ListOffsets (2) v0-10: earliest (-2), latest (-1), max timestamp (-3, v7+), earliest local
+(-4, v8+, = earliest without tiered storage), latest tiered (-5, v9+, = -1 offset: nothing is
+tiered), or the first offset whose timestamp is >= the given one (time index). v0 answers in
+its old ``old_style_offsets`` array."""
+from ...protocol.errors import ErrorCode
+from ...protocol.messages.list_offsets import ListOffsetsResponse
+from ...storage.log import (EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, LATEST_TIERED_TIMESTAMP,
+                            LATEST_TIMESTAMP, MAX_TIMESTAMP)
+
+_SPECIAL = (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP, LATEST_TIMESTAMP, LATEST_TIERED_TIMESTAMP, MAX_TIMESTAMP)
+TopicResponse = ListOffsetsResponse.ListOffsetsTopicResponse
+PartitionResponse = ListOffsetsResponse.ListOffsetsPartitionResponse
+
+
+def handle(broker, ctx, req, version):
+    resp = ListOffsetsResponse(throttle_time_ms=0, topics=[])
+    for t in req.topics:
+        tr = TopicResponse(name=t.name, partitions=[])
+        resp.topics.append(tr)
+        topic = broker.metadata.get(t.name)
+        for p in t.partitions:
+            pr = PartitionResponse(partition_index=p.partition_index, timestamp=-1, offset=-1, leader_epoch=-1)
+            tr.partitions.append(pr)
+            plog = broker.data_path.log(t.name, p.partition_index) if topic else None
+            if plog is None or not 0 <= p.partition_index < topic.num_partitions:
+                pr.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            if p.timestamp < 0 and p.timestamp not in _SPECIAL:
+                pr.error_code = ErrorCode.INVALID_REQUEST
+                continue
+            found = plog.fetch_offset_by_timestamp(p.timestamp)
+            if found is None:
+                offset, stamp, epoch = -1, -1, -1
+            else:
+                offset, stamp = found.offset, found.timestamp
+                epoch = found.leader_epoch if found.leader_epoch is not None else -1
+            pr.error_code = 0
+            if version == 0:
+                pr.old_style_offsets = [offset] if offset >= 0 else []
+            pr.offset, pr.timestamp, pr.leader_epoch = offset, stamp, epoch
+    return resp

@@ -1,0 +1,5 @@
+"""OffsetDelete (47): handled by the group's coordinator shard (kgroup.coordinator)."""
+
+
+def handle(broker, ctx, req, version):
+    return broker.groups.execute(req.group_id, lambda shard, now, token: shard.handle_offset_delete(req, version, now, token))

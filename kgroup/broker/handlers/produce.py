@@ -1,0 +1,96 @@
+"""Produce (0) v3-11: magic-2 batches only (Kafka 4.0 dropped v0-2, KIP-896).
+
+Per partition: exactly one batch (Kafka's ProduceRequest.validateRecords for v3+), validated and
+appended as received; errors are per partition with Kafka's codes. acks=-1 waits for the group
+commit fsync (see ``data_path``); acks=1 answers once written; acks=0 sends nothing back.
+"""
+from ...protocol.errors import ErrorCode, KafkaError
+from ...protocol.messages.produce import ProduceResponse
+from ...protocol.records import RecordBatchError, iter_batches
+from ...storage.errors import LogError
+
+TopicResponse = ProduceResponse.TopicProduceResponse
+PartitionResponse = ProduceResponse.PartitionProduceResponse
+RecordError = ProduceResponse.BatchIndexAndErrorMessage
+
+
+def handle(broker, ctx, req, version):
+    dp = broker.data_path
+    resp = ProduceResponse(responses=[], throttle_time_ms=0)
+    written = []
+    bad_acks = req.acks not in (-1, 0, 1)
+    for td in req.topic_data:
+        tresp = TopicResponse(name=td.name, partition_responses=[])
+        resp.responses.append(tresp)
+        topic = broker.metadata.get(td.name)
+        if topic is None and not bad_acks and broker.config["auto.create.topics.enable"]:
+            try:
+                topic = broker.create_topic(td.name, -1, -1, {})
+            except KafkaError:
+                topic = None
+        for pd in td.partition_data:
+            pr = PartitionResponse(index=pd.index, base_offset=-1, log_append_time_ms=-1, log_start_offset=-1)
+            tresp.partition_responses.append(pr)
+            if bad_acks:
+                pr.error_code = ErrorCode.INVALID_REQUIRED_ACKS
+                continue
+            if topic is None or not 0 <= pd.index < topic.num_partitions:
+                pr.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            if topic.is_internal:
+                pr.error_code = ErrorCode.INVALID_TOPIC_EXCEPTION
+                pr.error_message = f"Producing to the internal topic {topic.name} is not allowed"
+                continue
+            plog = dp.log(td.name, pd.index)
+            try:
+                _check_one_batch(pd.records, version)
+                result = plog.append(pd.records)
+            except (LogError, RecordBatchError) as e:
+                pr.error_code = e.error_code
+                pr.error_message = str(e)
+                pr.record_errors = [RecordError(batch_index=i, batch_index_error_message=m)
+                                    for i, m in e.record_errors]
+                continue
+            pr.error_code = 0
+            pr.base_offset = result.base_offset
+            pr.log_append_time_ms = result.log_append_time
+            pr.log_start_offset = result.log_start_offset
+            if not result.duplicate:
+                written.append((td.name, pd.index, plog))
+    for topic_name, partition, _ in written:
+        dp.appended(topic_name, partition)
+    if req.acks == 0:
+        return None
+    if req.acks == -1 and written:
+        return _after_flush(dp.wait_flushed({plog for _, _, plog in written}), resp)
+    return resp
+
+
+async def _after_flush(flushed, resp):
+    try:
+        await flushed
+    except Exception:
+        for t in resp.responses:
+            for p in t.partition_responses:
+                if p.error_code == 0:
+                    p.error_code = ErrorCode.KAFKA_STORAGE_ERROR
+                    p.base_offset = -1
+    return resp
+
+
+def _check_one_batch(records, version):
+    """Kafka's ProduceRequest.validateRecords (v3+); magic 0/1 is rejected by iter_batches."""
+    if records is None or len(records) == 0:
+        raise _invalid(f"Produce requests with version {version} must have at least one record batch per partition")
+    batches = iter_batches(memoryview(records))
+    first = next(batches, None)
+    if first is None:
+        raise _invalid(f"Produce requests with version {version} must have at least one record batch per partition")
+    if next(batches, None) is not None:
+        raise _invalid(f"Produce requests with version {version} are only allowed to contain exactly one "
+                       "record batch per partition")
+
+
+def _invalid(message):
+    from ...protocol.records import InvalidRecordError
+    return InvalidRecordError(message)

@@ -1,0 +1,15 @@
+"""The classic group coordinator core: pure, deterministic, no I/O and no clock.
+
+Entry point: ``GroupCoordinatorShard`` (one per ``__consumer_offsets`` partition), driven by the
+broker runtime through ``handle_*`` / ``poll_timers`` -> ``Result`` -> ``commit`` / ``abort``.
+"""
+from .config import GroupCoordinatorConfig
+from .partitioner import group_partition, java_string_hash_code, split_by_partition
+from .records import CoordinatorLoadError
+from .result import Result, append_error_to_response_error
+from .shard import GroupCoordinatorShard, merge_list_groups
+from .timer import TimerQueue
+
+__all__ = ["GroupCoordinatorConfig", "GroupCoordinatorShard", "Result", "TimerQueue",
+           "CoordinatorLoadError", "append_error_to_response_error", "group_partition",
+           "java_string_hash_code", "merge_list_groups", "split_by_partition"]

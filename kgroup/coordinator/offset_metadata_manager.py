@@ -1,0 +1,192 @@
+"""Committed offsets of one shard: OffsetCommit, OffsetFetch, OffsetDelete, deletion with the
+group, KIP-211 expiry, and the replay of OffsetCommit records.
+
+Mirrors Kafka's OffsetMetadataManager (without transactional offsets: kgroup has no
+TxnOffsetCommit, so ``require_stable`` never finds pending offsets). The offsets store changes
+only in ``replay``; handlers validate and produce records.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..protocol.errors import ErrorCode, KafkaError
+from ..protocol.messages.offset_commit import OffsetCommitResponse
+from ..protocol.messages.offset_delete import OffsetDeleteResponse
+from . import records as rec
+from .classic_group import ClassicGroupState as S
+from .partitioner import utf16_length
+from .responses import FetchGroup
+
+INVALID_OFFSET = -1
+NO_METADATA = ""
+
+
+@dataclass(frozen=True)
+class OffsetAndMetadata:
+    committed_offset: int
+    leader_epoch: int            # -1: none
+    metadata: str
+    commit_timestamp_ms: int
+    expire_timestamp_ms: int | None
+
+    @classmethod
+    def from_record(cls, value) -> "OffsetAndMetadata":
+        return cls(value.offset, value.leader_epoch, value.metadata, value.commit_timestamp,
+                   None if value.expire_timestamp == -1 else value.expire_timestamp)
+
+
+class OffsetMetadataManager:
+    def __init__(self, config, timer, groups):
+        self.config = config
+        self.timer = timer
+        self.groups = groups          # the GroupMetadataManager
+        self.offsets: dict[str, dict[str, dict[int, OffsetAndMetadata]]] = {}
+
+    @property
+    def now(self) -> int:
+        return self.timer.now
+
+    # == replay ==================================================================================
+    def replay_offset_commit(self, group_id: str, topic: str, partition: int, value) -> None:
+        if value is not None:
+            # A consumer that commits without group management gets a "simple" (empty) group.
+            self.groups.ensure_simple_group(group_id)
+            self.offsets.setdefault(group_id, {}).setdefault(topic, {})[partition] = \
+                OffsetAndMetadata.from_record(value)
+            return
+        topics = self.offsets.get(group_id)
+        if topics is None:
+            return
+        parts = topics.get(topic)
+        if parts is None:
+            return
+        parts.pop(partition, None)
+        if not parts:
+            del topics[topic]
+        if not topics:
+            del self.offsets[group_id]
+
+    def offset(self, group_id, topic, partition) -> OffsetAndMetadata | None:
+        return self.offsets.get(group_id, {}).get(topic, {}).get(partition)
+
+    # == OffsetCommit =============================================================================
+    def commit_offsets(self, req, version, res) -> OffsetCommitResponse:
+        """Returns the response and adds one record per accepted partition to ``res``.
+        Raises KafkaError for a request-level error (every partition gets it)."""
+        group = self.groups.groups.get(req.group_id)
+        generation = req.generation_id_or_member_epoch
+        if group is None:
+            if generation >= 0:
+                raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND if version >= 9 else ErrorCode.ILLEGAL_GENERATION)
+            # generation -1 on an unknown group: a simple/admin commit; replay creates the group.
+        else:
+            group.validate_offset_commit(req.member_id, req.group_instance_id, generation)
+            if group.state in (S.STABLE, S.PREPARING_REBALANCE):
+                member = group.members.get(req.member_id)
+                if member is not None:
+                    self.groups.reschedule_heartbeat(group, member)   # a commit keeps the session alive
+
+        now = self.now
+        expire = None if req.retention_time_ms == -1 else now + req.retention_time_ms
+        T = OffsetCommitResponse.OffsetCommitResponseTopic
+        P = T.OffsetCommitResponsePartition
+        topics = []
+        for topic in req.topics:
+            parts = []
+            for p in topic.partitions:
+                metadata = p.committed_metadata
+                if metadata is not None and utf16_length(metadata) > self.config.offset_metadata_max_bytes:
+                    parts.append(P(partition_index=p.partition_index,
+                                   error_code=int(ErrorCode.OFFSET_METADATA_TOO_LARGE)))
+                    continue
+                parts.append(P(partition_index=p.partition_index, error_code=0))
+                res.add_record(rec.offset_commit_record(
+                    req.group_id, topic.name, p.partition_index, p.committed_offset,
+                    p.committed_leader_epoch if p.committed_leader_epoch >= 0 else -1,
+                    NO_METADATA if metadata is None else metadata,
+                    now if p.commit_timestamp == -1 else p.commit_timestamp, expire))
+            topics.append(T(name=topic.name, partitions=parts))
+        return OffsetCommitResponse(topics=topics)
+
+    # == OffsetFetch ==============================================================================
+    def fetch_offsets(self, group_id: str, topics, require_stable: bool) -> FetchGroup:
+        """``topics``: list of (name, [partitions]) or None for every committed offset.
+        An unknown (or Dead) group has no offsets: -1 per requested partition, or no topics."""
+        group = self.groups.groups.get(group_id)
+        known = group is not None and group.state is not S.DEAD
+        stored = self.offsets.get(group_id, {}) if known else {}
+        out = []
+        if topics is None:
+            for name, parts in stored.items():
+                out.append((name, [(p, o.committed_offset, o.leader_epoch, o.metadata, ErrorCode.NONE)
+                                   for p, o in parts.items()]))
+        else:
+            for name, partitions in topics:
+                parts = stored.get(name, {})
+                row = []
+                for p in partitions:
+                    o = parts.get(p)
+                    if o is None:
+                        row.append((p, INVALID_OFFSET, -1, NO_METADATA, ErrorCode.NONE))
+                    else:
+                        row.append((p, o.committed_offset, o.leader_epoch, o.metadata, ErrorCode.NONE))
+                out.append((name, row))
+        return FetchGroup(group_id, out, requested=topics)
+
+    # == OffsetDelete =============================================================================
+    def delete_offsets(self, req, res) -> OffsetDeleteResponse:
+        group = self.groups.groups.get(req.group_id)
+        if group is None or group.state is S.DEAD:
+            raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND)
+        if group.state is not S.EMPTY and not group.uses_consumer_protocol():
+            raise KafkaError(ErrorCode.NON_EMPTY_GROUP)
+        T = OffsetDeleteResponse.OffsetDeleteResponseTopic
+        P = T.OffsetDeleteResponsePartition
+        topics = []
+        for topic in req.topics:
+            if group.is_subscribed_to_topic(topic.name):
+                parts = [P(partition_index=p.partition_index, error_code=int(ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC))
+                         for p in topic.partitions]
+            else:
+                parts = []
+                for p in topic.partitions:
+                    parts.append(P(partition_index=p.partition_index, error_code=0))
+                    if self.offset(req.group_id, topic.name, p.partition_index) is not None:
+                        res.add_record(rec.offset_commit_tombstone(req.group_id, topic.name, p.partition_index))
+            topics.append(T(name=topic.name, partitions=parts))
+        return OffsetDeleteResponse(topics=topics)
+
+    def delete_all_offsets(self, group_id: str, res) -> int:
+        n = 0
+        for topic, parts in self.offsets.get(group_id, {}).items():
+            for partition in parts:
+                res.add_record(rec.offset_commit_tombstone(group_id, topic, partition))
+                n += 1
+        return n
+
+    # == expiry (KIP-211) =========================================================================
+    def cleanup_expired_offsets(self, group_id: str, res) -> bool:
+        """Tombstone the group's expired offsets. True when no offsets remain afterwards."""
+        by_topic = self.offsets.get(group_id)
+        if not by_topic:
+            return True
+        group = self.groups.groups[group_id]
+        base = group.offset_expiration_base()
+        if base is None:
+            return False
+        now, retention = self.now, self.config.offsets_retention_ms
+        all_expired = True
+        for topic, parts in by_topic.items():
+            if group.is_subscribed_to_topic(topic):
+                all_expired = False
+                continue
+            for partition, o in parts.items():
+                if o.expire_timestamp_ms is not None:
+                    expired = now >= o.expire_timestamp_ms
+                else:
+                    expired = now - base(o) >= retention
+                if expired:
+                    res.add_record(rec.offset_commit_tombstone(group_id, topic, partition))
+                else:
+                    all_expired = False
+        return all_expired

@@ -1,0 +1,135 @@
+"""The ``__consumer_offsets`` record formats: key/value framing, builders and the loader's decoder.
+
+A record key is ``int16 record type`` followed by the key struct; a value is ``int16 version``
+followed by the value struct at that version; a null value is a tombstone (Kafka's
+CoordinatorRecordSerde). Record types: 0 legacy offset commit, 1 offset commit, 2 group metadata;
+3 and above are KIP-848 records this classic-only coordinator does not know, so the loader
+skips them like any unknown type (CoordinatorLoaderImpl logs and ignores UnknownRecordType).
+
+What Kafka writes, and so what we write:
+- OffsetCommitKey with record type 1;
+- OffsetCommitValue v3 (offset, leader epoch, metadata, commit timestamp), or v1 (offset,
+  metadata, commit timestamp, expire timestamp) when the commit carried a retention time;
+- GroupMetadataKey with record type 2; GroupMetadataValue v3.
+"""
+from __future__ import annotations
+
+import struct
+from typing import NamedTuple
+
+from ..protocol.offsets_records import (GroupMetadataKey, GroupMetadataValue, OffsetCommitKey,
+                                        OffsetCommitValue)
+from ..protocol.primitives import DecodeError
+
+LEGACY_OFFSET_COMMIT = 0
+OFFSET_COMMIT = 1
+GROUP_METADATA = 2
+GROUP_METADATA_VALUE_VERSION = 3
+OFFSET_COMMIT_VALUE_VERSION = 3
+OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRE = 1
+
+_H = struct.Struct(">h")
+
+
+class UnknownRecordType(Exception):
+    """A key whose record type this coordinator does not know; the loader skips the record."""
+
+    def __init__(self, record_type: int):
+        super().__init__(f"unknown record type {record_type}")
+        self.record_type = record_type
+
+
+class RecordDecodeError(Exception):
+    """A record that cannot be decoded; loading must fail rather than drop state."""
+
+
+class CoordinatorLoadError(Exception):
+    """Loading a ``__consumer_offsets`` partition failed; names the partition and offset."""
+
+    def __init__(self, partition: int, offset, cause: Exception):
+        super().__init__(f"Deserializing record at offset {offset} of __consumer_offsets-{partition} "
+                         f"failed due to: {cause}")
+        self.partition = partition
+        self.offset = offset
+        self.cause = cause
+
+
+class Record(NamedTuple):
+    """One record to append: the bytes Kafka writes plus the decoded form (for live replay)."""
+
+    key: bytes
+    value: bytes | None
+    record_type: int
+    key_struct: object
+    value_struct: object | None
+
+
+def _prefixed(version: int, msg) -> bytes:
+    return _H.pack(version) + msg.to_bytes(version)
+
+
+def offset_commit_record(group: str, topic: str, partition: int, offset: int, leader_epoch: int,
+                         metadata: str, commit_timestamp_ms: int,
+                         expire_timestamp_ms: int | None) -> Record:
+    key = OffsetCommitKey(group=group, topic=topic, partition=partition)
+    version = (OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRE if expire_timestamp_ms is not None
+               else OFFSET_COMMIT_VALUE_VERSION)
+    value = OffsetCommitValue(offset=offset, leader_epoch=leader_epoch, metadata=metadata,
+                              commit_timestamp=commit_timestamp_ms,
+                              expire_timestamp=-1 if expire_timestamp_ms is None else expire_timestamp_ms)
+    value_bytes = _prefixed(version, value)
+    if version == OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRE:
+        value.leader_epoch = -1  # v1 has no leader epoch: what replay will see
+    return Record(_prefixed(OFFSET_COMMIT, key), value_bytes, OFFSET_COMMIT, key, value)
+
+
+def offset_commit_tombstone(group: str, topic: str, partition: int) -> Record:
+    key = OffsetCommitKey(group=group, topic=topic, partition=partition)
+    return Record(_prefixed(OFFSET_COMMIT, key), None, OFFSET_COMMIT, key, None)
+
+
+def group_metadata_record(group_id: str, value: GroupMetadataValue) -> Record:
+    key = GroupMetadataKey(group=group_id)
+    return Record(_prefixed(GROUP_METADATA, key), _prefixed(GROUP_METADATA_VALUE_VERSION, value),
+                  GROUP_METADATA, key, value)
+
+
+def group_metadata_tombstone(group_id: str) -> Record:
+    key = GroupMetadataKey(group=group_id)
+    return Record(_prefixed(GROUP_METADATA, key), None, GROUP_METADATA, key, None)
+
+
+def _read_version(buf, what: str) -> int:
+    if buf is None or len(buf) < 2:
+        raise RecordDecodeError(f"Could not read version from {what}'s buffer.")
+    return _H.unpack_from(buf, 0)[0]
+
+
+def decode_record(key: bytes, value: bytes | None) -> Record:
+    """Decode a ``__consumer_offsets`` record. Raises UnknownRecordType for a type we do not
+    know (skip it) and RecordDecodeError for bytes that do not decode (fail the load).
+    Trailing bytes are tolerated, as Kafka's readers do."""
+    record_type = _read_version(key, "key")
+    if record_type in (LEGACY_OFFSET_COMMIT, OFFSET_COMMIT):
+        key_cls, value_cls, key_version = OffsetCommitKey, OffsetCommitValue, record_type
+    elif record_type == GROUP_METADATA:
+        key_cls, value_cls, key_version = GroupMetadataKey, GroupMetadataValue, 2
+    else:
+        raise UnknownRecordType(record_type)
+    try:
+        key_struct, _ = key_cls.decode(memoryview(key), key_version, 2)
+    except DecodeError as e:
+        raise RecordDecodeError(f"Could not read record with version {record_type} from key's "
+                                f"buffer due to: {e}.") from None
+    if value is None:
+        return Record(bytes(key), None, record_type, key_struct, None)
+    version = _read_version(value, "value")
+    if record_type == LEGACY_OFFSET_COMMIT and version != 0:
+        raise RecordDecodeError(f"Could not read record with version {version} from value's "
+                                f"buffer due to: legacy offset commit values only have version 0.")
+    try:
+        value_struct, _ = value_cls.decode(memoryview(value), version, 2)
+    except DecodeError as e:
+        raise RecordDecodeError(f"Could not read record with version {version} from value's "
+                                f"buffer due to: {e}.") from None
+    return Record(bytes(key), bytes(value), record_type, key_struct, value_struct)

@@ -1,0 +1,332 @@
+"""GroupCoordinatorShard: the pure, deterministic classic group coordinator of one
+``__consumer_offsets`` partition. This is the entry point the broker runtime drives.
+
+Life cycle
+    shard = GroupCoordinatorShard(partition, config, scheduler, uuid_factory)
+    for offset, (key, value) in log:  shard.replay(key, value, offset)    # load
+    result = shard.on_loaded(now_ms); <commit it like any result>          # timers start
+    ... handlers / poll_timers / commit / abort ...
+    responses = shard.on_unloaded(now_ms)                                  # resignation
+
+Every handler is ``handle_xxx(request, version, now_ms, token, ...) -> Result``; ``token`` is
+opaque (the runtime's handle on the request's connection) and comes back paired with the
+response. See ``result.py`` for the write/commit/abort protocol. Until ``on_loaded`` the handlers
+answer COORDINATOR_LOAD_IN_PROGRESS (Heartbeat answers NONE, as Kafka does while loading).
+
+Multi-group requests (DescribeGroups, DeleteGroups, OffsetFetch v8+) are answered for every
+group they name: the runtime splits them by ``partitioner.split_by_partition`` first and
+concatenates the per-shard answers; ListGroups goes to every shard (``merge_list_groups``).
+
+Service-level checks done here, as Kafka's GroupCoordinatorService/KafkaApis do them: empty
+group id -> INVALID_GROUP_ID (OffsetCommit/OffsetFetch/Describe/Delete accept "" for backward
+compatibility, as Kafka does), session timeout outside [group.min.session.timeout.ms,
+group.max.session.timeout.ms] -> INVALID_SESSION_TIMEOUT, JoinGroup v0 rebalance timeout =
+session timeout, SyncGroup v5+ without protocol type/name -> INCONSISTENT_GROUP_PROTOCOL,
+LeaveGroup v0-2 turned into a one-member batch.
+"""
+from __future__ import annotations
+
+import copy
+import uuid
+
+from ..protocol.errors import ErrorCode, KafkaError
+from ..protocol.messages.describe_groups import DescribeGroupsResponse
+from ..protocol.messages.heartbeat import HeartbeatResponse
+from ..protocol.messages.list_groups import ListGroupsResponse
+from ..protocol.messages.offset_delete import OffsetDeleteResponse
+from . import records as rec
+from .classic_group import ClassicGroupState, live_view, record_view
+from .config import GroupCoordinatorConfig
+from .group_metadata_manager import GroupMetadataManager
+from .offset_metadata_manager import OffsetMetadataManager
+from .responses import (FetchGroup, delete_groups_response, describe_error_group, join_response,
+                        leave_response, offset_commit_error_response, offset_fetch_response,
+                        sync_response)
+from .result import Result, append_error_to_response_error
+from .timer import EXPIRE_GROUP_METADATA_KEY, CoordinatorTimer, TimerQueue
+
+LOADING = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+
+
+def _default_uuid() -> str:
+    return str(uuid.uuid4())
+
+
+class GroupCoordinatorShard:
+    def __init__(self, partition: int = 0, config: GroupCoordinatorConfig | None = None,
+                 scheduler=None, uuid_factory=None):
+        self.partition = partition
+        self.config = config or GroupCoordinatorConfig()
+        self.scheduler = scheduler if scheduler is not None else TimerQueue()
+        self.timer = CoordinatorTimer(self.scheduler)
+        self.groups = GroupMetadataManager(self.config, self.timer, uuid_factory or _default_uuid)
+        self.offsets = OffsetMetadataManager(self.config, self.timer, self.groups)
+        self.is_loaded = False
+        self.skipped_records = 0
+
+    # == loading =================================================================================
+    def replay(self, key: bytes, value: bytes | None, offset=None) -> None:
+        """Apply one record read from the log (load time). Unknown record types are skipped;
+        a record that does not decode raises CoordinatorLoadError naming partition and offset."""
+        try:
+            record = rec.decode_record(key, value)
+        except rec.UnknownRecordType:
+            self.skipped_records += 1
+            return
+        except rec.RecordDecodeError as e:
+            raise rec.CoordinatorLoadError(self.partition, offset, e) from None
+        self._apply(record)
+
+    def _apply(self, record: rec.Record) -> None:
+        """The only mutator of durable state; used at load time and on commit."""
+        if record.record_type == rec.GROUP_METADATA:
+            self.groups.replay_group_metadata(record.key_struct.group, record.value_struct)
+        else:
+            k = record.key_struct
+            self.offsets.replay_offset_commit(k.group, k.topic, k.partition, record.value_struct)
+
+    def on_loaded(self, now_ms: int) -> Result:
+        res = self._begin(now_ms)
+        self.is_loaded = True
+        self.groups.on_loaded(res)
+        self._schedule_expiration()
+        return res
+
+    def on_unloaded(self, now_ms: int) -> list:
+        res = self._begin(now_ms)
+        self.is_loaded = False
+        self.timer.cancel(EXPIRE_GROUP_METADATA_KEY)
+        for group in self.groups.groups.values():
+            self.groups.cancel_group_timers(group)
+        self.groups.on_unloaded(res)
+        return res.responses
+
+    # == write protocol ==========================================================================
+    def commit(self, result: Result, now_ms: int | None = None) -> list:
+        """The records of ``result`` are in the log: replay them, run post-write steps, and
+        return every (token, response) to send."""
+        self.timer.now = result.now_ms if now_ms is None else now_ms
+        for record in result.decoded_records:
+            self._apply(record)
+        out = result.responses
+        if result._on_commit:
+            extra = Result(self.timer.now)
+            for fn in result._on_commit:
+                fn(extra)
+            out.extend(extra.responses)
+        return out
+
+    def abort(self, result: Result, error=ErrorCode.KAFKA_STORAGE_ERROR, now_ms: int | None = None) -> list:
+        """Appending ``result.records`` failed with ``error``: nothing durable changes; return
+        the responses to send, failures mapped as Kafka maps append errors."""
+        self.timer.now = result.now_ms if now_ms is None else now_ms
+        mapped = append_error_to_response_error(error)
+        out = [(t, f(mapped) if f is not None else r) for t, r, f in result._replies]
+        if result._on_abort:
+            extra = Result(self.timer.now)
+            for fn in reversed(result._on_abort):
+                fn(extra, mapped)
+            out.extend(extra.responses)
+        return out
+
+    # == timers ==================================================================================
+    def poll_timers(self, now_ms: int) -> Result:
+        """Run every timer due at ``now_ms``; one Result for all of them."""
+        res = self._begin(now_ms)
+        for _key, op in self.timer.pop_expired(now_ms):
+            op(res)
+        return res
+
+    def next_deadline(self) -> int | None:
+        nd = getattr(self.scheduler, "next_deadline", None)
+        return nd() if nd else None
+
+    def _schedule_expiration(self) -> None:
+        self.timer.schedule(EXPIRE_GROUP_METADATA_KEY, self.config.offsets_retention_check_interval_ms,
+                            self._cleanup_group_metadata)
+
+    def _cleanup_group_metadata(self, res: Result) -> None:
+        """Expire offsets (KIP-211); an Empty group left without offsets is deleted."""
+        for group_id in list(self.groups.groups):
+            if self.offsets.cleanup_expired_offsets(group_id, res):
+                group = self.groups.groups[group_id]
+                if group.state is ClassicGroupState.EMPTY:
+                    self.groups.delete_group(group, res)
+        self._schedule_expiration()
+
+    def _begin(self, now_ms: int) -> Result:
+        self.timer.now = now_ms
+        return Result(now_ms)
+
+    # == membership APIs =========================================================================
+    def handle_join_group(self, req, version, now_ms, token, client_id="", client_host="") -> Result:
+        res = self._begin(now_ms)
+        if not self.is_loaded:
+            res.reply(token, join_response(version, LOADING))
+        elif not req.group_id:
+            res.reply(token, join_response(version, ErrorCode.INVALID_GROUP_ID, member_id=req.member_id))
+        elif not (self.config.min_session_timeout_ms <= req.session_timeout_ms <= self.config.max_session_timeout_ms):
+            res.reply(token, join_response(version, ErrorCode.INVALID_SESSION_TIMEOUT, member_id=req.member_id))
+        else:
+            if version == 0 and req.rebalance_timeout_ms != req.session_timeout_ms:
+                req = copy.copy(req)
+                req.rebalance_timeout_ms = req.session_timeout_ms
+            self.groups.join_group(req, version, token, client_id, client_host, res)
+        return res
+
+    def handle_sync_group(self, req, version, now_ms, token) -> Result:
+        res = self._begin(now_ms)
+        if not self.is_loaded:
+            res.reply(token, sync_response(version, LOADING))
+        elif not req.group_id:
+            res.reply(token, sync_response(version, ErrorCode.INVALID_GROUP_ID))
+        elif version >= 5 and (req.protocol_type is None or req.protocol_name is None):
+            res.reply(token, sync_response(version, ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
+        else:
+            self.groups.sync_group(req, version, token, res)
+        return res
+
+    def handle_heartbeat(self, req, version, now_ms, token) -> Result:
+        res = self._begin(now_ms)
+        if not self.is_loaded:
+            error = ErrorCode.NONE       # Kafka: "the group is still loading, so blindly respond"
+        elif not req.group_id:
+            error = ErrorCode.INVALID_GROUP_ID
+        else:
+            error = self.groups.heartbeat(req)
+        res.reply(token, HeartbeatResponse(error_code=int(error)))
+        return res
+
+    def handle_leave_group(self, req, version, now_ms, token) -> Result:
+        res = self._begin(now_ms)
+        if not self.is_loaded:
+            res.reply(token, leave_response(version, LOADING))
+        elif not req.group_id:
+            res.reply(token, leave_response(version, ErrorCode.INVALID_GROUP_ID))
+        else:
+            if version <= 2:
+                members = [(req.member_id, None, None)]
+            else:
+                members = [(m.member_id, m.group_instance_id, m.reason) for m in req.members]
+            top, out = self.groups.leave_group(req.group_id, members, res)
+            res.reply(token, leave_response(version, top, out), lambda e: leave_response(version, e))
+        return res
+
+    # == offsets =================================================================================
+    def handle_offset_commit(self, req, version, now_ms, token) -> Result:
+        res = self._begin(now_ms)
+        if not self.is_loaded:
+            res.reply(token, offset_commit_error_response(req, LOADING))
+            return res
+        try:
+            response = self.offsets.commit_offsets(req, version, res)
+        except KafkaError as e:
+            res.reply(token, offset_commit_error_response(req, e.code))
+            return res
+        res.reply(token, response, lambda e: offset_commit_error_response(req, e))
+        return res
+
+    def handle_offset_fetch(self, req, version, now_ms, token) -> Result:
+        res = self._begin(now_ms)
+        if version >= 8:
+            wanted = [(g.group_id, None if g.topics is None else
+                       [(t.name, list(t.partition_indexes)) for t in g.topics]) for g in req.groups]
+        else:
+            wanted = [(req.group_id, None if req.topics is None else
+                       [(t.name, list(t.partition_indexes)) for t in req.topics])]
+        groups = []
+        for group_id, topics in wanted:
+            if not self.is_loaded:
+                groups.append(FetchGroup(group_id, error=LOADING, requested=topics))
+            else:
+                groups.append(self.offsets.fetch_offsets(group_id, topics, req.require_stable))
+        res.reply(token, offset_fetch_response(version, groups))
+        return res
+
+    def handle_offset_delete(self, req, version, now_ms, token) -> Result:
+        res = self._begin(now_ms)
+        if not self.is_loaded:
+            error = LOADING
+        elif not req.group_id:
+            error = ErrorCode.INVALID_GROUP_ID
+        else:
+            try:
+                response = self.offsets.delete_offsets(req, res)
+            except KafkaError as e:
+                error = e.code
+            else:
+                res.reply(token, response, lambda e: OffsetDeleteResponse(error_code=int(e)))
+                return res
+        res.reply(token, OffsetDeleteResponse(error_code=int(error)))
+        return res
+
+    # == group administration ====================================================================
+    def handle_describe_groups(self, req, version, now_ms, token) -> Result:
+        res = self._begin(now_ms)
+        if not self.is_loaded:
+            groups = [describe_error_group(g, LOADING) for g in req.groups]
+        else:
+            groups = [self.groups.describe_group(g) for g in req.groups]
+        res.reply(token, DescribeGroupsResponse(groups=groups))
+        return res
+
+    def handle_list_groups(self, req, version, now_ms, token) -> Result:
+        res = self._begin(now_ms)
+        if not self.is_loaded:
+            res.reply(token, ListGroupsResponse(error_code=int(LOADING)))
+        else:
+            res.reply(token, ListGroupsResponse(groups=self.groups.list_groups(
+                req.states_filter if version >= 4 else [], req.types_filter if version >= 5 else [])))
+        return res
+
+    def handle_delete_groups(self, req, version, now_ms, token) -> Result:
+        res = self._begin(now_ms)
+        results = []
+        for group_id in req.groups_names:
+            if not self.is_loaded:
+                results.append((group_id, LOADING))
+                continue
+            try:
+                group = self.groups.validate_delete_group(group_id)
+            except KafkaError as e:
+                results.append((group_id, e.code))
+                continue
+            self.offsets.delete_all_offsets(group_id, res)
+            self.groups.delete_group(group, res)
+            results.append((group_id, ErrorCode.NONE))
+        res.reply(token, delete_groups_response(results),
+                  lambda e: delete_groups_response([(g, e) for g in req.groups_names]))
+        return res
+
+    # == views for tests and operators ===========================================================
+    def durable_state(self) -> dict:
+        """What the log says: offsets and each group's last GroupMetadata image."""
+        offsets = {g: {t: {p: (o.committed_offset, o.leader_epoch, o.metadata, o.commit_timestamp_ms,
+                               o.expire_timestamp_ms) for p, o in parts.items()}
+                       for t, parts in topics.items()}
+                   for g, topics in self.offsets.offsets.items()}
+        groups = {g: record_view(group.record) for g, group in self.groups.groups.items()}
+        return {"offsets": offsets, "groups": groups}
+
+    def settled_group_views(self) -> dict:
+        """In-memory groups that are Stable or Empty and written at least once, as record views;
+        for those, memory must equal the durable image."""
+        out = {}
+        for g, group in self.groups.groups.items():
+            if group.record is not None:
+                view = live_view(group)
+                if view is not None:
+                    out[g] = view
+        return out
+
+
+def merge_list_groups(responses) -> ListGroupsResponse:
+    """ListGroups across shards, as Kafka combines them: the groups of every shard, or, if a
+    shard failed (e.g. still loading), only that error. (A shard this broker does not lead is
+    left out by the runtime, like Kafka's NOT_COORDINATOR.)"""
+    merged = ListGroupsResponse()
+    for r in responses:
+        if r.error_code:
+            return ListGroupsResponse(error_code=r.error_code)
+        merged.groups.extend(r.groups)
+    return merged

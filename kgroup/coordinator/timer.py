@@ -1,0 +1,147 @@
+"""Timers keyed by name, as data: a deadline per key, rescheduling a key replaces it.
+
+The shard never reads a clock. Every entry point receives ``now_ms``; ``CoordinatorTimer.now``
+holds it for the duration of the call, so "in 3000 ms" means ``now + 3000``. The *scheduler*
+(injected; ``TimerQueue`` is the default and what tests use with a fake clock) only stores
+``key -> deadline`` and hands back the keys whose deadline has passed; the shard keeps the
+operation to run for each key. The runtime asks ``TimerQueue.next_deadline()`` when to wake
+up and then calls ``GroupCoordinatorShard.poll_timers(now_ms)``.
+
+Keys (Kafka's, plus two of ours for what Kafka folds into ``heartbeat-``/``join-``):
+``heartbeat-<group>-<member>``, ``pending-<group>-<member>`` (a KIP-394 pending member),
+``join-<group>``, ``initial-delay-<group>``, ``sync-<group>``, ``expire-group-metadata``.
+"""
+from __future__ import annotations
+
+import heapq
+import itertools
+
+EXPIRE_GROUP_METADATA_KEY = "expire-group-metadata"
+
+
+def heartbeat_key(group_id: str, member_id: str) -> str:
+    return f"heartbeat-{group_id}-{member_id}"
+
+
+def pending_key(group_id: str, member_id: str) -> str:
+    return f"pending-{group_id}-{member_id}"
+
+
+def join_key(group_id: str) -> str:
+    return f"join-{group_id}"
+
+
+def initial_delay_key(group_id: str) -> str:
+    return f"initial-delay-{group_id}"
+
+
+def sync_key(group_id: str) -> str:
+    return f"sync-{group_id}"
+
+
+class TimerQueue:
+    """The default scheduler: ``schedule(key, deadline_ms)``, ``cancel(key)``,
+    ``poll_expired(now_ms)`` (expired keys, earliest deadline first, removed from the queue)."""
+
+    def __init__(self):
+        self._deadlines: dict[str, tuple[int, int]] = {}
+        self._heap: list[tuple[int, int, str]] = []
+        self._seq = itertools.count()
+
+    def schedule(self, key: str, deadline_ms: int) -> None:
+        entry = (deadline_ms, next(self._seq))
+        self._deadlines[key] = entry
+        heapq.heappush(self._heap, (entry[0], entry[1], key))
+
+    def cancel(self, key: str) -> None:
+        self._deadlines.pop(key, None)
+
+    def deadline(self, key: str) -> int | None:
+        e = self._deadlines.get(key)
+        return None if e is None else e[0]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._deadlines
+
+    def __len__(self) -> int:
+        return len(self._deadlines)
+
+    def keys(self) -> list[str]:
+        return sorted(self._deadlines, key=lambda k: self._deadlines[k])
+
+    def _drop_stale(self) -> None:
+        while self._heap:
+            d, seq, key = self._heap[0]
+            if self._deadlines.get(key) == (d, seq):
+                return
+            heapq.heappop(self._heap)
+
+    def next_deadline(self) -> int | None:
+        self._drop_stale()
+        return self._heap[0][0] if self._heap else None
+
+    def poll_expired(self, now_ms: int) -> list[str]:
+        out = []
+        while True:
+            self._drop_stale()
+            if not self._heap or self._heap[0][0] > now_ms:
+                return out
+            _, _, key = heapq.heappop(self._heap)
+            del self._deadlines[key]
+            out.append(key)
+
+
+class CoordinatorTimer:
+    """The shard's view of the scheduler: the operation and deadline behind every key."""
+
+    def __init__(self, scheduler):
+        self.scheduler = scheduler
+        self.now = 0
+        self._ops: dict[str, tuple[int, int, object]] = {}
+        self._seq = 0
+
+    def schedule(self, key: str, delay_ms: int, op) -> None:
+        """Run ``op(result)`` at ``now + delay_ms``; replaces any timer under ``key``."""
+        deadline = self.now + max(0, delay_ms)
+        self._seq += 1
+        self._ops[key] = (deadline, self._seq, op)
+        self.scheduler.schedule(key, deadline)
+
+    def cancel(self, key: str) -> None:
+        if self._ops.pop(key, None) is not None:
+            self.scheduler.cancel(key)
+
+    def is_scheduled(self, key: str) -> bool:
+        return key in self._ops
+
+    def deadline(self, key: str) -> int | None:
+        e = self._ops.get(key)
+        return None if e is None else e[0]
+
+    def pop_expired(self, now_ms: int):
+        """Yield ``(key, op)`` for the operations due at ``now_ms``, one at a time, so an operation
+        that cancels or reschedules another key takes effect before that key would run. A timer
+        (re)scheduled while this poll runs waits for the next poll, so a zero delay cannot spin."""
+        start = self._seq
+        while True:
+            keys = self.scheduler.poll_expired(now_ms)
+            if not keys:
+                return
+            fired = False
+            deferred = []
+            for key in keys:
+                entry = self._ops.get(key)
+                if entry is None or entry[0] > now_ms:
+                    continue  # cancelled, or rescheduled later by an earlier operation
+                if entry[1] > start:
+                    deferred.append(key)
+                    continue
+                del self._ops[key]
+                fired = True
+                yield key, entry[2]
+            for key in deferred:
+                entry = self._ops.get(key)
+                if entry is not None and entry[1] > start:
+                    self.scheduler.schedule(key, entry[0])
+            if not fired:
+                return

@@ -1,0 +1,764 @@
+"""RecordBatch v2 (magic 2): the on-wire and on-disk unit of Kafka data.
+
+This module owns the batch header layout, CRC-32C, validation with Kafka's error meanings,
+the in-place patches a leader makes on append (base offset, partition leader epoch,
+LogAppendTime), building batches and decoding the records inside them.
+
+Batches are served exactly as received: validation only reads, and the patches touch fixed
+header fields (baseOffset and partitionLeaderEpoch lie outside the CRC; the max timestamp
+and attributes do not, so changing them recomputes the CRC, as Kafka's
+``DefaultRecordBatch.setMaxTimestamp`` does).
+
+Error mapping (what Kafka 4.0 answers, see ``ByteBufferLogInputStream``,
+``ProduceRequest.validateRecords`` and ``LogValidator``):
+
+* ``CorruptRecordError`` -> CORRUPT_MESSAGE (2): bad CRC, a batch shorter than the v2 header,
+  a magic outside 0..2.
+* ``InvalidRecordError`` -> INVALID_RECORD (87): magic 0 or 1 (produce v3+ admits only magic 2;
+  Kafka does not answer UNSUPPORTED_FOR_MESSAGE_FORMAT here), recordsCount inconsistent with
+  lastOffsetDelta or with the records actually present, a malformed record, control batches or
+  negative sequences from clients, keyless records on compacted topics.
+* ``UnsupportedCompressionTypeError`` -> UNSUPPORTED_COMPRESSION_TYPE (76): a codec whose Python
+  package is not installed (snappy, lz4, zstd are optional imports).
+"""
+from __future__ import annotations
+
+import gzip
+import struct
+import sys
+import zlib
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Iterator, NamedTuple, Sequence
+
+import crcmod.predefined
+
+from kgroup.protocol.primitives import (
+    INT16,
+    INT32,
+    INT64,
+    UINT32,
+    DecodeError,
+    read_varint,
+    write_varint,
+)
+
+# --- layout -------------------------------------------------------------------------------
+
+# baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta,
+# baseTimestamp, maxTimestamp, producerId, producerEpoch, baseSequence, recordsCount
+BATCH_HEADER = struct.Struct(">qiibIhiqqqhii")
+RECORD_BATCH_OVERHEAD = BATCH_HEADER.size  # 61
+LOG_OVERHEAD = 12  # baseOffset + batchLength: the bytes not counted by batchLength
+BASE_OFFSET_OFFSET = 0
+LENGTH_OFFSET = 8
+PARTITION_LEADER_EPOCH_OFFSET = 12
+MAGIC_OFFSET = 16
+CRC_OFFSET = 17
+ATTRIBUTES_OFFSET = 21
+LAST_OFFSET_DELTA_OFFSET = 23
+BASE_TIMESTAMP_OFFSET = 27
+MAX_TIMESTAMP_OFFSET = 35
+RECORDS_COUNT_OFFSET = 57
+# Kafka's stream reader refuses sizes below the v0 record overhead before looking at magic.
+_MIN_BATCH_LENGTH = 14
+
+MAGIC_V2 = 2
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+NO_SEQUENCE = -1
+NO_TIMESTAMP = -1
+NO_PARTITION_LEADER_EPOCH = -1
+INT32_MAX = 2**31 - 1
+
+COMPRESSION_MASK = 0x07
+TIMESTAMP_TYPE_MASK = 0x08
+TRANSACTIONAL_MASK = 0x10
+CONTROL_MASK = 0x20
+DELETE_HORIZON_MASK = 0x40
+
+_ATTRS = INT16
+
+
+class Compression(IntEnum):
+    NONE = 0
+    GZIP = 1
+    SNAPPY = 2
+    LZ4 = 3
+    ZSTD = 4
+
+
+class TimestampType(IntEnum):
+    NO_TIMESTAMP_TYPE = -1
+    CREATE_TIME = 0
+    LOG_APPEND_TIME = 1
+
+
+# --- errors -------------------------------------------------------------------------------
+
+
+class RecordBatchError(ValueError):
+    """Base of record validation failures; ``error_code``/``error_name`` are Kafka's.
+    ``record_errors`` lists ``(batch_index, message)`` for ProduceResponse v8+."""
+
+    error_code = -1
+    error_name = "UNKNOWN_SERVER_ERROR"
+
+    def __init__(self, message: str, record_errors: Sequence[tuple[int, str]] = ()):
+        super().__init__(message)
+        self.record_errors = list(record_errors)
+
+
+class CorruptRecordError(RecordBatchError):
+    error_code = 2
+    error_name = "CORRUPT_MESSAGE"
+
+
+class InvalidRecordError(RecordBatchError):
+    error_code = 87
+    error_name = "INVALID_RECORD"
+
+
+class UnsupportedCompressionTypeError(RecordBatchError):
+    error_code = 76
+    error_name = "UNSUPPORTED_COMPRESSION_TYPE"
+
+
+# --- CRC-32C ------------------------------------------------------------------------------
+
+crc32c = crcmod.predefined.mkCrcFun("crc-32c")
+crc32c.__doc__ = "CRC-32C (Castagnoli) of a bytes-like object, as an unsigned int."
+
+
+def crcmod_uses_c_extension() -> bool:
+    """True when crcmod runs its C extension; the pure-Python fallback is ~100x slower, so the
+    broker refuses to start without it."""
+    mod = sys.modules.get("crcmod.crcmod")
+    if mod is not None and getattr(mod, "_usingExtension", False):
+        return True
+    try:
+        import crcmod._crcfunext  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+# --- header -------------------------------------------------------------------------------
+
+
+class BatchHeader(NamedTuple):
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records_count: int
+
+    @property
+    def size(self) -> int:
+        """Bytes the batch occupies (header included)."""
+        return self.batch_length + LOG_OVERHEAD
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta + 1
+
+    @property
+    def compression(self) -> int:
+        return self.attributes & COMPRESSION_MASK
+
+    @property
+    def timestamp_type(self) -> TimestampType:
+        return TimestampType((self.attributes & TIMESTAMP_TYPE_MASK) >> 3)
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & TRANSACTIONAL_MASK)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & CONTROL_MASK)
+
+    @property
+    def has_delete_horizon(self) -> bool:
+        return bool(self.attributes & DELETE_HORIZON_MASK)
+
+    @property
+    def delete_horizon_ms(self) -> int | None:
+        # KIP-534: with the flag set, baseTimestamp carries the delete horizon.
+        return self.base_timestamp if self.attributes & DELETE_HORIZON_MASK else None
+
+    @property
+    def has_producer_id(self) -> bool:
+        return self.producer_id > NO_PRODUCER_ID
+
+    @property
+    def last_sequence(self) -> int:
+        return increment_sequence(self.base_sequence, self.last_offset_delta)
+
+
+def increment_sequence(sequence: int, increment: int) -> int:
+    """Sequences wrap from Int.MAX to 0 (DefaultRecordBatch.incrementSequence)."""
+    if sequence == NO_SEQUENCE:
+        return NO_SEQUENCE
+    if sequence > INT32_MAX - increment:
+        return increment - (INT32_MAX - sequence) - 1
+    return sequence + increment
+
+
+def decrement_sequence(sequence: int, decrement: int) -> int:
+    if sequence < decrement:
+        return INT32_MAX - (decrement - sequence) + 1
+    return sequence - decrement
+
+
+def read_batch_header(buf, pos: int = 0) -> BatchHeader:
+    return BatchHeader._make(BATCH_HEADER.unpack_from(buf, pos))
+
+
+def iter_batches(buf, pos: int = 0, end: int | None = None) -> Iterator[tuple[int, BatchHeader, memoryview]]:
+    """Yield ``(position, header, batch_view)`` for each complete batch in ``buf[pos:end]``.
+
+    Stops silently at a partial trailing batch, as Kafka's ``ByteBufferLogInputStream`` does
+    (callers compare the last position + size with ``end`` to see what was left). Raises
+    ``CorruptRecordError`` for an impossible length or magic and ``InvalidRecordError`` for
+    magic 0/1.
+    """
+    view = buf if isinstance(buf, memoryview) else memoryview(buf)
+    if end is None:
+        end = len(view)
+    unpack_from = BATCH_HEADER.unpack_from
+    make = BatchHeader._make
+    while end - pos >= LOG_OVERHEAD:
+        length = INT32.unpack_from(view, pos + LENGTH_OFFSET)[0]
+        if length < _MIN_BATCH_LENGTH:
+            raise CorruptRecordError(
+                f"Record size {length} is less than the minimum record overhead ({_MIN_BATCH_LENGTH})")
+        if end - pos < MAGIC_OFFSET + 1:
+            return
+        magic = view[pos + MAGIC_OFFSET]
+        if magic > 127:
+            magic -= 256
+        if magic != MAGIC_V2:
+            if 0 <= magic < MAGIC_V2:
+                raise InvalidRecordError(
+                    "Produce requests with version 3 and above are only allowed to contain record batches "
+                    f"with magic version 2 (found magic {magic})")
+            raise CorruptRecordError(f"Invalid magic found in record: {magic}")
+        size = length + LOG_OVERHEAD
+        if end - pos < size:
+            return
+        if size < RECORD_BATCH_OVERHEAD:
+            raise CorruptRecordError(
+                f"Record batch size {size} is smaller than the v2 batch header ({RECORD_BATCH_OVERHEAD})")
+        yield pos, make(unpack_from(view, pos)), view[pos:pos + size]
+        pos += size
+
+
+def compute_batch_crc(batch) -> int:
+    view = batch if isinstance(batch, memoryview) else memoryview(batch)
+    return crc32c(view[ATTRIBUTES_OFFSET:])
+
+
+class RecordsSummary(NamedTuple):
+    """What a validation walk over uncompressed records learned."""
+    count: int
+    min_timestamp: int
+    max_timestamp: int
+    has_null_key: bool
+
+
+def validate_batch(header: BatchHeader, batch, *, check_records: bool = False) -> RecordsSummary | None:
+    """Kafka's ``ensureValid`` (size and CRC-32C, CORRUPT_MESSAGE) and, with
+    ``check_records``, the consistency checks possible without decompression (INVALID_RECORD):
+    recordsCount against lastOffsetDelta, and for uncompressed batches the records actually
+    present. Returns the records summary when the records were walked."""
+    if header.magic != MAGIC_V2:
+        raise CorruptRecordError(f"Invalid magic found in record: {header.magic}")
+    if header.size < RECORD_BATCH_OVERHEAD or len(batch) != header.size:
+        raise CorruptRecordError(
+            f"Record batch is corrupt (declared size {header.size}, available {len(batch)})")
+    computed = compute_batch_crc(batch)
+    if computed != header.crc:
+        raise CorruptRecordError(
+            f"Record is corrupt (stored crc = {header.crc}, computed crc = {computed})")
+    if not check_records:
+        return None
+    return check_batch_records(header, batch)
+
+
+def check_batch_records(header: BatchHeader, batch) -> RecordsSummary | None:
+    """The INVALID_RECORD half of ``validate_batch`` (no CRC): Kafka's LogValidator count and
+    offset-range checks, plus ``scan_records`` for uncompressed batches."""
+    count = header.records_count
+    if header.last_offset_delta < 0:
+        raise InvalidRecordError(
+            f"Batch has an invalid offset range: [{header.base_offset}, {header.last_offset}]")
+    if count <= 0:
+        raise InvalidRecordError(f"Invalid reported count for record batch: {count}")
+    if header.last_offset_delta + 1 != count:
+        raise InvalidRecordError(
+            f"Inconsistent batch offset range [{header.base_offset}, {header.last_offset}] "
+            f"and count of records {count}")
+    if header.compression != Compression.NONE:
+        return None
+    return scan_records(header, batch)
+
+
+def scan_records(header: BatchHeader, batch) -> RecordsSummary:
+    """Walk an uncompressed batch's records reading only lengths, timestamps and key lengths.
+
+    One pass per record (never per byte); value and header bytes are skipped by the record's
+    length prefix. Raises ``InvalidRecordError`` when the records do not tile the batch exactly
+    or their number differs from recordsCount."""
+    if header.compression != Compression.NONE:
+        raise ValueError("scan_records needs an uncompressed batch")
+    data = bytes(batch) if not isinstance(batch, bytes) else batch
+    pos = RECORD_BATCH_OVERHEAD
+    end = len(data)
+    base_ts = header.base_timestamp
+    count = header.records_count
+    min_delta = max_delta = None
+    null_key = False
+    n = 0
+    try:
+        while pos < end:
+            b = data[pos]
+            if b < 0x80:
+                length = (b >> 1) ^ -(b & 1)
+                pos += 1
+            elif data[pos + 1] < 0x80:  # most records are 64..8191 bytes: two-byte varint
+                z = (b & 0x7F) | (data[pos + 1] << 7)
+                length = (z >> 1) ^ -(z & 1)
+                pos += 2
+            else:
+                length, pos = read_varint(data, pos)
+            rec_end = pos + length
+            if length < 0 or rec_end > end:
+                raise InvalidRecordError(f"Invalid record size {length} at record {n}")
+            # attributes byte, then timestampDelta
+            p = pos + 1
+            b = data[p]
+            if b < 0x80:
+                ts_delta = (b >> 1) ^ -(b & 1)
+                p += 1
+            else:
+                ts_delta, p = read_varint(data, p)
+            while data[p] & 0x80:  # offsetDelta: only skipped
+                p += 1
+            p += 1
+            b = data[p]  # keyLength
+            if b < 0x80:
+                key_len = (b >> 1) ^ -(b & 1)
+                p += 1
+            else:
+                key_len, p = read_varint(data, p)
+            if p > rec_end:
+                raise InvalidRecordError(f"Found invalid record structure at record {n}")
+            if key_len < 0:
+                null_key = True
+            elif p + key_len > rec_end:
+                raise InvalidRecordError(f"Found invalid record structure at record {n}")
+            if min_delta is None:
+                min_delta = max_delta = ts_delta
+            elif ts_delta < min_delta:
+                min_delta = ts_delta
+            elif ts_delta > max_delta:
+                max_delta = ts_delta
+            pos = rec_end
+            n += 1
+    except (IndexError, DecodeError):
+        raise InvalidRecordError(f"Found invalid record structure at record {n}") from None
+    if n != count:
+        raise InvalidRecordError(
+            f"Batch declares {count} records but {n} were found (incorrect declared batch size)")
+    if n == 0:
+        return RecordsSummary(0, NO_TIMESTAMP, NO_TIMESTAMP, False)
+    return RecordsSummary(n, base_ts + min_delta, base_ts + max_delta, null_key)
+
+
+# --- in-place patches ---------------------------------------------------------------------
+
+
+def patch_base_offset(batch, base_offset: int, pos: int = 0) -> None:
+    """Offsets are assigned by rewriting baseOffset, which lies outside the CRC."""
+    INT64.pack_into(batch, pos + BASE_OFFSET_OFFSET, base_offset)
+
+
+def set_partition_leader_epoch(batch, epoch: int, pos: int = 0) -> None:
+    INT32.pack_into(batch, pos + PARTITION_LEADER_EPOCH_OFFSET, epoch)
+
+
+def set_max_timestamp(batch, timestamp_type: int, max_timestamp: int, pos: int = 0) -> bool:
+    """Kafka's ``setMaxTimestamp``: rewrite the timestamp-type bit and maxTimestamp and
+    recompute the CRC; a no-op (returns False) when both already match."""
+    attrs = _ATTRS.unpack_from(batch, pos + ATTRIBUTES_OFFSET)[0]
+    current = INT64.unpack_from(batch, pos + MAX_TIMESTAMP_OFFSET)[0]
+    current_type = (attrs & TIMESTAMP_TYPE_MASK) >> 3
+    if current_type == timestamp_type and current == max_timestamp:
+        return False
+    if timestamp_type == TimestampType.LOG_APPEND_TIME:
+        attrs |= TIMESTAMP_TYPE_MASK
+    else:
+        attrs &= ~TIMESTAMP_TYPE_MASK
+    _ATTRS.pack_into(batch, pos + ATTRIBUTES_OFFSET, attrs)
+    INT64.pack_into(batch, pos + MAX_TIMESTAMP_OFFSET, max_timestamp)
+    size = INT32.unpack_from(batch, pos + LENGTH_OFFSET)[0] + LOG_OVERHEAD
+    view = memoryview(batch)
+    UINT32.pack_into(batch, pos + CRC_OFFSET, crc32c(view[pos + ATTRIBUTES_OFFSET:pos + size]))
+    return True
+
+
+def set_log_append_time(batch, timestamp: int, pos: int = 0) -> bool:
+    """What a LogAppendTime topic does to every appended batch."""
+    return set_max_timestamp(batch, TimestampType.LOG_APPEND_TIME, timestamp, pos)
+
+
+# --- compression --------------------------------------------------------------------------
+
+_XERIAL_MAGIC = b"\x82SNAPPY\x00"
+_XERIAL_HEADER = _XERIAL_MAGIC + struct.pack(">ii", 1, 1)
+_XERIAL_BLOCK = 32 * 1024
+
+
+def _optional(module: str):
+    try:
+        return __import__(module, fromlist=["_"])
+    except ImportError:
+        return None
+
+
+def _missing(codec: str, package: str):
+    raise UnsupportedCompressionTypeError(
+        f"{codec} compression needs the '{package}' package, which is not installed")
+
+
+def _snappy():
+    mod = _optional("snappy")
+    if mod is None:
+        _missing("snappy", "python-snappy")
+    return mod
+
+
+def _lz4():
+    mod = _optional("lz4.frame")
+    if mod is None:
+        _missing("lz4", "lz4")
+    return mod
+
+
+def _zstd_decompress(data: bytes) -> bytes:
+    mod = _optional("zstandard")
+    if mod is not None:
+        # decompressobj copes with frames that omit the content size (Kafka's zstd-jni does).
+        return mod.ZstdDecompressor().decompressobj().decompress(data)
+    mod = _optional("pyzstd")
+    if mod is not None:
+        return mod.decompress(data)
+    _missing("zstd", "zstandard")
+
+
+def _zstd_compress(data: bytes) -> bytes:
+    mod = _optional("zstandard")
+    if mod is not None:
+        return mod.ZstdCompressor(level=3).compress(data)
+    mod = _optional("pyzstd")
+    if mod is not None:
+        return mod.compress(data, 3)
+    _missing("zstd", "zstandard")
+
+
+def compress(codec: int, data: bytes) -> bytes:
+    if codec == Compression.NONE:
+        return data
+    if codec == Compression.GZIP:
+        # Kafka's default gzip level is Deflater.DEFAULT_COMPRESSION (6); mtime 0 keeps builds stable.
+        c = zlib.compressobj(6, zlib.DEFLATED, 31)
+        return c.compress(data) + c.flush()
+    if codec == Compression.SNAPPY:
+        snappy = _snappy()
+        # Kafka writes xerial-framed snappy (snappy-java's SnappyOutputStream).
+        parts = [_XERIAL_HEADER]
+        for i in range(0, len(data), _XERIAL_BLOCK):
+            block = snappy.compress(data[i:i + _XERIAL_BLOCK])
+            parts.append(INT32.pack(len(block)))
+            parts.append(block)
+        return b"".join(parts)
+    if codec == Compression.LZ4:
+        lz4f = _lz4()
+        return lz4f.compress(data, block_size=lz4f.BLOCKSIZE_MAX64KB, block_linked=False,
+                             content_checksum=False)
+    if codec == Compression.ZSTD:
+        return _zstd_compress(data)
+    raise CorruptRecordError(f"Unknown compression type id: {codec}")
+
+
+def decompress(codec: int, data) -> bytes:
+    if codec == Compression.NONE:
+        return bytes(data)
+    if codec == Compression.GZIP:
+        try:
+            return gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as e:
+            raise InvalidRecordError(f"Failed to decompress gzip records: {e}") from None
+    try:
+        if codec == Compression.SNAPPY:
+            snappy = _snappy()
+            data = bytes(data)
+            if data[:8] != _XERIAL_MAGIC:
+                return snappy.decompress(data)
+            out = []
+            pos = 16
+            while pos < len(data):
+                n = INT32.unpack_from(data, pos)[0]
+                pos += 4
+                out.append(snappy.decompress(data[pos:pos + n]))
+                pos += n
+            return b"".join(out)
+        if codec == Compression.LZ4:
+            return _lz4().decompress(bytes(data))
+        if codec == Compression.ZSTD:
+            return _zstd_decompress(bytes(data))
+    except RecordBatchError:
+        raise
+    except Exception as e:  # codec libraries raise their own error types
+        raise InvalidRecordError(f"Failed to decompress {Compression(codec).name} records: {e}") from None
+    raise CorruptRecordError(f"Unknown compression type id: {codec}")
+
+
+# --- records ------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Record:
+    """One record. For ``build_batch`` ``offset`` < 0 means "next in the batch" and
+    ``timestamp`` is absolute; ``decode_records`` fills both absolutely."""
+    key: bytes | None = None
+    value: bytes | None = None
+    headers: Sequence[tuple[str, bytes | None]] = field(default_factory=tuple)
+    timestamp: int = NO_TIMESTAMP
+    offset: int = -1
+
+
+# zig-zag varints for small values are looked up, not computed.
+_SMALL_VARINTS = [write_varint(i) for i in range(-64, 64)]
+
+
+def _varint(n: int) -> bytes:
+    if -64 <= n < 64:
+        return _SMALL_VARINTS[n + 64]
+    return write_varint(n)
+
+
+_NULL = _SMALL_VARINTS[-1 + 64]
+
+
+def _encode_record(out: bytearray, offset_delta: int, ts_delta: int, key, value, headers) -> None:
+    body = bytearray(b"\x00")  # attributes: unused in v2
+    body += _varint(ts_delta)
+    body += _varint(offset_delta)
+    if key is None:
+        body += _NULL
+    else:
+        body += _varint(len(key))
+        body += key
+    if value is None:
+        body += _NULL
+    else:
+        body += _varint(len(value))
+        body += value
+    body += _varint(len(headers))
+    for hkey, hvalue in headers:
+        kb = hkey.encode("utf-8") if isinstance(hkey, str) else bytes(hkey)
+        body += _varint(len(kb))
+        body += kb
+        if hvalue is None:
+            body += _NULL
+        else:
+            body += _varint(len(hvalue))
+            body += hvalue
+    out += _varint(len(body))
+    out += body
+
+
+def build_batch(
+    records: Sequence[Record],
+    *,
+    base_offset: int = 0,
+    producer_id: int = NO_PRODUCER_ID,
+    producer_epoch: int = NO_PRODUCER_EPOCH,
+    base_sequence: int = NO_SEQUENCE,
+    compression: int = Compression.NONE,
+    timestamp_type: int = TimestampType.CREATE_TIME,
+    is_transactional: bool = False,
+    is_control: bool = False,
+    partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+    max_timestamp: int | None = None,
+    last_offset_delta: int | None = None,
+    delete_horizon_ms: int | None = None,
+) -> bytes:
+    """Encode one RecordBatch v2.
+
+    ``max_timestamp`` overrides the computed maximum (LogAppendTime batches carry the append
+    time there; empty batches carry the original batch's). ``last_offset_delta`` keeps the
+    original offset range when records were removed (the log cleaner does that), and
+    ``delete_horizon_ms`` sets the KIP-534 flag, with baseTimestamp holding the horizon.
+    """
+    body = bytearray()
+    if records:
+        first_ts = records[0].timestamp
+        base_ts = delete_horizon_ms if delete_horizon_ms is not None else first_ts
+        max_ts = NO_TIMESTAMP
+        delta = -1
+        for i, rec in enumerate(records):
+            delta = rec.offset - base_offset if rec.offset >= 0 else i
+            ts = rec.timestamp
+            if ts > max_ts:
+                max_ts = ts
+            _encode_record(body, delta, ts - base_ts, rec.key, rec.value, rec.headers)
+        if last_offset_delta is None:
+            last_offset_delta = delta
+    else:
+        base_ts = delete_horizon_ms if delete_horizon_ms is not None else (
+            max_timestamp if max_timestamp is not None else NO_TIMESTAMP)
+        max_ts = NO_TIMESTAMP
+        if last_offset_delta is None:
+            last_offset_delta = 0
+    if max_timestamp is not None:
+        max_ts = max_timestamp
+    if compression != Compression.NONE:
+        body = compress(compression, bytes(body))
+    attributes = compression & COMPRESSION_MASK
+    if timestamp_type == TimestampType.LOG_APPEND_TIME:
+        attributes |= TIMESTAMP_TYPE_MASK
+    if is_transactional:
+        attributes |= TRANSACTIONAL_MASK
+    if is_control:
+        attributes |= CONTROL_MASK
+    if delete_horizon_ms is not None:
+        attributes |= DELETE_HORIZON_MASK
+    out = bytearray(RECORD_BATCH_OVERHEAD)
+    out += body
+    BATCH_HEADER.pack_into(
+        out, 0, base_offset, len(out) - LOG_OVERHEAD, partition_leader_epoch, MAGIC_V2, 0,
+        attributes, last_offset_delta, base_ts, max_ts, producer_id, producer_epoch,
+        base_sequence, len(records))
+    UINT32.pack_into(out, CRC_OFFSET, crc32c(memoryview(out)[ATTRIBUTES_OFFSET:]))
+    return bytes(out)
+
+
+def decode_records(batch, header: BatchHeader | None = None) -> list[Record]:
+    """All records of one batch with absolute offsets and timestamps (LogAppendTime batches
+    give every record the batch's maxTimestamp, as Kafka does). Decompresses as needed."""
+    if header is None:
+        header = read_batch_header(batch)
+    view = batch if isinstance(batch, memoryview) else memoryview(batch)
+    if header.compression == Compression.NONE:
+        data = bytes(view[RECORD_BATCH_OVERHEAD:header.size])
+    else:
+        data = decompress(header.compression, view[RECORD_BATCH_OVERHEAD:header.size])
+    base_offset = header.base_offset
+    base_ts = header.base_timestamp
+    log_append = header.max_timestamp if header.attributes & TIMESTAMP_TYPE_MASK else None
+    count = header.records_count
+    out: list[Record] = []
+    append = out.append
+    pos = 0
+    end = len(data)
+    i = 0
+    try:
+        for i in range(count):
+            length, pos = read_varint(data, pos)
+            rec_end = pos + length
+            if length < 0 or rec_end > end:
+                raise InvalidRecordError(f"Invalid record size {length} at record {i}")
+            pos += 1  # attributes
+            b = data[pos]
+            if b < 0x80:
+                ts_delta = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                ts_delta, pos = read_varint(data, pos)
+            b = data[pos]
+            if b < 0x80:
+                off_delta = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                off_delta, pos = read_varint(data, pos)
+            klen, pos = read_varint(data, pos)
+            if klen < 0:
+                key = None
+            else:
+                key = data[pos:pos + klen]
+                pos += klen
+            vlen, pos = read_varint(data, pos)
+            if vlen < 0:
+                value = None
+            else:
+                value = data[pos:pos + vlen]
+                pos += vlen
+            nheaders, pos = read_varint(data, pos)
+            if nheaders < 0:
+                raise InvalidRecordError(f"Found invalid number of record headers {nheaders}")
+            headers = []
+            for _ in range(nheaders):
+                hklen, pos = read_varint(data, pos)
+                if hklen < 0:
+                    raise InvalidRecordError(f"Invalid negative header key size {hklen}")
+                hkey = data[pos:pos + hklen].decode("utf-8")
+                pos += hklen
+                hvlen, pos = read_varint(data, pos)
+                if hvlen < 0:
+                    hvalue = None
+                else:
+                    hvalue = data[pos:pos + hvlen]
+                    pos += hvlen
+                headers.append((hkey, hvalue))
+            if pos != rec_end:
+                raise InvalidRecordError(
+                    f"Invalid record size: expected to read {length} bytes in record payload, "
+                    f"but instead read {length - (rec_end - pos)}")
+            append(Record(key, value, headers,
+                          log_append if log_append is not None else base_ts + ts_delta,
+                          base_offset + off_delta))
+    except (IndexError, DecodeError, UnicodeDecodeError):
+        raise InvalidRecordError(f"Found invalid record structure at record {i}") from None
+    if pos != end:
+        raise InvalidRecordError("Incorrect declared batch size, records still remaining in file")
+    return out
+
+
+# Control records (transaction markers): key = version int16 + type int16 (0 abort, 1 commit);
+# value = version int16 + coordinatorEpoch int32.
+CONTROL_ABORT = 0
+CONTROL_COMMIT = 1
+_CONTROL_KEY = struct.Struct(">hh")
+_MARKER_VALUE = struct.Struct(">hi")
+
+
+class EndTransactionMarker(NamedTuple):
+    control_type: int
+    coordinator_epoch: int
+
+
+def end_transaction_marker_record(control_type: int, coordinator_epoch: int, timestamp: int) -> Record:
+    return Record(_CONTROL_KEY.pack(0, control_type), _MARKER_VALUE.pack(0, coordinator_epoch), (), timestamp)
+
+
+def read_end_transaction_marker(record: Record) -> EndTransactionMarker:
+    if record.key is None or len(record.key) < 4 or record.value is None or len(record.value) < 6:
+        raise InvalidRecordError("Invalid end transaction marker record")
+    _, control_type = _CONTROL_KEY.unpack_from(record.key)
+    _, coordinator_epoch = _MARKER_VALUE.unpack_from(record.value)
+    return EndTransactionMarker(control_type, coordinator_epoch)

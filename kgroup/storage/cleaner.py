@@ -1,0 +1,180 @@
+"""Log compaction (cleanup.policy=compact) for one PartitionLog, after Kafka's Cleaner.
+
+Owns the offset map (key bytes -> latest offset) over the cleanable range and the rewrite of
+closed segments. The cleanable range ends before the active segment, before any segment
+younger than min.compaction.lag.ms and before the first ongoing transaction. A record is
+kept when it is the latest for its key; a tombstone additionally only until its batch's
+delete horizon (KIP-534): the first pass that keeps a tombstone stamps its batch with
+``now + delete.retention.ms`` and a pass after that horizon drops it. Batches left intact
+are copied byte for byte; only changed batches are re-encoded (same codec, base offset,
+last offset delta and producer fields, as Kafka's ``MemoryRecords.filterTo``). A batch
+emptied of records is dropped, unless it is the last batch of a live producer, whose
+header is kept so the producer state survives a reload.
+
+Simplifications: control batches (transaction markers) and aborted-transaction data are
+kept as they are; segments are rewritten one by one (Kafka also merges small ones); there
+is no cleaner checkpoint, so every pass re-reads the whole cleanable range.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kgroup.protocol.records import (
+    RecordBatchError,
+    TimestampType,
+    build_batch,
+    decode_records,
+)
+from kgroup.storage.segment import CLEANED_SUFFIX, LogSegment, pwrite_all
+
+if TYPE_CHECKING:
+    from kgroup.storage.log import PartitionLog
+
+log = logging.getLogger(__name__)
+
+_COPY_CHUNK = 8 * 1024 * 1024
+
+
+@dataclass(slots=True)
+class CleanerStats:
+    segments_cleaned: int = 0
+    segments_rewritten: int = 0
+    records_removed: int = 0
+    bytes_before: int = 0
+    bytes_after: int = 0
+
+
+def cleanable_segments(plog: "PartitionLog", now_ms: int) -> list[LogSegment]:
+    segs = plog.segments
+    cfg = plog.config
+    limit = segs[-1].base_offset  # the active segment is never cleaned
+    first_unstable = plog.producer_state.first_unstable_offset()
+    if first_unstable is not None:
+        limit = min(limit, first_unstable)
+    out = []
+    for seg, nxt in zip(segs, segs[1:]):
+        if nxt.base_offset > limit:
+            break
+        if cfg.min_compaction_lag_ms > 0 and seg.largest_timestamp > now_ms - cfg.min_compaction_lag_ms:
+            break
+        out.append(seg)
+    return out
+
+
+def _decode(seg: LogSegment, header, batch):
+    try:
+        return decode_records(batch, header)
+    except RecordBatchError as e:
+        log.warning("Cannot clean batch at offset %d of %s: %s", header.base_offset, seg.log_path, e)
+        return None
+
+
+def build_offset_map(segments: list[LogSegment]) -> dict[bytes, int]:
+    offset_map: dict[bytes, int] = {}
+    for seg in segments:
+        for _, header, batch in seg.iter_batches():
+            if header.is_control:
+                continue
+            records = _decode(seg, header, batch)
+            for record in records or ():
+                if record.key is not None:
+                    offset_map[record.key] = record.offset
+    return offset_map
+
+
+def filter_batch(header, records, offset_map: dict[bytes, int], now_ms: int, delete_retention_ms: int,
+                 producer_last_offsets: dict[int, int]):
+    """``(None, 0)`` to keep the batch as it is, else ``(new bytes or b"" to drop it, records
+    removed)``."""
+    horizon = header.delete_horizon_ms
+    retained = []
+    tombstones = False
+    for record in records:
+        if record.key is None:
+            continue  # Kafka's cleaner drops keyless records as invalid
+        if record.offset < offset_map.get(record.key, -1):
+            continue
+        if record.value is None:
+            if horizon is not None and now_ms >= horizon:
+                continue
+            tombstones = True
+        retained.append(record)
+    set_horizon = tombstones and horizon is None
+    removed = len(records) - len(retained)
+    if not removed and not set_horizon:
+        return None, 0
+    log_append = header.timestamp_type == TimestampType.LOG_APPEND_TIME
+    if not retained:
+        if header.has_producer_id and producer_last_offsets.get(header.producer_id) == header.last_offset:
+            return build_batch(
+                [], base_offset=header.base_offset, producer_id=header.producer_id,
+                producer_epoch=header.producer_epoch, base_sequence=header.base_sequence,
+                timestamp_type=header.timestamp_type, is_transactional=header.is_transactional,
+                partition_leader_epoch=header.partition_leader_epoch, max_timestamp=header.max_timestamp,
+                last_offset_delta=header.last_offset_delta), removed
+        return b"", removed
+    return build_batch(
+        retained, base_offset=header.base_offset, producer_id=header.producer_id,
+        producer_epoch=header.producer_epoch, base_sequence=header.base_sequence,
+        compression=header.compression, timestamp_type=header.timestamp_type,
+        is_transactional=header.is_transactional, partition_leader_epoch=header.partition_leader_epoch,
+        max_timestamp=header.max_timestamp if log_append else None,
+        last_offset_delta=header.last_offset_delta,
+        delete_horizon_ms=now_ms + delete_retention_ms if set_horizon else horizon), removed
+
+
+def clean_segment(seg: LogSegment, offset_map, now_ms: int, delete_retention_ms: int,
+                  producer_last_offsets: dict[int, int], stats: CleanerStats) -> None:
+    cleaned_path = seg.log_path + CLEANED_SUFFIX
+    fd = -1
+    written = 0
+    try:
+        for pos, header, batch in seg.iter_batches():
+            result = None
+            if not header.is_control:
+                records = _decode(seg, header, batch)
+                if records is not None:
+                    result, removed = filter_batch(header, records, offset_map, now_ms,
+                                                   delete_retention_ms, producer_last_offsets)
+                    stats.records_removed += removed
+            if result is None and fd < 0:
+                continue  # nothing changed yet: no need to copy anything
+            if fd < 0:
+                # First change: start the rewritten file with the unchanged prefix.
+                fd = os.open(cleaned_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+                for start in range(0, pos, _COPY_CHUNK):
+                    pwrite_all(fd, seg.read_batch(start, min(_COPY_CHUNK, pos - start)), start)
+                written = pos
+            data = batch if result is None else result
+            if data:
+                pwrite_all(fd, data, written)
+                written += len(data)
+        if fd < 0:
+            return
+        os.fsync(fd)
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    before = seg.size
+    seg.swap_in(cleaned_path)
+    stats.segments_rewritten += 1
+    stats.bytes_before += before
+    stats.bytes_after += seg.size
+
+
+def clean(plog: "PartitionLog", now_ms: int) -> CleanerStats:
+    stats = CleanerStats()
+    if not plog.config.compact:
+        return stats
+    segments = cleanable_segments(plog, now_ms)
+    if not segments:
+        return stats
+    offset_map = build_offset_map(segments)
+    producer_last_offsets = {pid: e.last_data_offset for pid, e in plog.producer_state.producers.items()}
+    for seg in segments:
+        clean_segment(seg, offset_map, now_ms, plog.config.delete_retention_ms, producer_last_offsets, stats)
+        stats.segments_cleaned += 1
+    return stats

@@ -1,0 +1,654 @@
+"""PartitionLog: the log of one topic partition (Kafka's UnifiedLog + LocalLog, single node).
+
+Owns the ordered segments of a ``<topic>-<partition>`` directory and every operation on them:
+validated appends with offset assignment (and LogAppendTime), idempotent-producer checks,
+reads of whole batches, offset-by-timestamp lookups, rolling, retention, DeleteRecords,
+truncation, flushing/recovery points, loading (with recovery after an unclean shutdown) and
+compaction (delegated to ``kgroup.storage.cleaner``). Synchronous and single-threaded: the
+caller serialises access.
+
+On a single node the high watermark is the log end offset. Differences from Kafka worth
+knowing: reads return whole batches only (Kafka may end with a partial batch) and never span
+two segments; truncating into the middle of a batch removes the batch and the log end offset
+becomes that batch's base offset (restart-stable; Kafka keeps the requested offset in memory).
+"""
+from __future__ import annotations
+
+import logging
+import os
+from bisect import bisect_right
+from dataclasses import dataclass
+from typing import Callable, Iterator, NamedTuple
+
+from kgroup.protocol.primitives import INT32
+from kgroup.protocol.records import (
+    LOG_OVERHEAD,
+    NO_TIMESTAMP,
+    BatchHeader,
+    InvalidRecordError,
+    TimestampType,
+    check_batch_records,
+    decode_records,
+    iter_batches,
+    patch_base_offset,
+    read_batch_header,
+    set_max_timestamp,
+    set_partition_leader_epoch,
+    validate_batch,
+)
+from kgroup.storage import cleaner
+from kgroup.storage.config import LogConfig
+from kgroup.storage.errors import (
+    InvalidTimestampError,
+    KafkaStorageError,
+    OffsetOutOfRangeError,
+    RecordBatchTooLargeError,
+    RecordTooLargeError,
+)
+from kgroup.storage.producer_state import AppendOrigin, ProducerAppendInfo, ProducerStateManager
+from kgroup.storage.segment import (
+    CLEANED_SUFFIX,
+    DELETED_SUFFIX,
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    SWAP_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    LogSegment,
+    now_ms,
+)
+
+log = logging.getLogger(__name__)
+
+__all__ = ["AppendOrigin", "AppendResult", "LogConfig", "PartitionLog", "ReadResult", "TimestampAndOffset",
+           "EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "MAX_TIMESTAMP", "EARLIEST_LOCAL_TIMESTAMP",
+           "LATEST_TIERED_TIMESTAMP"]
+
+# ListOffsets special timestamps
+LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL_TIMESTAMP = -4
+LATEST_TIERED_TIMESTAMP = -5
+
+
+@dataclass(slots=True)
+class AppendResult:
+    base_offset: int
+    last_offset: int
+    log_append_time: int  # -1 unless the topic uses LogAppendTime
+    log_start_offset: int
+    max_timestamp: int
+    record_count: int
+    valid_bytes: int
+    duplicate: bool = False
+
+
+class ReadResult(NamedTuple):
+    records: memoryview  # whole batches, contiguous, exactly as stored
+    fetch_offset: int
+    high_watermark: int
+    log_start_offset: int
+    log_end_offset: int
+    first_batch_offset: int  # -1 when records is empty
+
+    def batches(self) -> list[memoryview]:
+        out, data, pos = [], self.records, 0
+        while len(data) - pos >= LOG_OVERHEAD:
+            size = INT32.unpack_from(data, pos + 8)[0] + LOG_OVERHEAD
+            out.append(data[pos:pos + size])
+            pos += size
+        return out
+
+
+class TimestampAndOffset(NamedTuple):
+    timestamp: int
+    offset: int
+    leader_epoch: int | None
+
+
+class PartitionLog:
+    def __init__(self, directory: str, config: LogConfig | None = None, *, recovery_point: int = 0,
+                 log_start_offset: int = 0, had_clean_shutdown: bool = False,
+                 clock: Callable[[], int] | None = None, leader_epoch: int = 0):
+        self.directory = os.path.abspath(directory)
+        self.config = config or LogConfig()
+        self.leader_epoch = leader_epoch
+        self._clock = clock or now_ms
+        self._closed = False
+        os.makedirs(self.directory, exist_ok=True)
+        self.producer_state = ProducerStateManager(self.directory, self.config.producer_id_expiration_ms)
+        self._segments: list[LogSegment] = []
+        self._bases: list[int] = []
+        self._load(recovery_point, log_start_offset, had_clean_shutdown)
+        self._last_flush_ms = self._clock()
+
+    def __repr__(self) -> str:
+        return (f"PartitionLog({self.directory!r}, log_start_offset={self.log_start_offset}, "
+                f"log_end_offset={self._leo}, segments={len(self._segments)})")
+
+    # --- properties ------------------------------------------------------------------------
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._leo
+
+    @property
+    def high_watermark(self) -> int:
+        return self._leo
+
+    @property
+    def last_stable_offset(self) -> int:
+        """READ_COMMITTED bound: the first offset of an ongoing transaction, else the HW."""
+        first_unstable = self.producer_state.first_unstable_offset()
+        return self._leo if first_unstable is None else min(first_unstable, self._leo)
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._segments[-1]
+
+    @property
+    def segments(self) -> list[LogSegment]:
+        return list(self._segments)
+
+    @property
+    def num_segments(self) -> int:
+        return len(self._segments)
+
+    @property
+    def size_in_bytes(self) -> int:
+        return sum(s.size for s in self._segments)
+
+    @property
+    def unflushed_messages(self) -> int:
+        return self._leo - self.recovery_point
+
+    def update_config(self, config: LogConfig) -> None:
+        self.config = config
+        self.producer_state.producer_id_expiration_ms = config.producer_id_expiration_ms
+        for seg in self._segments:
+            seg.index_interval_bytes = config.index_interval_bytes
+
+    def _new_segment(self, base_offset: int, create: bool) -> LogSegment:
+        return LogSegment(self.directory, base_offset, index_interval_bytes=self.config.index_interval_bytes,
+                          max_index_size=self.config.segment_index_bytes, clock=self._clock, create=create)
+
+    # --- loading ---------------------------------------------------------------------------
+
+    def _load(self, recovery_point: int, log_start_offset: int, clean: bool) -> None:
+        bases = []
+        for name in os.listdir(self.directory):
+            path = os.path.join(self.directory, name)
+            if name.endswith((CLEANED_SUFFIX, DELETED_SUFFIX, ".tmp")):
+                os.unlink(path)  # an interrupted compaction, deletion or checkpoint
+            elif name.endswith(SWAP_SUFFIX):
+                os.replace(path, path[: -len(SWAP_SUFFIX)])
+        for name in os.listdir(self.directory):
+            stem, ext = os.path.splitext(name)
+            if len(stem) == 20 and stem.isdigit():
+                if ext == LOG_SUFFIX:
+                    bases.append(int(stem))
+                elif ext in (INDEX_SUFFIX, TIME_INDEX_SUFFIX) and not os.path.exists(
+                        os.path.join(self.directory, stem + LOG_SUFFIX)):
+                    os.unlink(os.path.join(self.directory, name))  # orphaned index
+        bases.sort()
+        segments = [self._new_segment(b, create=False) for b in bases]
+        # Unclean: re-validate the segment holding the recovery point and all later ones.
+        first_unflushed = 0
+        for i in range(len(segments) - 1):
+            if segments[i + 1].base_offset <= recovery_point:
+                first_unflushed = i + 1
+        for i, seg in enumerate(segments):
+            if not clean and i >= first_unflushed:
+                cut = seg.recover()
+                if cut and i < len(segments) - 1:
+                    for later in segments[i + 1:]:
+                        log.warning("Deleting segment %s after the invalid data in %s", later.log_path, seg.log_path)
+                        later.delete()
+                    del segments[i + 1:]
+                    break
+            elif not seg.load():
+                log.info("Rebuilding the indexes of %s", seg.log_path)
+                seg.recover()
+        if not segments:
+            segments.append(self._new_segment(max(log_start_offset, 0), create=True))
+        for seg in segments[:-1]:
+            seg.release_index_handles()
+        self._segments = segments
+        self._bases = [s.base_offset for s in segments]
+        self._leo = segments[-1].next_offset
+        self.log_start_offset = max(log_start_offset, segments[0].base_offset)
+        if self.log_start_offset > self._leo:
+            # DeleteRecords advanced the start past data lost in a crash: start over there.
+            start = self.log_start_offset
+            self._truncate_fully_and_start_at(start)
+        self.recovery_point = self._leo if clean else min(recovery_point, self._leo)
+        self._rebuild_producer_state()
+
+    def _rebuild_producer_state(self) -> None:
+        psm = self.producer_state
+        psm.truncate_and_reload(self.log_start_offset, self._leo, self._clock())
+        start = max(psm.map_end_offset, self.log_start_offset)
+        if start < self._leo:
+            i = max(0, bisect_right(self._bases, start) - 1)
+            for seg in self._segments[i:]:
+                for pos, header in seg.iter_headers(seg.index.lookup(start).position):
+                    if header.last_offset < start:
+                        continue
+                    batch = seg.read_batch(pos, header.size) if header.is_control else None
+                    psm.replay(header, batch)
+        psm.update_map_end_offset(self._leo)
+
+    # --- appends ---------------------------------------------------------------------------
+
+    def append(self, records, *, origin: AppendOrigin = AppendOrigin.CLIENT,
+               leader_epoch: int | None = None) -> AppendResult:
+        """Validate, assign offsets and append one produce partition's records (one or more
+        batches). A duplicate idempotent batch is answered with its original offsets and not
+        written. Raises the ``kgroup.storage.errors`` / ``records`` exceptions."""
+        self._check_open()
+        cfg = self.config
+        now = self._clock()
+        view = memoryview(records)
+        found: list[tuple[int, BatchHeader]] = []
+        valid = 0
+        for pos, header, batch in iter_batches(view):
+            if origin == AppendOrigin.CLIENT and header.base_offset != 0:
+                raise InvalidRecordError(
+                    f"The baseOffset of the record batch in the append should be 0, but it is {header.base_offset}")
+            if header.size > cfg.max_message_bytes:
+                raise RecordTooLargeError(
+                    f"The record batch size in the append is {header.size} bytes which exceeds the maximum "
+                    f"configured value of {cfg.max_message_bytes}.")
+            validate_batch(header, batch)
+            found.append((pos, header))
+            valid = pos + header.size
+        if not found:
+            raise InvalidRecordError("Produce requests must have at least one record batch per partition")
+
+        buf = bytearray(view[:valid])  # the one copy; offsets etc. are patched in place
+        epoch = self.leader_epoch if leader_epoch is None else leader_epoch
+        next_offset = first_offset = self._leo
+        max_ts, record_count, headers = NO_TIMESTAMP, 0, []
+        for pos, header in found:
+            batch_max = self._validate_batch_records(buf, pos, header, origin, now)
+            patch_base_offset(buf, next_offset, pos)
+            set_partition_leader_epoch(buf, epoch, pos)
+            if cfg.log_append_time:
+                set_max_timestamp(buf, TimestampType.LOG_APPEND_TIME, now, pos)
+                batch_max = now
+            else:
+                set_max_timestamp(buf, TimestampType.CREATE_TIME, batch_max, pos)
+            next_offset += header.last_offset_delta + 1
+            record_count += header.records_count
+            max_ts = max(max_ts, batch_max)
+            headers.append(read_batch_header(buf, pos))
+        last_offset = next_offset - 1
+        if valid > cfg.segment_bytes:
+            raise RecordBatchTooLargeError(
+                f"Message batch size is {valid} bytes in append, which exceeds the maximum configured "
+                f"segment size of {cfg.segment_bytes}.")
+
+        try:
+            segment = self._maybe_roll(valid, max_ts, last_offset, now)
+        except OSError as e:
+            raise KafkaStorageError(f"Error while rolling log segment for {self.directory}: {e}") from e
+
+        pending: dict[int, ProducerAppendInfo] = {}
+        psm = self.producer_state
+        for (pos, _), header in zip(found, headers):
+            if header.has_producer_id:
+                batch = memoryview(buf)[pos:pos + header.size] if header.is_control else None
+                duplicate = psm.check(header, origin, pending, batch)
+                if duplicate is not None:
+                    # Kafka answers with the original batch's offsets and its timestamp.
+                    return AppendResult(duplicate.first_offset, duplicate.last_offset, duplicate.timestamp,
+                                        self.log_start_offset, duplicate.timestamp,
+                                        duplicate.offset_delta + 1, 0, duplicate=True)
+
+        try:
+            segment.append(buf, headers)
+        except OSError as e:
+            raise KafkaStorageError(f"Error while appending records to {self.directory}: {e}") from e
+        self._leo = next_offset
+        for info in pending.values():
+            psm.update(info)
+        psm.update_map_end_offset(next_offset)
+        if self.unflushed_messages >= cfg.flush_messages:
+            self.flush()
+        return AppendResult(first_offset, last_offset, now if cfg.log_append_time else -1,
+                            self.log_start_offset, max_ts, record_count, valid)
+
+    def _validate_batch_records(self, buf: bytearray, pos: int, header: BatchHeader, origin: AppendOrigin,
+                                now: int) -> int:
+        """LogValidator's per-batch checks; returns the batch's max record timestamp."""
+        cfg = self.config
+        batch = memoryview(buf)[pos:pos + header.size]
+        if origin == AppendOrigin.CLIENT:
+            if header.is_control:
+                raise InvalidRecordError("Clients are not allowed to write control records")
+            if header.has_producer_id and header.base_sequence < 0:
+                raise InvalidRecordError(
+                    f"Invalid sequence number {header.base_sequence} in record batch with producerId "
+                    f"{header.producer_id}")
+        summary = check_batch_records(header, batch)
+        if summary is not None and header.timestamp_type != TimestampType.LOG_APPEND_TIME:
+            lo, hi, null_key = summary.min_timestamp, summary.max_timestamp, summary.has_null_key
+        elif summary is not None:  # records of a LogAppendTime batch all read as its maxTimestamp
+            lo = hi = header.max_timestamp
+            null_key = summary.has_null_key
+        else:  # compressed: the header stands in for the records (no decompression here)
+            lo, hi, null_key = header.base_timestamp, header.max_timestamp, cfg.compact
+        suspicious = (null_key and cfg.compact) or header.timestamp_type == TimestampType.LOG_APPEND_TIME
+        if not cfg.log_append_time:
+            suspicious = suspicious or now - lo > cfg.message_timestamp_before_max_ms \
+                or hi - now > cfg.message_timestamp_after_max_ms
+        if suspicious:
+            self._check_records_one_by_one(header, batch, now)
+        return hi
+
+    def _check_records_one_by_one(self, header: BatchHeader, batch, now: int) -> None:
+        """The exact per-record checks (with batch indexes for ProduceResponse.record_errors),
+        run only when the cheap walk saw something to reject."""
+        cfg = self.config
+        errors, bad_timestamp = [], False
+        before, after = cfg.message_timestamp_before_max_ms, cfg.message_timestamp_after_max_ms
+        for i, record in enumerate(decode_records(batch, header)):
+            if cfg.compact and record.key is None:
+                errors.append((i, "Compacted topic cannot accept message without key in topic partition "
+                                  f"{os.path.basename(self.directory)}"))
+            elif not cfg.log_append_time and record.timestamp != NO_TIMESTAMP:
+                if now - record.timestamp > before or record.timestamp - now > after:
+                    bad_timestamp = True
+                    errors.append((i, f"Timestamp {record.timestamp} of message with offset {record.offset} is "
+                                      f"out of range. The timestamp should be within [{now - before}, {now + after}]"))
+            elif header.timestamp_type == TimestampType.LOG_APPEND_TIME:
+                bad_timestamp = True
+                errors.append((i, "Invalid timestamp type in message. Producer should not set timestamp type "
+                                  "to LogAppendTime."))
+        if not errors:
+            return
+        if bad_timestamp:
+            raise InvalidTimestampError("One or more records have been rejected due to invalid timestamp", errors)
+        raise InvalidRecordError(
+            f"One or more records have been rejected due to {len(errors)} record errors in total, and only "
+            f"showing the first three errors at most: {errors[:3]}", errors)
+
+    # --- rolling ---------------------------------------------------------------------------
+
+    def _maybe_roll(self, size: int, max_timestamp: int, last_offset: int, now: int) -> LogSegment:
+        seg, cfg = self._segments[-1], self.config
+        if (seg.size > cfg.segment_bytes - size
+                or (seg.size > 0 and seg.time_waited_for_roll(now, max_timestamp) > cfg.segment_ms)
+                or seg.index.is_full() or seg.time_index.is_full()
+                or not seg.index.can_append_offset(last_offset)):
+            return self.roll()
+        return seg
+
+    def roll(self) -> LogSegment:
+        """Start a new active segment at the log end offset (no-op on an empty active one)."""
+        self._check_open()
+        active = self._segments[-1]
+        if active.base_offset == self._leo and active.size == 0:
+            return active
+        active.on_become_inactive()
+        seg = self._new_segment(self._leo, create=True)
+        self._segments.append(seg)
+        self._bases.append(seg.base_offset)
+        self.producer_state.update_map_end_offset(self._leo)
+        self.producer_state.take_snapshot()
+        return seg
+
+    # --- reads -----------------------------------------------------------------------------
+
+    def read(self, fetch_offset: int, max_bytes: int, min_one_batch: bool = True,
+             max_offset: int | None = None) -> ReadResult:
+        """Whole batches starting with the one that contains ``fetch_offset``, up to
+        ``max_bytes`` (the first batch alone may exceed it when ``min_one_batch``), none at or
+        beyond ``max_offset``. Raises OffsetOutOfRangeError outside [log start, log end]."""
+        self._check_open()
+        leo, start = self._leo, self.log_start_offset
+        if fetch_offset < start or fetch_offset > leo:
+            raise OffsetOutOfRangeError(
+                f"Received request for offset {fetch_offset}, but we only have log segments in the range "
+                f"{start} to {leo}.")
+        upper = leo if max_offset is None else min(max_offset, leo)
+        if fetch_offset < upper:
+            i = max(0, bisect_right(self._bases, fetch_offset) - 1)
+            limit = upper if upper < leo else None
+            for seg in self._segments[i:]:
+                got = seg.read(fetch_offset, max_bytes, limit, min_one_batch)
+                if got is not None:
+                    first = got.first_header.base_offset if len(got.records) else -1
+                    return ReadResult(got.records, fetch_offset, leo, start, leo, first)
+        return ReadResult(memoryview(b""), fetch_offset, leo, start, leo, -1)
+
+    def iter_batches(self, start_offset: int | None = None) -> Iterator[tuple[BatchHeader, memoryview]]:
+        """Every stored batch from the one holding ``start_offset`` (default: log start)."""
+        start = self.log_start_offset if start_offset is None else start_offset
+        i = max(0, bisect_right(self._bases, start) - 1)
+        for seg in self._segments[i:]:
+            for _, header, batch in seg.iter_batches(seg.index.lookup(start).position):
+                if header.last_offset >= start:
+                    yield header, batch
+
+    def offset_for_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
+        """First record with timestamp >= ``timestamp`` (ListOffsets with a real timestamp)."""
+        for seg in self._segments:
+            if seg.max_timestamp_so_far >= timestamp:
+                found = seg.find_offset_by_timestamp(timestamp, self.log_start_offset)
+                if found is not None:
+                    return TimestampAndOffset(*found)
+        return None
+
+    def max_timestamp_and_offset(self) -> TimestampAndOffset | None:
+        """The record with the largest timestamp (ListOffsets MAX_TIMESTAMP, -3)."""
+        best = self._segments[0]
+        for seg in self._segments[1:]:
+            if seg.max_timestamp_so_far > best.max_timestamp_so_far:
+                best = seg
+        target = best.max_timestamp_so_far
+        start = best.index.lookup(best.offset_of_max_timestamp).position
+        for pos, header in best.iter_headers(start):
+            if header.max_timestamp == target:
+                offset = None
+                if header.timestamp_type == TimestampType.LOG_APPEND_TIME:
+                    offset = header.base_offset
+                else:
+                    for record in decode_records(best.read_batch(pos, header.size), header):
+                        if record.timestamp == target:
+                            offset = record.offset
+                            break
+                if offset is None:
+                    return None
+                epoch = header.partition_leader_epoch
+                return TimestampAndOffset(target, offset, epoch if epoch >= 0 else None)
+        return None
+
+    def fetch_offset_by_timestamp(self, target: int) -> TimestampAndOffset | None:
+        """ListOffsets for any target, including the special negative ones."""
+        if target in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
+            return TimestampAndOffset(NO_TIMESTAMP, self.log_start_offset, None)
+        if target == LATEST_TIMESTAMP:
+            return TimestampAndOffset(NO_TIMESTAMP, self._leo, self.latest_epoch())
+        if target == LATEST_TIERED_TIMESTAMP:
+            return TimestampAndOffset(NO_TIMESTAMP, -1, -1)  # no tiered storage
+        if target == MAX_TIMESTAMP:
+            return self.max_timestamp_and_offset()
+        return self.offset_for_timestamp(target)
+
+    def latest_epoch(self) -> int | None:
+        for seg in reversed(self._segments):
+            last = None
+            for _, header in seg.iter_headers(seg.index.last_entry().position):
+                last = header
+            if last is not None:
+                return last.partition_leader_epoch if last.partition_leader_epoch >= 0 else None
+        return None
+
+    # --- retention, DeleteRecords, truncation ----------------------------------------------
+
+    def delete_old_segments(self, now_ms: int | None = None) -> int:
+        """Kafka's retention pass: whole segments past retention.ms / retention.bytes (delete
+        policy) or entirely below the log start offset. When every segment is deletable, a new
+        empty active segment is rolled first, so the active one is never deleted."""
+        self._check_open()
+        now = self._clock() if now_ms is None else now_ms
+        cfg, deleted = self.config, 0
+        if cfg.delete:
+            if cfg.retention_ms >= 0:
+                deleted += self._delete_segments(
+                    lambda seg, nxt: now - seg.largest_timestamp > cfg.retention_ms, "retention time")
+            size = self.size_in_bytes
+            if cfg.retention_bytes >= 0 and size >= cfg.retention_bytes:
+                diff = size - cfg.retention_bytes
+
+                def over_size(seg: LogSegment, nxt) -> bool:
+                    nonlocal diff
+                    if diff - seg.size >= 0:
+                        diff -= seg.size
+                        return True
+                    return False
+                deleted += self._delete_segments(over_size, "retention size")
+        deleted += self._delete_segments(
+            lambda seg, nxt: nxt is not None and nxt.base_offset <= self.log_start_offset, "log start offset")
+        return deleted
+
+    def _delete_segments(self, predicate, reason: str) -> int:
+        segs, hw = self._segments, self._leo
+        deletable = []
+        for i, seg in enumerate(segs):
+            nxt = segs[i + 1] if i + 1 < len(segs) else None
+            upper = nxt.base_offset if nxt is not None else self._leo
+            if hw >= upper and predicate(seg, nxt) and not (nxt is None and seg.size == 0):
+                deletable.append(seg)
+            else:
+                break
+        if not deletable:
+            return 0
+        if len(deletable) == len(segs):
+            self.roll()
+        for seg in deletable:
+            log.info("Deleting segment %s due to %s breach", seg.log_path, reason)
+            self._segments.remove(seg)
+            seg.delete()
+            self.producer_state.delete_snapshot(seg.base_offset)
+        self._bases = [s.base_offset for s in self._segments]
+        self._increment_log_start_offset(self._segments[0].base_offset)
+        return len(deletable)
+
+    def _increment_log_start_offset(self, offset: int) -> None:
+        if offset > self.log_start_offset:
+            self.log_start_offset = offset
+            self.producer_state.on_log_start_offset_incremented(offset)
+
+    def delete_records_before(self, offset: int) -> int:
+        """DeleteRecords: advance the log start offset (-1 means the high watermark), drop the
+        segments entirely below it, and return the new low watermark."""
+        self._check_open()
+        if offset == -1:
+            offset = self.high_watermark
+        if offset < 0 or offset > self.high_watermark:
+            raise OffsetOutOfRangeError(
+                f"Cannot increment the log start offset to {offset} since it is larger than the high "
+                f"watermark {self.high_watermark}")
+        self._increment_log_start_offset(offset)
+        self._delete_segments(
+            lambda seg, nxt: nxt is not None and nxt.base_offset <= self.log_start_offset, "log start offset")
+        return self.log_start_offset
+
+    def truncate_to(self, offset: int) -> bool:
+        """Remove everything from the batch holding ``offset`` on. Returns False when there was
+        nothing at or beyond ``offset``."""
+        self._check_open()
+        if offset < 0:
+            raise ValueError(f"Cannot truncate to a negative offset ({offset})")
+        if offset >= self._leo:
+            return False
+        if offset < self.log_start_offset:
+            self._truncate_fully_and_start_at(offset)
+            return True
+        while len(self._segments) > 1 and self._segments[-1].base_offset > offset:
+            self._segments.pop().delete()
+        self._bases = [s.base_offset for s in self._segments]
+        self._segments[-1].truncate_to(offset)
+        self._leo = self._segments[-1].next_offset
+        if self._leo < self.log_start_offset:
+            # The batch holding the log start went too: nothing readable is left.
+            self._truncate_fully_and_start_at(offset)
+            return True
+        self.recovery_point = min(self.recovery_point, self._leo)
+        self._rebuild_producer_state()
+        return True
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        self._check_open()
+        self._truncate_fully_and_start_at(offset)
+
+    def _truncate_fully_and_start_at(self, offset: int) -> None:
+        for seg in self._segments:
+            seg.delete()
+        seg = self._new_segment(offset, create=True)
+        self._segments, self._bases = [seg], [offset]
+        self._leo = self.log_start_offset = self.recovery_point = offset
+        self.producer_state.truncate_fully_and_start_at(offset)
+
+    # --- compaction ------------------------------------------------------------------------
+
+    def compact(self, now_ms: int | None = None) -> "cleaner.CleanerStats":
+        """cleanup.policy=compact: rewrite closed segments keeping the last record per key."""
+        self._check_open()
+        return cleaner.clean(self, self._clock() if now_ms is None else now_ms)
+
+    # --- flushing and closing --------------------------------------------------------------
+
+    def flush(self) -> None:
+        """fsync everything appended so far and move the recovery point to the log end. The
+        broker calls this once for many acks=-1 appends (group commit)."""
+        self._check_open()
+        active = self._segments[-1]
+        for seg in self._segments:
+            # The active segment's indexes are rebuilt by recovery; skip their fsync.
+            seg.flush(indexes=seg is not active)
+        self.recovery_point = self._leo
+        self._last_flush_ms = self._clock()
+
+    def maybe_flush(self, now_ms: int | None = None) -> bool:
+        """flush.ms: flush if the last flush is older than the configured interval."""
+        now = self._clock() if now_ms is None else now_ms
+        if self.unflushed_messages > 0 and now - self._last_flush_ms >= self.config.flush_ms:
+            self.flush()
+            return True
+        return False
+
+    def close(self, clean: bool = True) -> None:
+        """Clean: flush data and indexes and snapshot the producer state, so the next open can
+        skip recovery. Unclean: just drop the file handles (what a crash leaves)."""
+        if self._closed:
+            return
+        if clean:
+            active = self._segments[-1]
+            active.on_become_inactive()
+            for seg in self._segments:
+                seg.flush(indexes=True)
+            self.recovery_point = self._leo
+            self.producer_state.update_map_end_offset(self._leo)
+            self.producer_state.take_snapshot(sync=True)
+            for seg in self._segments:
+                seg.close()
+        else:
+            for seg in self._segments:
+                seg.close_handlers()
+        self._closed = True
+
+    def delete(self) -> None:
+        """Close and remove every file of this log."""
+        self.close(clean=False)
+        for seg in self._segments:
+            seg.delete()
+        for offset in list(self.producer_state.snapshots):
+            self.producer_state.delete_snapshot(offset)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ValueError(f"log {self.directory} is closed")
+

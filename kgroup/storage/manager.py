@@ -1,0 +1,242 @@
+"""LogManager: every partition log of a broker, across one or more log directories.
+
+Owns the log-directory level state Kafka keeps next to the ``<topic>-<partition>/`` folders:
+the clean-shutdown marker ``.kafka_cleanshutdown`` (present => logs open without recovery;
+deleted once loaded so a later crash is detected), and the ``recovery-point-offset-checkpoint``
+and ``log-start-offset-checkpoint`` files (Kafka's text format: version, count, then
+``topic partition offset`` lines). Also places new partitions on the directory holding the
+fewest, and runs the periodic passes (retention, compaction, flush.ms) over all logs.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import uuid
+from typing import Any, Callable, Iterator, Mapping
+
+from kgroup.storage.config import LogConfig
+from kgroup.storage.log import PartitionLog
+from kgroup.storage.segment import fsync_dir
+
+__all__ = ["LogConfig", "LogManager", "read_checkpoint", "write_checkpoint", "parse_topic_partition_dir",
+           "CLEAN_SHUTDOWN_FILE", "RECOVERY_POINT_CHECKPOINT", "LOG_START_OFFSET_CHECKPOINT"]
+
+log = logging.getLogger(__name__)
+
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+_DELETE_DIR_SUFFIX = "-delete"
+
+TopicPartition = tuple[str, int]
+
+
+def parse_topic_partition_dir(name: str) -> TopicPartition | None:
+    """``my-topic-3`` -> ("my-topic", 3); None for anything else (``-delete``, ``-future``...)."""
+    topic, sep, partition = name.rpartition("-")
+    if not sep or not topic or not partition.isdigit() or "." in partition:
+        return None
+    return topic, int(partition)
+
+
+def read_checkpoint(path: str) -> dict[TopicPartition, int]:
+    """Kafka's OffsetCheckpointFile; a missing or malformed file reads as empty (logged)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except FileNotFoundError:
+        return {}
+    try:
+        if int(lines[0]) != 0:
+            raise ValueError(f"unknown version {lines[0]}")
+        count = int(lines[1])
+        out = {}
+        for line in lines[2:2 + count]:
+            topic, partition, offset = line.split(" ")
+            out[(topic, int(partition))] = int(offset)
+        if len(out) != count:
+            raise ValueError("fewer entries than declared")
+        return out
+    except (ValueError, IndexError) as e:
+        log.warning("Ignoring malformed checkpoint file %s: %s", path, e)
+        return {}
+
+
+def write_checkpoint(path: str, offsets: Mapping[TopicPartition, int]) -> None:
+    """Write atomically (temp file, fsync, rename, fsync of the directory)."""
+    lines = ["0", str(len(offsets))] + [f"{t} {p} {o}" for (t, p), o in sorted(offsets.items())]
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    fsync_dir(os.path.dirname(path) or ".")
+
+
+class LogManager:
+    def __init__(self, log_dirs: list[str] | str, default_config: LogConfig | None = None, *,
+                 topic_configs: Mapping[str, LogConfig | Mapping[str, Any]] | None = None,
+                 clock: Callable[[], int] | None = None):
+        self.log_dirs = [os.path.abspath(d) for d in ([log_dirs] if isinstance(log_dirs, str) else log_dirs)]
+        if not self.log_dirs:
+            raise ValueError("at least one log directory is needed")
+        self.default_config = default_config or LogConfig()
+        self._topic_configs: dict[str, LogConfig] = {}
+        for topic, cfg in (topic_configs or {}).items():
+            self._topic_configs[topic] = self._resolve(cfg)
+        self._clock = clock
+        self._logs: dict[TopicPartition, PartitionLog] = {}
+        self._dir_of: dict[TopicPartition, str] = {}
+        self.had_clean_shutdown: dict[str, bool] = {}
+        self._closed = False
+        for d in self.log_dirs:
+            os.makedirs(d, exist_ok=True)
+            self._load_dir(d)
+
+    def _resolve(self, cfg: LogConfig | Mapping[str, Any] | None) -> LogConfig:
+        if cfg is None:
+            return self.default_config
+        if isinstance(cfg, LogConfig):
+            return cfg
+        return self.default_config.with_overrides(cfg)
+
+    def _config_for(self, topic: str) -> LogConfig:
+        return self._topic_configs.get(topic, self.default_config)
+
+    def _load_dir(self, log_dir: str) -> None:
+        marker = os.path.join(log_dir, CLEAN_SHUTDOWN_FILE)
+        clean = os.path.exists(marker)
+        self.had_clean_shutdown[log_dir] = clean
+        recovery_points = read_checkpoint(os.path.join(log_dir, RECOVERY_POINT_CHECKPOINT))
+        start_offsets = read_checkpoint(os.path.join(log_dir, LOG_START_OFFSET_CHECKPOINT))
+        if not clean:
+            log.info("No clean shutdown marker in %s: recovering unflushed segments", log_dir)
+        for name in sorted(os.listdir(log_dir)):
+            path = os.path.join(log_dir, name)
+            if not os.path.isdir(path):
+                continue
+            if name.endswith(_DELETE_DIR_SUFFIX):
+                shutil.rmtree(path, ignore_errors=True)  # a deletion interrupted by a restart
+                continue
+            tp = parse_topic_partition_dir(name)
+            if tp is None:
+                continue
+            if tp in self._logs:
+                raise RuntimeError(f"duplicate log directories for {tp}: {self._dir_of[tp]} and {log_dir}")
+            self._logs[tp] = PartitionLog(
+                path, self._config_for(tp[0]), recovery_point=recovery_points.get(tp, 0),
+                log_start_offset=start_offsets.get(tp, 0), had_clean_shutdown=clean, clock=self._clock)
+            self._dir_of[tp] = log_dir
+        if clean:
+            os.unlink(marker)
+
+    # --- partitions ------------------------------------------------------------------------
+
+    def get(self, topic: str, partition: int) -> PartitionLog | None:
+        return self._logs.get((topic, partition))
+
+    def get_or_create(self, topic: str, partition: int,
+                      topic_config: LogConfig | Mapping[str, Any] | None = None) -> PartitionLog:
+        """The log of a partition, created on the least loaded directory when missing;
+        ``topic_config`` (a LogConfig or Kafka topic overrides) updates the topic's config."""
+        self._check_open()
+        if topic_config is not None:
+            self.update_topic_config(topic, topic_config)
+        tp = (topic, partition)
+        plog = self._logs.get(tp)
+        if plog is not None:
+            return plog
+        counts = {d: 0 for d in self.log_dirs}
+        for d in self._dir_of.values():
+            counts[d] += 1
+        log_dir = min(self.log_dirs, key=lambda d: counts[d])
+        plog = PartitionLog(os.path.join(log_dir, f"{topic}-{partition}"), self._config_for(topic),
+                            had_clean_shutdown=True, clock=self._clock)
+        self._logs[tp] = plog
+        self._dir_of[tp] = log_dir
+        return plog
+
+    def update_topic_config(self, topic: str, config: LogConfig | Mapping[str, Any]) -> None:
+        """A LogConfig, or the topic's complete set of overrides (Kafka topic config names)
+        applied to the broker defaults, as Kafka rebuilds a LogConfig on a config change."""
+        cfg = self._resolve(config)
+        self._topic_configs[topic] = cfg
+        for (t, _), plog in self._logs.items():
+            if t == topic:
+                plog.update_config(cfg)
+
+    def delete_partition(self, topic: str, partition: int) -> bool:
+        """Close the log and remove its directory (renamed to ``*-delete`` first, as Kafka
+        does, so a crash mid-way cannot resurrect the partition)."""
+        tp = (topic, partition)
+        plog = self._logs.pop(tp, None)
+        if plog is None:
+            return False
+        self._dir_of.pop(tp, None)
+        plog.close(clean=False)
+        doomed = f"{plog.directory}.{uuid.uuid4().hex}{_DELETE_DIR_SUFFIX}"
+        os.rename(plog.directory, doomed)
+        shutil.rmtree(doomed, ignore_errors=True)
+        return True
+
+    def topic_partitions(self) -> list[TopicPartition]:
+        return sorted(self._logs)
+
+    def __iter__(self) -> Iterator[tuple[TopicPartition, PartitionLog]]:
+        return iter(list(self._logs.items()))
+
+    def __len__(self) -> int:
+        return len(self._logs)
+
+    # --- periodic passes -------------------------------------------------------------------
+
+    def flush_all(self) -> None:
+        for plog in self._logs.values():
+            plog.flush()
+        self.checkpoint()
+
+    def flush_dirty_logs(self, now_ms: int | None = None) -> int:
+        """Kafka's flush scheduler: flush logs whose flush.ms has elapsed."""
+        return sum(plog.maybe_flush(now_ms) for plog in self._logs.values())
+
+    def delete_old_segments(self, now_ms: int | None = None) -> int:
+        return sum(plog.delete_old_segments(now_ms) for plog in self._logs.values())
+
+    def compact_logs(self, now_ms: int | None = None) -> int:
+        """Clean every compacted log; returns the number of segments rewritten."""
+        return sum(plog.compact(now_ms).segments_rewritten
+                   for plog in self._logs.values() if plog.config.compact)
+
+    def checkpoint(self) -> None:
+        """Write the recovery points and log start offsets of every directory."""
+        for d in self.log_dirs:
+            tps = [tp for tp, dd in self._dir_of.items() if dd == d]
+            write_checkpoint(os.path.join(d, RECOVERY_POINT_CHECKPOINT),
+                             {tp: self._logs[tp].recovery_point for tp in tps})
+            write_checkpoint(os.path.join(d, LOG_START_OFFSET_CHECKPOINT),
+                             {tp: self._logs[tp].log_start_offset for tp in tps})
+
+    def close_all(self, clean: bool = True) -> None:
+        """Clean: close every log cleanly, checkpoint, then write the clean-shutdown marker.
+        Unclean: drop the handles only (for tests of crash recovery)."""
+        if self._closed:
+            return
+        for plog in self._logs.values():
+            plog.close(clean=clean)
+        if clean:
+            self.checkpoint()
+            for d in self.log_dirs:
+                path = os.path.join(d, CLEAN_SHUTDOWN_FILE)
+                with open(path, "w", encoding="utf-8") as f:
+                    json.dump({"version": 0, "brokerEpoch": -1}, f)
+                    f.flush()
+                    os.fsync(f.fileno())
+                fsync_dir(d)
+        self._closed = True
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ValueError("log manager is closed")

@@ -1,0 +1,440 @@
+"""LogSegment: one ``<20-digit base offset>.log`` file with its ``.index`` and ``.timeindex``.
+
+The ``.log`` is the plain concatenation of RecordBatch v2 bytes as Kafka stores them. Reads use
+``os.pread`` on a file descriptor (never loading whole files); batch boundaries are found from
+the sparse offset index plus a walk over batch headers. This module also owns segment recovery:
+re-validating every batch (length, magic, CRC-32C), truncating at the first bad one and
+rebuilding both indexes.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import time
+from typing import Callable, Iterator, NamedTuple
+
+from kgroup.protocol.primitives import INT32, INT64
+from kgroup.protocol.records import (
+    BATCH_HEADER,
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    MAGIC_V2,
+    RECORD_BATCH_OVERHEAD,
+    BatchHeader,
+    compute_batch_crc,
+    decode_records,
+)
+from kgroup.storage.index import OffsetIndex, TimeIndex
+
+log = logging.getLogger(__name__)
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+TXN_INDEX_SUFFIX = ".txnindex"
+CLEANED_SUFFIX = ".cleaned"
+SWAP_SUFFIX = ".swap"
+DELETED_SUFFIX = ".deleted"
+
+_HEADER_CHUNK = 16 * 1024  # header walks: a few KiB covers many small batches
+_SCAN_CHUNK = 1024 * 1024  # full-batch scans (recovery, cleaning)
+_EMPTY = memoryview(b"")
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def segment_prefix(directory: str, base_offset: int) -> str:
+    return os.path.join(directory, f"{base_offset:020d}")
+
+
+def pwrite_all(fd: int, data, position: int) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.pwrite(fd, view, position)
+        view = view[n:]
+        position += n
+
+
+def fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class SegmentRead(NamedTuple):
+    position: int
+    records: memoryview  # whole batches, exactly as stored
+    first_header: BatchHeader
+
+
+class FoundTimestamp(NamedTuple):
+    timestamp: int
+    offset: int
+    leader_epoch: int | None
+
+
+class LogSegment:
+    def __init__(self, directory: str, base_offset: int, *, index_interval_bytes: int = 4096,
+                 max_index_size: int = 10 * 1024 * 1024, clock: Callable[[], int] = now_ms,
+                 create: bool = False):
+        self.directory = directory
+        self.base_offset = base_offset
+        prefix = segment_prefix(directory, base_offset)
+        self.log_path = prefix + LOG_SUFFIX
+        self.index = OffsetIndex(prefix + INDEX_SUFFIX, base_offset, max_index_size)
+        self.time_index = TimeIndex(prefix + TIME_INDEX_SUFFIX, base_offset, max_index_size)
+        self.index_interval_bytes = index_interval_bytes
+        self._clock = clock
+        flags = os.O_RDWR | (os.O_CREAT | os.O_TRUNC if create else 0)
+        self._fd = os.open(self.log_path, flags, 0o644)
+        self.size = os.fstat(self._fd).st_size
+        self.created_ms = clock()
+        self.next_offset = base_offset
+        self.dirty = create  # bytes not yet fsynced
+        self._bytes_since_last_index_entry = 0
+        self._max_ts: int | None = None  # None: not yet read from the time index
+        self._max_ts_offset = base_offset
+        self._rolling_ts: int | None = None
+        if create:
+            # Kafka creates both index files with the segment; a missing one means "rebuild".
+            self.index.reset()
+            self.time_index.reset()
+
+    def __repr__(self) -> str:
+        return f"LogSegment(base_offset={self.base_offset}, size={self.size}, next_offset={self.next_offset})"
+
+    # --- state -----------------------------------------------------------------------------
+
+    def _ensure_max_ts(self) -> None:
+        if self._max_ts is None:
+            entry = self.time_index.last_entry()
+            self._max_ts, self._max_ts_offset = entry.timestamp, entry.offset
+
+    @property
+    def max_timestamp_so_far(self) -> int:
+        self._ensure_max_ts()
+        return self._max_ts
+
+    @property
+    def offset_of_max_timestamp(self) -> int:
+        self._ensure_max_ts()
+        return self._max_ts_offset
+
+    @property
+    def largest_timestamp(self) -> int:
+        """For retention: the max record timestamp, or the file's mtime without one."""
+        ts = self.max_timestamp_so_far
+        return ts if ts >= 0 else os.stat(self.log_path).st_mtime_ns // 1_000_000
+
+    def time_waited_for_roll(self, now: int, message_timestamp: int) -> int:
+        if self._rolling_ts is None:
+            for _, header in self.iter_headers(0):
+                self._rolling_ts = header.max_timestamp
+                break
+        if self._rolling_ts is not None and self._rolling_ts >= 0:
+            return message_timestamp - self._rolling_ts
+        return now - self.created_ms
+
+    def load(self) -> bool:
+        """Open after a clean shutdown: trust the files if the indexes pass a sanity check
+        (else return False so the caller recovers), and find the next offset."""
+        if not (os.path.exists(self.index.path) and os.path.exists(self.time_index.path)):
+            return False
+        if not (self.index.file_size_ok() and self.time_index.file_size_ok()
+                and self.index.positions_ok(self.size)):
+            return False
+        self._read_tail_state()
+        return True
+
+    def _read_tail_state(self) -> None:
+        """Next offset and max timestamp from the last index entries plus a short header walk."""
+        last_time = self.time_index.last_entry()
+        start = min(self.index.lookup(last_time.offset).position, self.index.last_entry().position)
+        max_ts, max_off = last_time.timestamp, last_time.offset
+        last = None
+        for _, header in self.iter_headers(start):
+            if header.max_timestamp > max_ts:
+                max_ts, max_off = header.max_timestamp, header.last_offset
+            last = header
+        self.next_offset = last.next_offset if last is not None else self.base_offset
+        self._max_ts, self._max_ts_offset = max_ts, max_off
+
+    # --- scanning --------------------------------------------------------------------------
+
+    def iter_headers(self, start: int = 0, end: int | None = None) -> Iterator[tuple[int, BatchHeader]]:
+        """``(position, header)`` of each batch from ``start`` (a batch boundary)."""
+        end = self.size if end is None else min(end, self.size)
+        unpack, make, fd = BATCH_HEADER.unpack_from, BatchHeader._make, self._fd
+        pos, buf, buf_start = start, b"", start
+        while end - pos >= RECORD_BATCH_OVERHEAD:
+            off = pos - buf_start
+            if off + RECORD_BATCH_OVERHEAD > len(buf):
+                buf = os.pread(fd, min(_HEADER_CHUNK, end - pos), pos)
+                buf_start, off = pos, 0
+                if len(buf) < RECORD_BATCH_OVERHEAD:
+                    return
+            header = make(unpack(buf, off))
+            size = header.batch_length + LOG_OVERHEAD
+            if size < RECORD_BATCH_OVERHEAD or pos + size > end:
+                return
+            yield pos, header
+            pos += size
+
+    def iter_batches(self, start: int = 0, end: int | None = None) -> Iterator[tuple[int, BatchHeader, memoryview]]:
+        """``(position, header, batch bytes)``, reading the file in large chunks."""
+        end = self.size if end is None else min(end, self.size)
+        fd = self._fd
+        pos, buf, buf_start = start, _EMPTY, start
+        while end - pos >= RECORD_BATCH_OVERHEAD:
+            off = pos - buf_start
+            if off + RECORD_BATCH_OVERHEAD > len(buf):
+                buf = memoryview(os.pread(fd, min(_SCAN_CHUNK, end - pos), pos))
+                buf_start, off = pos, 0
+            size = INT32.unpack_from(buf, off + 8)[0] + LOG_OVERHEAD
+            if size < RECORD_BATCH_OVERHEAD or pos + size > end:
+                return
+            if off + size > len(buf):
+                buf = memoryview(os.pread(fd, max(size, min(_SCAN_CHUNK, end - pos)), pos))
+                buf_start, off = pos, 0
+            view = buf[off:off + size]
+            yield pos, BatchHeader._make(BATCH_HEADER.unpack_from(view, 0)), view
+            pos += size
+
+    def translate_offset(self, offset: int, starting_position: int = 0) -> tuple[int, BatchHeader] | None:
+        """Position and header of the first batch whose last offset is >= ``offset``."""
+        start = max(self.index.lookup(offset).position, starting_position)
+        for pos, header in self.iter_headers(start):
+            if header.base_offset + header.last_offset_delta >= offset:
+                return pos, header
+        return None
+
+    # --- writes ----------------------------------------------------------------------------
+
+    def append(self, data, headers: list[BatchHeader]) -> None:
+        """Append validated batches (``data`` is their concatenation, ``headers`` in order)."""
+        pos = self.size
+        try:
+            pwrite_all(self._fd, data, pos)
+        except OSError:
+            try:  # leave no partial batch behind (disk full, I/O error)
+                os.ftruncate(self._fd, pos)
+            except OSError:
+                pass
+            raise
+        if pos == 0 and headers:
+            self._rolling_ts = headers[0].max_timestamp
+        self._ensure_max_ts()
+        max_ts, max_off = self._max_ts, self._max_ts_offset
+        interval = self.index_interval_bytes
+        since = self._bytes_since_last_index_entry
+        for header in headers:
+            if header.max_timestamp > max_ts:
+                max_ts, max_off = header.max_timestamp, header.last_offset
+            if since > interval:
+                self.index.append(header.last_offset, pos)
+                self.time_index.maybe_append(max_ts, max_off, skip_full_check=True)
+                since = 0
+            size = header.batch_length + LOG_OVERHEAD
+            pos += size
+            since += size
+        self._bytes_since_last_index_entry = since
+        self._max_ts, self._max_ts_offset = max_ts, max_off
+        self.size = pos
+        self.next_offset = headers[-1].next_offset
+        self.dirty = True
+
+    def truncate_to(self, offset: int) -> int:
+        """Remove every batch whose last offset is >= ``offset``; return the bytes removed."""
+        found = self.translate_offset(offset)
+        self.index.truncate_to(offset)
+        self.time_index.truncate_to(offset)
+        if found is None:
+            return 0
+        position = found[0]
+        removed = self.size - position
+        os.ftruncate(self._fd, position)
+        self.size = position
+        self.dirty = True
+        if position == 0:
+            self.created_ms = self._clock()
+            self._rolling_ts = None
+        self._bytes_since_last_index_entry = 0
+        self._read_tail_state()
+        return removed
+
+    def recover(self, on_batch: Callable[[BatchHeader, memoryview], None] | None = None) -> int:
+        """Re-validate every batch, rebuild the indexes and cut the file at the first invalid
+        batch (logged at WARNING). Returns the number of bytes cut."""
+        self.index.reset()
+        self.time_index.reset()
+        fd, interval = self._fd, self.index_interval_bytes
+        file_size = os.fstat(fd).st_size
+        max_ts, max_off = -1, self.base_offset
+        valid = last_index_entry = 0
+        last: BatchHeader | None = None
+        reason = None
+        buf, buf_start = _EMPTY, 0
+        while valid < file_size:
+            remaining = file_size - valid
+            if remaining < RECORD_BATCH_OVERHEAD:
+                reason = f"{remaining} trailing bytes are shorter than a batch header"
+                break
+            off = valid - buf_start
+            if off + RECORD_BATCH_OVERHEAD > len(buf):
+                buf = memoryview(os.pread(fd, min(_SCAN_CHUNK, remaining), valid))
+                buf_start, off = valid, 0
+            size = INT32.unpack_from(buf, off + 8)[0] + LOG_OVERHEAD
+            if size < RECORD_BATCH_OVERHEAD:
+                reason = f"invalid batch length {size - LOG_OVERHEAD}"
+                break
+            if size > remaining:
+                reason = f"batch of {size} bytes extends past the end of the file"
+                break
+            magic = buf[off + MAGIC_OFFSET]
+            if magic != MAGIC_V2:
+                reason = f"invalid magic {magic}"
+                break
+            if off + size > len(buf):
+                buf = memoryview(os.pread(fd, max(size, min(_SCAN_CHUNK, remaining)), valid))
+                buf_start, off = valid, 0
+            view = buf[off:off + size]
+            header = BatchHeader._make(BATCH_HEADER.unpack_from(view, 0))
+            computed = compute_batch_crc(view)
+            if computed != header.crc:
+                reason = f"CRC mismatch (stored {header.crc}, computed {computed})"
+                break
+            if not self.index.can_append_offset(header.last_offset) or (
+                    last is not None and header.base_offset <= last.last_offset):
+                reason = f"offset {header.base_offset} out of order or out of range for this segment"
+                break
+            if header.max_timestamp > max_ts:
+                max_ts, max_off = header.max_timestamp, header.last_offset
+            if valid - last_index_entry > interval:
+                self.index.append(header.last_offset, valid)
+                self.time_index.maybe_append(max_ts, max_off)
+                last_index_entry = valid
+            valid += size
+            last = header
+            if on_batch is not None:
+                on_batch(header, view)
+        cut = file_size - valid
+        if cut:
+            log.warning("Found invalid batch in log segment %s at byte offset %d (%s): truncating %d bytes",
+                        self.log_path, valid, reason, cut)
+            os.ftruncate(fd, valid)
+        self.size = valid
+        self.next_offset = last.next_offset if last is not None else self.base_offset
+        self._max_ts, self._max_ts_offset = max_ts, max_off
+        self._bytes_since_last_index_entry = valid - last_index_entry
+        self._rolling_ts = None
+        # A normally closed segment ends with its largest timestamp in the time index.
+        self.time_index.maybe_append(max_ts, max_off, skip_full_check=True)
+        self.dirty = True
+        return cut
+
+    # --- reads -----------------------------------------------------------------------------
+
+    def read(self, start_offset: int, max_size: int, max_offset: int | None = None,
+             min_one_batch: bool = False) -> SegmentRead | None:
+        """Whole batches from the one containing ``start_offset``, at most ``max_size`` bytes
+        (or the first batch alone when larger and ``min_one_batch``), stopping before a batch
+        whose base offset is >= ``max_offset``. None when no batch holds ``start_offset`` or
+        later; empty records when nothing fits."""
+        found = self.translate_offset(start_offset)
+        if found is None:
+            return None
+        position, first = found
+        first_size = first.batch_length + LOG_OVERHEAD
+        if max_offset is not None and first.base_offset >= max_offset:
+            return SegmentRead(position, _EMPTY, first)
+        budget = max(max_size, first_size) if min_one_batch else max_size
+        if budget < first_size:
+            return SegmentRead(position, _EMPTY, first)
+        data = os.pread(self._fd, min(self.size - position, budget), position)
+        n, off = len(data), 0
+        while n - off >= RECORD_BATCH_OVERHEAD:
+            size = INT32.unpack_from(data, off + 8)[0] + LOG_OVERHEAD
+            if off + size > n or (max_offset is not None and INT64.unpack_from(data, off)[0] >= max_offset):
+                break
+            off += size
+        view = memoryview(data)
+        return SegmentRead(position, view if off == n else view[:off], first)
+
+    def read_batch(self, position: int, size: int) -> bytes:
+        return os.pread(self._fd, size, position)
+
+    def find_offset_by_timestamp(self, timestamp: int, starting_offset: int) -> FoundTimestamp | None:
+        """First record with timestamp >= ``timestamp`` and offset >= ``starting_offset``."""
+        entry = self.time_index.lookup(timestamp)
+        start = self.index.lookup(max(entry.offset, starting_offset)).position
+        for pos, header in self.iter_headers(start):
+            if header.max_timestamp >= timestamp and header.last_offset >= starting_offset:
+                batch = self.read_batch(pos, header.size)
+                for record in decode_records(batch, header):
+                    if record.timestamp >= timestamp and record.offset >= starting_offset:
+                        epoch = header.partition_leader_epoch
+                        return FoundTimestamp(record.timestamp, record.offset, epoch if epoch >= 0 else None)
+        return None
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    def on_become_inactive(self) -> None:
+        """When rolled: record the largest timestamp so retention can use the time index."""
+        self._ensure_max_ts()
+        self.time_index.maybe_append(self._max_ts, self._max_ts_offset, skip_full_check=True)
+        self.release_index_handles()
+
+    def release_index_handles(self) -> None:
+        """Closed segments keep only their log descriptor open (indexes are read on demand)."""
+        self.index.close()
+        self.time_index.close()
+
+    def flush(self, indexes: bool = True) -> None:
+        if self.dirty:
+            os.fsync(self._fd)
+            self.dirty = False
+        if indexes:
+            self.index.flush()
+            self.time_index.flush()
+
+    def close(self) -> None:
+        if self._fd < 0:
+            return
+        if self._max_ts is not None and self._max_ts >= 0:
+            self.time_index.maybe_append(self._max_ts, self._max_ts_offset, skip_full_check=True)
+        self.close_handlers()
+
+    def close_handlers(self) -> None:
+        """Close the files without writing anything (a crash, as far as the files know)."""
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+        self.index.close()
+        self.time_index.close()
+
+    def delete(self) -> None:
+        self.close_handlers()
+        prefix = segment_prefix(self.directory, self.base_offset)
+        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
+            try:
+                os.unlink(prefix + suffix)
+            except FileNotFoundError:
+                pass
+
+    def swap_in(self, cleaned_path: str) -> None:
+        """Replace the log file with a rewritten one (compaction). The old indexes are removed
+        first, so a crash at any point leaves a log whose indexes get rebuilt on load."""
+        self.index.delete()
+        self.time_index.delete()
+        os.close(self._fd)
+        os.replace(cleaned_path, self.log_path)
+        fsync_dir(self.directory)
+        self._fd = os.open(self.log_path, os.O_RDWR)
+        self.size = os.fstat(self._fd).st_size
+        self.recover()
+        self.flush()
+        self.release_index_handles()

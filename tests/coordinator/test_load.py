@@ -1,0 +1,152 @@
+"""Scenarios 20-22, 24 and 25 at the coordinator level: partition mapping, loading, replay of
+the log, restart."""
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from kgroup.coordinator import CoordinatorLoadError, GroupCoordinatorShard, group_partition, java_string_hash_code
+from kgroup.coordinator.partitioner import java_utils_abs, split_by_partition
+from kgroup.coordinator.timer import heartbeat_key
+from kgroup.protocol.messages.heartbeat import HeartbeatRequest
+from kgroup.protocol.messages.join_group import JoinGroupRequest
+from kgroup.protocol.messages.list_groups import ListGroupsRequest
+from tests.coordinator.support import E, Ctx, fresh_shard, protocols
+
+
+# -- 20. group -> partition ------------------------------------------------------------------------
+@pytest.mark.parametrize("s, expected", [
+    ("", 0), ("a", 97), ("hello", 99162322),
+    ("polygenelubricants", -2**31),          # Integer.MIN_VALUE
+    ("é", 233), ("日本", 0x65E5 * 31 + 0x672C),
+    ("\U0001F600", 0xD83D * 31 + 0xDE00),     # a surrogate pair counts as two code units
+])
+def test_s20_java_string_hash_code(s, expected):
+    assert java_string_hash_code(s) == expected
+
+
+def test_s20_java_hash_code_wraps_like_int32():
+    s = "x" * 50
+    h = 0
+    for ch in s:
+        h = (31 * h + ord(ch)) & 0xFFFFFFFF
+    assert java_string_hash_code(s) == (h - 2**32 if h >= 2**31 else h)
+
+
+def test_s20_group_partition():
+    assert java_utils_abs(-2**31) == 0 and java_utils_abs(-5) == 5
+    assert group_partition("polygenelubricants") == 0
+    assert group_partition("hello") == 99162322 % 50
+    assert group_partition("\U0001F600", 7) == (0xD83D * 31 + 0xDE00) % 7
+    neg = "console-consumer-1"
+    assert group_partition(neg) == abs(java_string_hash_code(neg)) % 50
+    assert split_by_partition(["hello", "polygenelubricants", "hello"]) == {22: ["hello", "hello"], 0: ["polygenelubricants"]}
+
+
+# -- 21. loading ---------------------------------------------------------------------------------------
+def test_s21_requests_while_loading_get_load_in_progress():
+    shard = GroupCoordinatorShard(3)
+    req = JoinGroupRequest(group_id="g", session_timeout_ms=10000, protocol_type="consumer",
+                           protocols=protocols("range"))
+    assert shard.handle_join_group(req, 9, 0, "t").responses[0][1].error_code == E.COORDINATOR_LOAD_IN_PROGRESS
+    assert shard.handle_list_groups(ListGroupsRequest(), 5, 0, "t").responses[0][1].error_code == \
+        E.COORDINATOR_LOAD_IN_PROGRESS
+    hb = shard.handle_heartbeat(HeartbeatRequest(group_id="g", member_id="m"), 4, 0, "t")
+    assert hb.responses[0][1].error_code == E.NONE      # Kafka answers heartbeats blindly while loading
+    shard.on_loaded(0)
+    assert shard.handle_join_group(req, 9, 0, "t").responses[0][1].error_code == E.MEMBER_ID_REQUIRED
+
+
+def test_s21_s24_restart_rebuilds_last_acknowledged_state():
+    c = Ctx()
+    gen, (a, b), leader = c.stable_group("g", 2, session=10000)
+    c.commit("g", {("t", 0): 100, ("t", 1): 200}, member_id=a, generation=gen)
+    c.commit("g", {("t", 0): 150}, member_id=b, generation=gen)
+    c.commit("simple", {("u", 0): 1})
+    restarted = fresh_shard(c.shard, c.log, c.now + 500)
+    assert restarted.durable_state() == c.shard.durable_state()
+    g = restarted.groups.groups["g"]
+    assert str(g.state) == "Stable" and g.generation_id == gen and set(g.members) == {a, b}
+    assert g.leader_id == leader and g.protocol_name == "range"
+    # consumption resumes at the committed offsets
+    fetched = restarted.offsets.fetch_offsets("g", [("t", [0, 1])], False).topics
+    assert fetched == [("t", [(0, 150, -1, "", 0), (1, 200, -1, "", 0)])]
+    # members come back with their sessions restarted at load time
+    assert restarted.scheduler.deadline(heartbeat_key("g", a)) == c.now + 500 + 10000
+
+
+def test_s21_loaded_members_keep_working_and_expire_without_heartbeats():
+    c = Ctx()
+    gen, (a, b), leader = c.stable_group("g", 2, session=10000)
+    c2 = Ctx()
+    c2.shard = fresh_shard(c.shard, c.log, 0)
+    c2.scheduler = c2.shard.scheduler
+    c2.log = list(c.log)
+    assert c2.heartbeat("g", a, gen) == E.NONE
+    r = c2.answer(c2.sync("g", b, gen))
+    assert r.error_code == 0 and r.assignment == c.group("g").members[b].assignment
+    c2.advance(5000)
+    assert c2.heartbeat("g", a, gen) == E.NONE
+    c2.advance(5000)           # b's session (restarted at load, t=0) ends at 10000
+    assert c2.state("g") == "PreparingRebalance" and set(c2.group("g").members) == {a}
+
+
+def test_s21_oversized_group_rebalances_after_load():
+    c = Ctx()
+    gen, members, leader = c.stable_group("g", 3)
+    shard = GroupCoordinatorShard(7, type(c.config)(max_size=2))
+    for i, (k, v) in enumerate(c.log):
+        shard.replay(k, v, i)
+    shard.on_loaded(0)
+    assert str(shard.groups.groups["g"].state) == "PreparingRebalance"
+
+
+# -- 22. replay robustness --------------------------------------------------------------------------
+def test_s22_unknown_record_types_are_ignored():
+    c = Ctx()
+    c.commit("g", {("t", 0): 5})
+    log = list(c.log)
+    log.insert(0, (struct.pack(">h", 3) + b"\x00\x01g", b"\x00\x00whatever"))     # KIP-848 record
+    log.insert(1, (struct.pack(">h", 999) + b"??", None))
+    shard = fresh_shard(c.shard, log, 0)
+    assert shard.skipped_records == 2
+    assert shard.durable_state() == c.shard.durable_state()
+
+
+def test_s22_tombstones_are_applied():
+    c = Ctx()
+    c.commit("g", {("t", 0): 5, ("t", 1): 6})
+    c.delete_offsets("g", {"t": [0]})
+    shard = fresh_shard(c.shard, c.log, 0)
+    assert shard.offsets.offsets == {"g": {"t": {1: c.shard.offsets.offset("g", "t", 1)}}}
+
+
+@pytest.mark.parametrize("key, value", [
+    (b"\x00", None),                                  # key too short for the record type
+    (b"\x00\x01\x00\x05ab", None),                    # truncated key struct
+    (b"\x00\x01\x00\x01g\x00\x01t\x00\x00\x00\x00", b"\x00\x03\x00"),   # truncated value
+    (b"\x00\x01\x00\x01g\x00\x01t\x00\x00\x00\x00", b"\x00\x09" + bytes(40)),  # unknown value version
+    (b"\x00\x02\x00\x01g", b"\x00\x03\x00\x08consumer\xff"),           # truncated group metadata
+])
+def test_s22_deserialization_error_fails_the_loading(key, value):
+    shard = GroupCoordinatorShard(17)
+    shard.replay(b"\x00\x02\x00\x01h", None, 0)       # a harmless tombstone first
+    with pytest.raises(CoordinatorLoadError) as info:
+        shard.replay(key, value, 41)
+    assert "__consumer_offsets-17" in str(info.value) and "offset 41" in str(info.value)
+    assert info.value.partition == 17 and info.value.offset == 41
+
+
+# -- 25. consumer close -------------------------------------------------------------------------------
+def test_s25_close_commits_then_leaves_and_the_group_rebalances_at_once():
+    c = Ctx()
+    gen, (a, b), leader = c.stable_group("g", 2, session=45000)
+    assert c.commit("g", {("t", 0): 9}, member_id=a, generation=gen) == {("t", 0): 0}
+    r = c.leave("g", a)
+    assert r.members[0].error_code == 0
+    assert c.state("g") == "PreparingRebalance" and a not in c.group("g").members
+    assert heartbeat_key("g", a) not in c.scheduler
+    t = c.join("g", b, session=45000)
+    assert c.answer(t).generation_id == gen + 1       # no wait for a's session timeout
+    assert c.fetched("g", {"t": [0]}) == {("t", 0): (9, 0)}

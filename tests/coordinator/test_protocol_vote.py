@@ -1,0 +1,69 @@
+"""Seed 000: protocol selection by vote. Candidates are the protocols every member supports; each
+member votes for its first supported candidate; the most votes wins. Expected Java values below
+were produced with OpenJDK 17 (String.hashCode, HashMap iteration, Stream.max)."""
+from __future__ import annotations
+
+import pytest
+
+from kgroup.coordinator.classic_group import ClassicGroup, ClassicGroupMember, java_hashmap_order
+from kgroup.coordinator.partitioner import group_partition, java_string_hash_code
+from tests.coordinator.support import E, Ctx, protocols
+
+
+def group_with(*member_protocols):
+    g = ClassicGroup("g", 0)
+    for i, names in enumerate(member_protocols):
+        g.add(ClassicGroupMember(f"m{i}", None, "c", "h", 1000, 1000, "consumer", [(n, b"") for n in names]))
+    return g
+
+
+@pytest.mark.parametrize("members, expected", [
+    ([["range"]], "range"),
+    # roundrobin is the only protocol everyone supports
+    ([["range", "roundrobin"], ["roundrobin", "range"], ["roundrobin"]], "roundrobin"),
+    # two members prefer range, one roundrobin: range wins 2-1
+    ([["range", "roundrobin"], ["range", "roundrobin"], ["roundrobin", "range"]], "range"),
+    # a protocol that not every member supports cannot be voted for even if preferred
+    ([["sticky", "range"], ["sticky", "range"], ["range"]], "range"),
+    # preference order, not list position in the group, decides each vote
+    ([["cooperative-sticky", "range"], ["cooperative-sticky", "range"], ["range", "cooperative-sticky"]],
+     "cooperative-sticky"),
+])
+def test_seed000_vote(members, expected):
+    assert group_with(*members).select_protocol() == expected
+
+
+def test_seed000_tie_is_broken_like_kafka():
+    # 1-1 tie: Kafka's HashMap iterates [range, roundrobin] and Stream.max keeps the first max.
+    assert group_with(["roundrobin", "range"], ["range", "roundrobin"]).select_protocol() == "range"
+    assert group_with(["range", "roundrobin"], ["roundrobin", "range"]).select_protocol() == "range"
+
+
+def test_java_hashmap_order_matches_openjdk():
+    assert java_hashmap_order(["roundrobin", "range"]) == ["range", "roundrobin"]
+    assert java_hashmap_order(["cooperative-sticky", "sticky", "range", "roundrobin"]) == \
+        ["sticky", "range", "roundrobin", "cooperative-sticky"]
+    keys = ["proto" + chr(ord("a") + (i * 7) % 26) + str(i) for i in range(13)]   # forces a resize
+    assert java_hashmap_order(keys) == ["protos10", "protol9", "protoa0", "protoh1", "protoj5", "protog12",
+                                        "protoc4", "protoe8", "protov3", "protox7", "protoz11", "protoq6",
+                                        "protoo2"]
+
+
+def test_java_string_hash_code_matches_openjdk():
+    assert [java_string_hash_code(s) for s in ("range", "roundrobin", "my-group", "console-consumer-1",
+                                               "\U0001F600x", "日本")] == \
+        [108280125, -128548644, -1906497762, 35782224, 54959989, 835047]
+    assert group_partition("my-group") == 12
+
+
+def test_seed000_vote_through_the_coordinator():
+    c = Ctx()
+    t1 = c.join("g", version=3, protos=protocols("range", "roundrobin"))
+    t2 = c.join("g", version=3, protos=protocols("roundrobin", "range"))
+    t3 = c.join("g", version=3, protos=protocols("roundrobin"))
+    for _ in range(3):
+        c.advance(3000)
+    assert {c.answer(t).protocol_name for t in (t1, t2, t3)} == {"roundrobin"}
+    leader = c.answer(t1)
+    assert [len(m.metadata) > 0 for m in leader.members] == [True, True, True]
+    assert c.answer(c.join("g", version=3, protos=protocols("range"))).error_code == E.INCONSISTENT_GROUP_PROTOCOL

@@ -1,0 +1,228 @@
+"""RecordBatch v2 codec: layout, CRC, validation errors, patches, building and decoding."""
+from __future__ import annotations
+
+import struct
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kgroup.protocol import records as R
+from kgroup.protocol.records import (
+    BatchHeader,
+    Compression,
+    CorruptRecordError,
+    InvalidRecordError,
+    Record,
+    TimestampType,
+    UnsupportedCompressionTypeError,
+    build_batch,
+    decode_records,
+    iter_batches,
+    read_batch_header,
+    validate_batch,
+)
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # kafka-python's imports
+
+
+def test_header_layout_is_kafkas():
+    assert R.BATCH_HEADER.size == 61
+    b = build_batch([Record(b"k", b"v", (), 5)], base_offset=0x0102030405060708, producer_id=9,
+                    producer_epoch=3, base_sequence=7, partition_leader_epoch=4)
+    assert struct.unpack_from(">q", b, 0)[0] == 0x0102030405060708
+    assert struct.unpack_from(">i", b, 8)[0] == len(b) - 12
+    assert struct.unpack_from(">i", b, 12)[0] == 4
+    assert b[16] == 2
+    assert struct.unpack_from(">I", b, 17)[0] == R.crc32c(b[21:])
+    assert struct.unpack_from(">q", b, 43)[0] == 9
+    assert struct.unpack_from(">i", b, 57)[0] == 1
+
+
+def test_crc32c_check_value_and_c_extension():
+    assert R.crc32c(b"123456789") == 0xE3069283
+    assert R.crc32c(memoryview(bytearray(b"xx123456789"))[2:]) == 0xE3069283
+    assert R.crcmod_uses_c_extension() is True
+
+
+def test_round_trip_with_headers_nulls_and_absolute_offsets():
+    recs = [Record(b"a", b"1", [("h1", b"x"), ("h2", None)], 1000),
+            Record(None, None, (), 990),
+            Record(b"c", b"", (), 1200)]
+    b = build_batch(recs, base_offset=40, producer_id=1, producer_epoch=0, base_sequence=5)
+    h = read_batch_header(b)
+    assert (h.base_offset, h.last_offset, h.records_count) == (40, 42, 3)
+    assert (h.base_timestamp, h.max_timestamp) == (1000, 1200)
+    assert h.last_sequence == 7 and h.has_producer_id and not h.is_transactional
+    out = decode_records(b)
+    assert [(r.offset, r.timestamp, r.key, r.value, list(r.headers)) for r in out] == [
+        (40, 1000, b"a", b"1", [("h1", b"x"), ("h2", None)]),
+        (41, 990, None, None, []),
+        (42, 1200, b"c", b"", []),
+    ]
+    summary = validate_batch(h, b, check_records=True)
+    assert summary == R.RecordsSummary(3, 990, 1200, True)
+
+
+def test_interop_with_kafka_python_both_ways():
+    from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
+
+    for codec in (Compression.NONE, Compression.GZIP):
+        builder = DefaultRecordBatchBuilder(2, int(codec), False, 77, 2, 10, 1 << 20)
+        for i in range(20):
+            builder.append(i, 5000 + i, b"key%d" % i, b"value" * 30, [("h", b"%d" % i)])
+        raw = bytes(builder.build())
+        h = read_batch_header(raw)
+        validate_batch(h, raw, check_records=True)
+        got = decode_records(raw)
+        assert [(r.offset, r.timestamp, r.key) for r in got] == [(i, 5000 + i, b"key%d" % i) for i in range(20)]
+        assert got[3].headers == [("h", b"3")]
+
+        ours = build_batch([Record(b"k%d" % i, b"v" * 100, [("x", b"y")], 7000 + i) for i in range(10)],
+                           base_offset=3, compression=codec, producer_id=5, producer_epoch=1, base_sequence=0)
+        theirs = DefaultRecordBatch(ours)
+        assert theirs.validate_crc()
+        assert [(r.offset, r.timestamp, r.key, r.headers) for r in theirs] == [
+            (3 + i, 7000 + i, b"k%d" % i, [("x", b"y")]) for i in range(10)]
+
+
+def test_corrupt_crc_is_corrupt_message():
+    b = bytearray(build_batch([Record(b"k", b"v", (), 1)]))
+    b[-1] ^= 0xFF
+    with pytest.raises(CorruptRecordError) as e:
+        validate_batch(read_batch_header(b), b)
+    assert e.value.error_code == 2 and e.value.error_name == "CORRUPT_MESSAGE"
+
+
+def _recrc(b: bytearray) -> bytearray:
+    struct.pack_into(">I", b, 17, R.crc32c(bytes(b[21:])))
+    return b
+
+
+def test_count_mismatches_are_invalid_record():
+    b = bytearray(build_batch([Record(b"k", b"v", (), 1)] * 3))
+    struct.pack_into(">i", b, 57, 2)  # recordsCount != lastOffsetDelta + 1
+    _recrc(b)
+    with pytest.raises(InvalidRecordError) as e:
+        validate_batch(read_batch_header(b), b, check_records=True)
+    assert e.value.error_code == 87
+    # Header consistent (count 2, delta 1) but three records present.
+    struct.pack_into(">i", b, 23, 1)
+    _recrc(b)
+    with pytest.raises(InvalidRecordError, match="2 records but 3"):
+        validate_batch(read_batch_header(b), b, check_records=True)
+    validate_batch(read_batch_header(b), b)  # the CRC alone is fine
+
+
+def test_iter_batches_stops_at_partial_tail_and_checks_magic():
+    one, two = build_batch([Record(b"a", b"1", (), 1)]), build_batch([Record(b"b", b"2", (), 2)], base_offset=1)
+    buf = one + two + two[:30]
+    got = [(pos, h.base_offset) for pos, h, _ in iter_batches(buf)]
+    assert got == [(0, 0), (len(one), 1)]
+    v1 = bytearray(one)
+    v1[16] = 1
+    with pytest.raises(InvalidRecordError):
+        list(iter_batches(v1))
+    v1[16] = 7
+    with pytest.raises(CorruptRecordError):
+        list(iter_batches(v1))
+    short = bytearray(one)
+    struct.pack_into(">i", short, 8, 5)
+    with pytest.raises(CorruptRecordError):
+        list(iter_batches(short))
+
+
+def test_patches_keep_the_batch_valid():
+    b = bytearray(build_batch([Record(b"k", b"v", (), 100), Record(b"k", b"w", (), 150)]))
+    R.patch_base_offset(b, 1234)
+    R.set_partition_leader_epoch(b, 9)
+    h = read_batch_header(b)
+    validate_batch(h, b)
+    assert h.base_offset == 1234 and h.partition_leader_epoch == 9
+    assert R.set_max_timestamp(b, TimestampType.CREATE_TIME, 150) is False  # already so
+    assert R.set_log_append_time(b, 99999) is True
+    h = read_batch_header(b)
+    validate_batch(h, b)
+    assert h.timestamp_type == TimestampType.LOG_APPEND_TIME and h.max_timestamp == 99999
+    assert [r.timestamp for r in decode_records(b)] == [99999, 99999]
+
+
+def test_sequence_wrap_around():
+    assert R.increment_sequence(R.INT32_MAX, 1) == 0
+    assert R.increment_sequence(R.INT32_MAX - 1, 3) == 1
+    assert R.decrement_sequence(1, 3) == R.INT32_MAX - 1
+    h = read_batch_header(build_batch([Record(b"k", b"v", (), 1)] * 3, producer_id=1, producer_epoch=0,
+                                      base_sequence=R.INT32_MAX - 1))
+    assert h.last_sequence == 0
+
+
+def test_missing_codecs_raise_unsupported_compression():
+    for codec, module in ((Compression.SNAPPY, "snappy"), (Compression.LZ4, "lz4.frame"),
+                          (Compression.ZSTD, "zstandard")):
+        if R._optional(module) is not None:
+            continue
+        with pytest.raises(UnsupportedCompressionTypeError) as e:
+            build_batch([Record(b"k", b"v", (), 1)], compression=codec)
+        assert e.value.error_code == 76
+        fake = bytearray(build_batch([Record(b"k", b"v", (), 1)]))
+        struct.pack_into(">h", fake, 21, int(codec))
+        with pytest.raises(UnsupportedCompressionTypeError):
+            decode_records(_recrc(fake))
+
+
+def test_control_marker_and_empty_batch_and_delete_horizon():
+    marker = R.end_transaction_marker_record(R.CONTROL_COMMIT, 7, 55)
+    b = build_batch([marker], is_control=True, producer_id=3, producer_epoch=1, is_transactional=True)
+    h = read_batch_header(b)
+    assert h.is_control and h.is_transactional
+    assert R.read_end_transaction_marker(decode_records(b)[0]) == (R.CONTROL_COMMIT, 7)
+
+    empty = build_batch([], base_offset=10, last_offset_delta=4, max_timestamp=77, producer_id=2,
+                        producer_epoch=0, base_sequence=0)
+    h = read_batch_header(empty)
+    assert (h.records_count, h.last_offset, h.max_timestamp, h.last_sequence) == (0, 14, 77, 4)
+    validate_batch(h, empty)
+    assert decode_records(empty) == []
+
+    tomb = build_batch([Record(b"k", None, (), 500)], delete_horizon_ms=9000)
+    h = read_batch_header(tomb)
+    assert h.has_delete_horizon and h.delete_horizon_ms == 9000
+    assert decode_records(tomb)[0].timestamp == 500
+
+
+def test_malformed_records_are_invalid_record():
+    b = bytearray(build_batch([Record(b"key", b"value", (), 1)]))
+    b[61] = 0x7E  # record length varint: 63 bytes, more than the batch holds
+    _recrc(b)
+    with pytest.raises(InvalidRecordError):
+        decode_records(b)
+    with pytest.raises(InvalidRecordError):
+        validate_batch(read_batch_header(b), b, check_records=True)
+
+
+_headers = st.lists(st.tuples(st.text(max_size=8), st.none() | st.binary(max_size=16)), max_size=3)
+_record = st.builds(Record, key=st.none() | st.binary(max_size=40), value=st.none() | st.binary(max_size=300),
+                    headers=_headers, timestamp=st.integers(-1, 2**50))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(recs=st.lists(_record, min_size=1, max_size=12), base=st.integers(0, 2**40),
+       codec=st.sampled_from([Compression.NONE, Compression.GZIP]), pid=st.integers(-1, 2**40),
+       seq=st.integers(0, R.INT32_MAX), txn=st.booleans(), lat=st.booleans())
+def test_build_decode_round_trip(recs, base, codec, pid, seq, txn, lat):
+    b = build_batch(recs, base_offset=base, compression=codec, producer_id=pid, producer_epoch=0,
+                    base_sequence=seq, is_transactional=txn,
+                    timestamp_type=TimestampType.LOG_APPEND_TIME if lat else TimestampType.CREATE_TIME,
+                    max_timestamp=123 if lat else None)
+    h = read_batch_header(b)
+    assert isinstance(h, BatchHeader) and h.size == len(b) and h.compression == codec
+    validate_batch(h, b, check_records=True)
+    out = decode_records(b)
+    assert [r.offset for r in out] == list(range(base, base + len(recs)))
+    assert [(r.key, r.value, [tuple(x) for x in r.headers]) for r in out] == \
+        [(r.key, r.value, [tuple(x) for x in r.headers]) for r in recs]
+    if lat:
+        assert all(r.timestamp == 123 for r in out)
+    else:
+        assert [r.timestamp for r in out] == [r.timestamp for r in recs]
+        assert h.max_timestamp == max(r.timestamp for r in recs)
