@@ -124,8 +124,10 @@ class KafkaConnection(asyncio.Protocol):
                 correlation_id, = _CORR.unpack_from(frame, 4)
                 self._queue_ready([unsupported_version_response(correlation_id)])
             else:
+                # Kafka's Processor.parseRequestHeader throws UnsupportedVersionException /
+                # InvalidRequestException here, which closes the connection.
                 name = API_BY_KEY[api_key].request.__name__[:-7] if api_key in API_BY_KEY else "unknown"
-                self._abort(f"unsupported request: api key {api_key} ({name}) version {version}")
+                self._abort(f"UNSUPPORTED_VERSION: request for api key {api_key} ({name}) version {version}")
             return
         try:
             header, body = parse_request(view)

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 from typing import Callable, Iterator, NamedTuple
 
+from kgroup.clock import now_ms  # noqa: F401  (the default clock of logs)
 from kgroup.protocol.primitives import INT32, INT64
 from kgroup.protocol.records import (
     BATCH_HEADER,
@@ -39,10 +39,6 @@ DELETED_SUFFIX = ".deleted"
 _HEADER_CHUNK = 16 * 1024  # header walks: a few KiB covers many small batches
 _SCAN_CHUNK = 1024 * 1024  # full-batch scans (recovery, cleaning)
 _EMPTY = memoryview(b"")
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def segment_prefix(directory: str, base_offset: int) -> str:
