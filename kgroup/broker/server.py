@@ -66,6 +66,7 @@ class KafkaConnection(asyncio.Protocol):
     # -- connection lifecycle -------------------------------------------------------------------
     def connection_made(self, transport):
         self.transport = transport
+        transport.set_write_buffer_limits(high=16 * 1024 * 1024)
         peer = transport.get_extra_info("peername")
         if peer:
             self.peer_host = peer[0]
@@ -80,6 +81,16 @@ class KafkaConnection(asyncio.Protocol):
                 slot[1].cancel()
         self.slots.clear()
         self.broker.connection_closed(self)
+
+    # Backpressure: while the client does not read its responses (the transport's write buffer is
+    # above its high-water mark), stop reading its requests.
+    def pause_writing(self):
+        if not self.closed:
+            self.transport.pause_reading()
+
+    def resume_writing(self):
+        if not self.closed:
+            self.transport.resume_reading()
 
     def _abort(self, reason: str):
         log.warning("closing connection from %s: %s", self.peer, reason)
