@@ -1,5 +1,10 @@
-"""``kgroup`` command line: ``kgroup serve [--config FILE] [--override key=value ...]``, mirroring
-``kafka-server-start.sh config/server.properties --override key=value``."""
+"""``kgroup`` command line.
+
+``kgroup serve [--config FILE] [--override key=value ...]`` mirrors ``kafka-server-start.sh
+config/server.properties --override key=value``; ``topics``, ``groups``, ``produce`` and
+``consume`` mirror kafka-topics.sh, kafka-consumer-groups.sh and the console producer/consumer
+(their options are parsed by ``kgroup.client.cli``).
+"""
 from __future__ import annotations
 
 import argparse
@@ -33,7 +38,16 @@ def _serve(args) -> int:
     return asyncio.run(main())
 
 
+_TOOLS = {"topics": "main_topics", "groups": "main_groups", "produce": "main_produce",
+          "consume": "main_consume"}
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in _TOOLS:
+        from .client import cli as client_cli
+        logging.basicConfig(level="WARNING", format="%(levelname)s %(name)s: %(message)s")
+        return getattr(client_cli, _TOOLS[argv[0]])(argv[1:])
     parser = argparse.ArgumentParser(prog="kgroup", description="A Kafka-compatible broker for consumer groups.")
     parser.add_argument("--log-level", default="INFO")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -42,6 +56,10 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--override", action="append", metavar="KEY=VALUE",
                        help="override a config key (Kafka's names), repeatable")
     serve.set_defaults(func=_serve)
+    for name, what in (("topics", "create, list, describe, delete topics (like kafka-topics.sh)"),
+                       ("groups", "list, describe, delete groups, reset offsets (like kafka-consumer-groups.sh)"),
+                       ("produce", "console producer"), ("consume", "console consumer")):
+        sub.add_parser(name, help=what, add_help=False)
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="[%(asctime)s] %(levelname)s %(name)s: %(message)s")
     return args.func(args)

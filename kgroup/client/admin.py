@@ -1,0 +1,346 @@
+"""The asyncio admin client: topics, cluster, configs, consumer groups and their offsets,
+through the protocol only (what Java's AdminClient does for kafka-topics.sh and
+kafka-consumer-groups.sh).
+
+Topic creation/deletion go to the controller (or any broker, which forwards under KRaft); group
+requests go to the group's coordinator (FindCoordinator first); ListGroups asks every broker;
+ListOffsets goes to each partition's leader.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping, NamedTuple
+
+from kgroup.protocol.errors import ErrorCode, KafkaError
+from kgroup.protocol.messages.create_topics import CreateTopicsRequest
+from kgroup.protocol.messages.delete_groups import DeleteGroupsRequest
+from kgroup.protocol.messages.delete_topics import DeleteTopicsRequest
+from kgroup.protocol.messages.describe_cluster import DescribeClusterRequest
+from kgroup.protocol.messages.describe_configs import DescribeConfigsRequest
+from kgroup.protocol.messages.describe_groups import DescribeGroupsRequest
+from kgroup.protocol.messages.find_coordinator import FindCoordinatorRequest
+from kgroup.protocol.messages.list_groups import ListGroupsRequest
+from kgroup.protocol.messages.list_offsets import ListOffsetsRequest
+from kgroup.protocol.messages.offset_commit import OffsetCommitRequest
+from kgroup.protocol.messages.offset_fetch import OffsetFetchRequest
+from kgroup.protocol.schema import ZERO_UUID
+
+from .assignors import TopicPartition
+from .config import AdminConfig
+from .connection import KafkaClient, now_ms
+from .consumer_protocol import decode_assignment
+from .coordinator import parse_offset_fetch
+from .errors import KafkaConnectionError, KafkaTimeoutError
+from .types import NodeInfo, OffsetAndMetadata, TopicInfo
+
+log = logging.getLogger("kgroup.client.admin")
+
+EARLIEST = -2
+LATEST = -1
+TOPIC_RESOURCE = 2
+BROKER_RESOURCE = 4
+
+
+class NewTopic(NamedTuple):
+    name: str
+    num_partitions: int = -1  # -1: the broker's num.partitions
+    replication_factor: int = -1  # -1: the broker's default.replication.factor
+    configs: Mapping[str, str] = {}
+    replica_assignments: Mapping[int, list[int]] | None = None
+
+
+@dataclass
+class MemberDescription:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    host: str
+    assignment: list[TopicPartition] = field(default_factory=list)
+
+
+@dataclass
+class GroupDescription:
+    group_id: str
+    state: str
+    protocol_type: str
+    protocol: str
+    members: list[MemberDescription]
+    coordinator: NodeInfo | None
+    error: ErrorCode = ErrorCode.NONE
+
+
+class GroupListing(NamedTuple):
+    group_id: str
+    protocol_type: str
+    state: str | None
+
+
+def _check(code: int, what: str, message: str | None = None) -> KafkaError | None:
+    if code:
+        return KafkaError(ErrorCode(code), message or f"{what}: {ErrorCode(code).message}")
+    return None
+
+
+class Admin:
+    """An asyncio admin client (Java's Admin)."""
+
+    def __init__(self, config: Mapping | None = None, **configs):
+        self.config = AdminConfig(config, **configs)
+        self._client = KafkaClient(self.config)
+        self._timeout = self.config["default.api.timeout.ms"]
+
+    async def __aenter__(self) -> "Admin":
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self._client.close()
+
+    async def _controller(self) -> int:
+        if not self._client.nodes:
+            await self._client.refresh_metadata([])
+        ctrl = self._client.controller_id
+        return ctrl if ctrl in self._client.nodes else self._client.least_loaded_node()
+
+    # --- topics ------------------------------------------------------------------------------
+
+    async def create_topics(self, topics: Iterable[NewTopic], validate_only: bool = False,
+                            timeout_ms: int | None = None) -> dict[str, KafkaError | None]:
+        """{topic: None or the error}."""
+        topics = [t if isinstance(t, NewTopic) else NewTopic(*t) for t in topics]
+        req = CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+            name=t.name, num_partitions=-1 if t.replica_assignments else t.num_partitions,
+            replication_factor=-1 if t.replica_assignments else t.replication_factor,
+            assignments=[CreateTopicsRequest.CreatableReplicaAssignment(partition_index=p, broker_ids=list(b))
+                         for p, b in (t.replica_assignments or {}).items()],
+            configs=[CreateTopicsRequest.CreatableTopicConfig(name=k, value=v) for k, v in t.configs.items()])
+            for t in topics], timeout_ms=timeout_ms or self._timeout, validate_only=validate_only)
+        resp = await self._client.send(await self._controller(), req)
+        return {r.name: _check(r.error_code, f"Topic {r.name}", r.error_message) for r in resp.topics}
+
+    async def delete_topics(self, names: Iterable[str], timeout_ms: int | None = None) -> dict[str, KafkaError | None]:
+        names = list(names)
+        req = DeleteTopicsRequest(topic_names=names, topics=[DeleteTopicsRequest.DeleteTopicState(name=n, topic_id=ZERO_UUID)
+                                                             for n in names],
+                                  timeout_ms=timeout_ms or self._timeout)
+        resp = await self._client.send(await self._controller(), req)
+        return {r.name: _check(r.error_code, f"Topic '{r.name}'", r.error_message) for r in resp.responses}
+
+    async def list_topics(self, include_internal: bool = False) -> list[str]:
+        await self._client.refresh_metadata(None)
+        return sorted(t for t, info in self._client.topics.items() if include_internal or not info.is_internal)
+
+    async def describe_topics(self, names: Iterable[str] | None = None) -> dict[str, TopicInfo | KafkaError]:
+        names = None if names is None else list(names)
+        resp = await self._client.refresh_metadata(names)
+        out: dict = {}
+        for t in resp.topics:
+            if t.error_code and not t.partitions:
+                out[t.name] = KafkaError(ErrorCode(t.error_code), f"Topic '{t.name}' does not exist"
+                                         if t.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION else None)
+            elif t.name in self._client.topics:
+                out[t.name] = self._client.topics[t.name]
+        return out
+
+    async def describe_cluster(self) -> dict:
+        await self._client.refresh_metadata([])
+        node = self._client.least_loaded_node()
+        conn = await self._client.connection(node)
+        if conn.supports(DescribeClusterRequest.API_KEY):
+            resp = await conn.send(DescribeClusterRequest())
+            if not resp.error_code:
+                return {"cluster_id": resp.cluster_id, "controller_id": resp.controller_id,
+                        "brokers": [NodeInfo(b.broker_id, b.host, b.port, b.rack) for b in resp.brokers]}
+        return {"cluster_id": self._client.cluster_id, "controller_id": self._client.controller_id,
+                "brokers": list(self._client.nodes.values())}
+
+    async def describe_configs(self, resource_type: int, name: str, keys: list[str] | None = None) -> dict[str, dict]:
+        """{config name: {value, read_only, source, is_sensitive, is_default}} for a topic (2) or broker (4)."""
+        req = DescribeConfigsRequest(resources=[DescribeConfigsRequest.DescribeConfigsResource(
+            resource_type=resource_type, resource_name=name, configuration_keys=keys)])
+        node = int(name) if resource_type == BROKER_RESOURCE else self._client.least_loaded_node()
+        resp = await self._client.send(node, req)
+        result = resp.results[0]
+        error = _check(result.error_code, f"DescribeConfigs {name}", result.error_message)
+        if error:
+            raise error
+        return {c.name: {"value": c.value, "read_only": c.read_only, "source": c.config_source,
+                         "is_sensitive": c.is_sensitive, "is_default": c.is_default or c.config_source == 5}
+                for c in result.configs}
+
+    # --- groups ------------------------------------------------------------------------------
+
+    async def find_coordinator(self, group_id: str, timeout_ms: int | None = None) -> NodeInfo:
+        deadline = now_ms() + (timeout_ms or self._timeout)
+        while True:
+            resp = await self._client.send_any(FindCoordinatorRequest(key=group_id, key_type=0,
+                                                                      coordinator_keys=[group_id]))
+            c = resp.coordinators[0] if resp.coordinators else resp
+            if not c.error_code:
+                return NodeInfo(c.node_id, c.host, c.port)
+            err = ErrorCode(c.error_code)
+            if not err.retriable or now_ms() >= deadline:
+                raise KafkaError(err, f"FindCoordinator for group {group_id} failed")
+            await asyncio.sleep(self.config["retry.backoff.ms"] / 1000)
+
+    async def _group_request(self, group_id: str, build, check, timeout_ms: int | None = None):
+        """Send to the coordinator, retrying NOT_COORDINATOR / loading / disconnects."""
+        deadline = now_ms() + (timeout_ms or self._timeout)
+        while True:
+            try:
+                node = await self.find_coordinator(group_id, max(1, deadline - now_ms()))
+                resp = await self._client.send(node.node_id, build(), group="coordinator", node=node)
+                code = check(resp)
+                if code in (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                            ErrorCode.COORDINATOR_LOAD_IN_PROGRESS):
+                    raise KafkaError(code)
+                return node, resp
+            except (KafkaConnectionError, KafkaTimeoutError, KafkaError) as e:
+                if isinstance(e, KafkaError) and not e.code.retriable:
+                    raise
+                if now_ms() >= deadline:
+                    raise
+                await asyncio.sleep(self.config["retry.backoff.ms"] / 1000)
+
+    async def list_groups(self, states: Iterable[str] | None = None) -> list[GroupListing]:
+        await self._client.refresh_metadata([])
+        req = ListGroupsRequest(states_filter=list(states or []), types_filter=[])
+
+        async def one(node_id):
+            resp = await self._client.send(node_id, req)
+            if resp.error_code:
+                raise KafkaError(ErrorCode(resp.error_code), f"ListGroups on node {node_id} failed")
+            return resp.groups
+
+        results = await asyncio.gather(*(one(n) for n in self._client.nodes))
+        out = {g.group_id: GroupListing(g.group_id, g.protocol_type, g.group_state or None)
+               for groups in results for g in groups}
+        return [out[k] for k in sorted(out)]
+
+    async def describe_groups(self, group_ids: Iterable[str]) -> dict[str, GroupDescription]:
+        out = {}
+        for gid in group_ids:
+            node, resp = await self._group_request(gid, lambda g=gid: DescribeGroupsRequest(groups=[g]),
+                                                   lambda r: ErrorCode(r.groups[0].error_code) if r.groups else ErrorCode.NONE)
+            g = resp.groups[0]
+            members = []
+            for m in g.members:
+                assignment = []
+                if g.protocol_type == "consumer" and len(m.member_assignment) >= 2:
+                    try:
+                        assignment = decode_assignment(m.member_assignment).partitions
+                    except Exception:
+                        log.warning("cannot decode assignment of member %s", m.member_id)
+                members.append(MemberDescription(m.member_id, m.group_instance_id, m.client_id, m.client_host, assignment))
+            out[gid] = GroupDescription(gid, g.group_state, g.protocol_type, g.protocol_data, members, node,
+                                        ErrorCode(g.error_code))
+        return out
+
+    async def delete_groups(self, group_ids: Iterable[str]) -> dict[str, KafkaError | None]:
+        out = {}
+        for gid in group_ids:
+            _, resp = await self._group_request(gid, lambda g=gid: DeleteGroupsRequest(groups_names=[g]),
+                                                lambda r: ErrorCode(r.results[0].error_code))
+            out[gid] = _check(resp.results[0].error_code, f"Group '{gid}'")
+        return out
+
+    async def list_group_offsets(self, group_id: str, partitions: Iterable[TopicPartition] | None = None
+                                 ) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        """Committed offsets of a group (all partitions when ``partitions`` is None)."""
+        topics = None
+        if partitions is not None:
+            by_topic: dict[str, list[int]] = {}
+            for tp in partitions:
+                by_topic.setdefault(tp[0], []).append(tp[1])
+            topics = by_topic
+
+        def build():
+            return OffsetFetchRequest(
+                group_id=group_id,
+                topics=None if topics is None else [OffsetFetchRequest.OffsetFetchRequestTopic(name=t, partition_indexes=p)
+                                                    for t, p in topics.items()],
+                groups=[OffsetFetchRequest.OffsetFetchRequestGroup(
+                    group_id=group_id, topics=None if topics is None else [
+                        OffsetFetchRequest.OffsetFetchRequestTopics(name=t, partition_indexes=p) for t, p in topics.items()])],
+                require_stable=False)
+
+        def check(resp):
+            err, _ = parse_offset_fetch(resp, group_id)
+            return err.code if err else ErrorCode.NONE
+
+        _, resp = await self._group_request(group_id, build, check)
+        err, offsets = parse_offset_fetch(resp, group_id)
+        if err:
+            raise err
+        return offsets
+
+    async def alter_group_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int | OffsetAndMetadata]
+                                  ) -> dict[TopicPartition, KafkaError | None]:
+        """OffsetCommit as an admin (generation -1, no member): only for inactive groups."""
+        by_topic: dict[str, list] = {}
+        for tp, o in offsets.items():
+            om = o if isinstance(o, OffsetAndMetadata) else OffsetAndMetadata(int(o))
+            by_topic.setdefault(tp[0], []).append(OffsetCommitRequest.OffsetCommitRequestPartition(
+                partition_index=tp[1], committed_offset=om.offset,
+                committed_leader_epoch=-1 if om.leader_epoch is None else om.leader_epoch,
+                committed_metadata=om.metadata))
+
+        def build():
+            return OffsetCommitRequest(group_id=group_id, generation_id_or_member_epoch=-1, member_id="",
+                                       topics=[OffsetCommitRequest.OffsetCommitRequestTopic(name=t, partitions=p)
+                                               for t, p in by_topic.items()])
+
+        def check(resp):
+            codes = {ErrorCode(p.error_code) for t in resp.topics for p in t.partitions}
+            for c in (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS):
+                if c in codes:
+                    return c
+            return ErrorCode.NONE
+
+        _, resp = await self._group_request(group_id, build, check)
+        return {TopicPartition(t.name, p.partition_index): _check(p.error_code, f"{t.name}-{p.partition_index}")
+                for t in resp.topics for p in t.partitions}
+
+    # --- offsets -----------------------------------------------------------------------------
+
+    async def list_offsets(self, specs: Mapping[TopicPartition, int], timeout_ms: int | None = None
+                           ) -> dict[TopicPartition, tuple[int, int] | KafkaError]:
+        """{tp: (offset, timestamp)} for each spec: EARLIEST (-2), LATEST (-1) or a timestamp."""
+        specs = {TopicPartition(*tp): ts for tp, ts in specs.items()}
+        await self._client.refresh_metadata({tp.topic for tp in specs})
+        by_node: dict[int, dict] = {}
+        out: dict = {}
+        for tp, ts in specs.items():
+            leader = self._client.leader_for(tp.topic, tp.partition)
+            if leader < 0:
+                out[tp] = KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"no leader for {tp}")
+                continue
+            by_node.setdefault(leader, {})[tp] = ts
+
+        async def one(node_id, parts):
+            by_topic: dict[str, list] = {}
+            for tp, ts in parts.items():
+                by_topic.setdefault(tp.topic, []).append(ListOffsetsRequest.ListOffsetsPartition(
+                    partition_index=tp.partition, timestamp=ts, max_num_offsets=1))
+            req = ListOffsetsRequest(replica_id=-1, isolation_level=0, timeout_ms=timeout_ms or self._timeout,
+                                     topics=[ListOffsetsRequest.ListOffsetsTopic(name=t, partitions=p)
+                                             for t, p in by_topic.items()])
+            conn = await self._client.connection(node_id)
+            version = conn.api_version(req.API_KEY)
+            resp = await conn.send(req, version=version)
+            for t in resp.topics:
+                for p in t.partitions:
+                    tp = TopicPartition(t.name, p.partition_index)
+                    if p.error_code:
+                        out[tp] = KafkaError(ErrorCode(p.error_code), f"ListOffsets {tp}")
+                    elif version == 0:
+                        out[tp] = (p.old_style_offsets[0] if p.old_style_offsets else -1, -1)
+                    else:
+                        out[tp] = (p.offset, p.timestamp)
+
+        await asyncio.gather(*(one(n, parts) for n, parts in by_node.items()))
+        return out

@@ -1,0 +1,444 @@
+"""Admin and console commands, shaped like Kafka's scripts (the lead wires them into ``kgroup``):
+
+* ``main_topics``  ~ kafka-topics.sh          --create / --list / --describe / --delete
+* ``main_groups``  ~ kafka-consumer-groups.sh  --list / --describe [--members|--state] / --delete /
+  --reset-offsets (--to-earliest|--to-latest|--to-offset N|--shift-by N|--to-current) [--execute]
+* ``main_produce`` ~ kafka-console-producer.sh (one record per stdin line)
+* ``main_consume`` ~ kafka-console-consumer.sh
+
+Each takes ``argv`` (without the program name) and returns the exit status. Output formats
+follow Kafka's tools (column layouts from TopicCommand and ConsumerGroupCommand).
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import sys
+
+from .admin import EARLIEST, LATEST, TOPIC_RESOURCE, Admin, NewTopic
+from .assignors import TopicPartition
+from .errors import KafkaError
+
+MISSING = "-"
+
+
+def _uuid(raw: bytes) -> str:
+    """Kafka's Uuid.toString: URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _kv(items) -> dict[str, str]:
+    out = {}
+    for item in items or []:
+        k, sep, v = item.partition("=")
+        if not sep:
+            raise SystemExit(f"Invalid config: {item} (expected key=value)")
+        out[k] = v
+    return out
+
+
+def _run(coro) -> int:
+    try:
+        return asyncio.run(coro)
+    except KafkaError as e:
+        print(f"Error: {e}", file=sys.stderr)
+        return 1
+    except (ConnectionError, TimeoutError, OSError) as e:
+        print(f"Error: {e}", file=sys.stderr)
+        return 1
+
+
+# --- kafka-topics ----------------------------------------------------------------------------------
+
+def main_topics(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="kgroup topics", description="Create, delete, describe, or list topics.")
+    p.add_argument("--bootstrap-server", required=True)
+    act = p.add_mutually_exclusive_group(required=True)
+    for a in ("create", "list", "describe", "delete"):
+        act.add_argument(f"--{a}", action="store_true")
+    p.add_argument("--topic")
+    p.add_argument("--partitions", type=int, default=-1)
+    p.add_argument("--replication-factor", type=int, default=-1)
+    p.add_argument("--config", action="append", default=[])
+    p.add_argument("--if-not-exists", action="store_true")
+    p.add_argument("--if-exists", action="store_true")
+    p.add_argument("--exclude-internal", action="store_true")
+    args = p.parse_args(argv)
+    if (args.create or args.delete) and not args.topic:
+        p.error("--topic is required with --create and --delete")
+    return _run(_topics(args))
+
+
+async def _topics(args) -> int:
+    async with Admin(bootstrap_servers=args.bootstrap_server) as admin:
+        if args.create:
+            result = await admin.create_topics([NewTopic(args.topic, args.partitions, args.replication_factor,
+                                                         _kv(args.config))])
+            err = result.get(args.topic)
+            if err is not None:
+                if args.if_not_exists and err.code.name == "TOPIC_ALREADY_EXISTS":
+                    return 0
+                print(f"Error while executing topic command : {err}", file=sys.stderr)
+                return 1
+            print(f"Created topic {args.topic}.")
+            return 0
+        topics = await admin.list_topics(include_internal=not args.exclude_internal)
+        if args.topic:
+            selected = [t for t in topics if t == args.topic]
+            if not selected and not args.if_exists:
+                print(f"Error while executing topic command : Topic '{args.topic}' does not exist as expected",
+                      file=sys.stderr)
+                return 1
+        else:
+            selected = topics
+        if args.list:
+            for t in selected:
+                print(t)
+        elif args.delete:
+            for t, err in (await admin.delete_topics(selected)).items():
+                if err is not None:
+                    print(f"Error while executing topic command : {err}", file=sys.stderr)
+                    return 1
+        else:
+            described = await admin.describe_topics(selected)
+            for name in selected:
+                info = described.get(name)
+                if info is None or isinstance(info, Exception):
+                    continue
+                try:
+                    configs = await admin.describe_configs(TOPIC_RESOURCE, name)
+                    shown = ",".join(f"{k}={v['value']}" for k, v in sorted(configs.items())
+                                     if not v["is_default"] and not v["is_sensitive"])
+                except KafkaError:
+                    shown = ""
+                rf = len(next(iter(info.partitions.values())).replicas) if info.partitions else 0
+                print(f"Topic: {name}\tTopicId: {_uuid(info.topic_id)}\tPartitionCount: {len(info.partitions)}\t"
+                      f"ReplicationFactor: {rf}\tConfigs: {shown}")
+                for pnum in sorted(info.partitions):
+                    part = info.partitions[pnum]
+                    print(f"\tTopic: {name}\tPartition: {pnum}\tLeader: {part.leader if part.leader >= 0 else 'none'}\t"
+                          f"Replicas: {','.join(map(str, part.replicas))}\tIsr: {','.join(map(str, part.isr))}")
+    return 0
+
+
+# --- kafka-consumer-groups ---------------------------------------------------------------------------
+
+def main_groups(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="kgroup groups", description="List, describe, delete consumer groups, "
+                                "or reset their offsets.")
+    p.add_argument("--bootstrap-server", required=True)
+    act = p.add_mutually_exclusive_group(required=True)
+    for a in ("list", "describe", "delete", "reset-offsets"):
+        act.add_argument(f"--{a}", action="store_true")
+    p.add_argument("--group", action="append", default=[])
+    p.add_argument("--all-groups", action="store_true")
+    p.add_argument("--members", action="store_true")
+    p.add_argument("--state", action="store_true")
+    p.add_argument("--offsets", action="store_true")
+    p.add_argument("--verbose", action="store_true")
+    p.add_argument("--topic", action="append", default=[])
+    p.add_argument("--all-topics", action="store_true")
+    scen = p.add_mutually_exclusive_group()
+    scen.add_argument("--to-earliest", action="store_true")
+    scen.add_argument("--to-latest", action="store_true")
+    scen.add_argument("--to-current", action="store_true")
+    scen.add_argument("--to-offset", type=int)
+    scen.add_argument("--shift-by", type=int)
+    p.add_argument("--execute", action="store_true")
+    p.add_argument("--dry-run", action="store_true")
+    args = p.parse_args(argv)
+    if (args.describe or args.delete or args.reset_offsets) and not (args.group or args.all_groups):
+        p.error("Option --group or --all-groups is required")
+    if args.reset_offsets:
+        if not (args.to_earliest or args.to_latest or args.to_current or args.to_offset is not None
+                or args.shift_by is not None):
+            p.error("Option --reset-offsets requires one of --to-earliest, --to-latest, --to-current, "
+                    "--to-offset, --shift-by")
+        if not (args.topic or args.all_topics):
+            p.error("Option --reset-offsets requires --topic or --all-topics")
+    return _run(_groups(args))
+
+
+async def _groups(args) -> int:
+    async with Admin(bootstrap_servers=args.bootstrap_server) as admin:
+        if args.list:
+            for g in await admin.list_groups():
+                print(g.group_id)
+            return 0
+        groups = [g.group_id for g in await admin.list_groups()] if args.all_groups else args.group
+        if args.delete:
+            results = await admin.delete_groups(groups)
+            ok = [g for g, e in results.items() if e is None]
+            failed = {g: e for g, e in results.items() if e is not None}
+            if ok and not failed:
+                print("Deletion of requested consumer groups (" + ", ".join(f"'{g}'" for g in ok) + ") was successful.")
+            else:
+                print("Deletion of some consumer groups failed:")
+                for g, e in failed.items():
+                    print(f"* Group '{g}' could not be deleted due to: {e}")
+                if ok:
+                    print("\nThese consumer groups were deleted successfully: " + ", ".join(f"'{g}'" for g in ok))
+            return 1 if failed else 0
+        if args.reset_offsets:
+            return await _reset_offsets(admin, args, groups)
+        status = 0
+        for group in sorted(groups):
+            status |= await _describe_group(admin, args, group)
+        return status
+
+
+def _state_banner(group: str, state: str) -> bool:
+    """ConsumerGroupCommand.shouldPrintMemberState: warn about empty/rebalancing/dead groups."""
+    if state == "Dead":
+        print(f"\nError: Consumer group '{group}' does not exist.")
+        return False
+    if state == "Empty":
+        print(f"\nConsumer group '{group}' has no active members.", file=sys.stderr)
+    elif state in ("PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling"):
+        print(f"\nWarning: Consumer group '{group}' is rebalancing.", file=sys.stderr)
+    return True
+
+
+async def _describe_group(admin: Admin, args, group: str) -> int:
+    desc = (await admin.describe_groups([group]))[group]
+    if desc.error.value:
+        print(f"\nError: Executing consumer group command failed due to {desc.error.message}")
+        return 1
+    if args.state:
+        if _state_banner(group, desc.state):
+            coord = desc.coordinator
+            c = f"{coord.host}:{coord.port}  ({coord.node_id})"
+            w = max(25, len(c))
+            fmt = f"\n%-{w}s %-25s %-20s %-15s %s"
+            sys.stdout.write(fmt % ("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"))
+            sys.stdout.write(fmt % (group, c, desc.protocol, desc.state, len(desc.members)) + "\n")
+        return 0
+    if args.members:
+        if not _state_banner(group, desc.state):
+            return 0
+        widths = [max([15, len(group)]), max([15] + [len(m.member_id) for m in desc.members]),
+                  max([17] + [len(m.group_instance_id or "") for m in desc.members]),
+                  max([15] + [len(m.host) for m in desc.members]), max([15] + [len(m.client_id) for m in desc.members])]
+        with_instance = any(m.group_instance_id for m in desc.members)
+        cols = [0, 1, 2, 3, 4] if with_instance else [0, 1, 3, 4]
+        fmt = " ".join(f"%-{widths[i]}s" for i in cols) + " %-15s "
+        head = ["GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID"]
+        sys.stdout.write("\n" + fmt % tuple([head[i] for i in cols] + ["#PARTITIONS"]))
+        print("ASSIGNMENT" if args.verbose else "")
+        for m in desc.members:
+            row = [group, m.member_id, m.group_instance_id or "", m.host, m.client_id]
+            line = fmt % tuple([row[i] for i in cols] + [len(m.assignment)])
+            if args.verbose:
+                per_topic: dict[str, list[int]] = {}
+                for tp in m.assignment:
+                    per_topic.setdefault(tp.topic, []).append(tp.partition)
+                line += ", ".join(sorted(f"{t}({','.join(sorted(map(str, ps)))})" for t, ps in per_topic.items())) or MISSING
+            print(line)
+        return 0
+    # default: offsets
+    committed = await admin.list_group_offsets(group)
+    rows = []
+    assigned: set[TopicPartition] = set()
+    members = sorted((m for m in desc.members if m.assignment), key=lambda m: -len(m.assignment))
+    for m in members:
+        for tp in sorted(m.assignment, key=lambda tp: tp.partition):
+            rows.append((tp, m.member_id, m.host, m.client_id))
+            assigned.add(tp)
+    for tp in sorted(tp for tp in committed if tp not in assigned):
+        rows.append((tp, MISSING, MISSING, MISSING))
+    if not _state_banner(group, desc.state) or not rows:
+        return 0
+    ends = await admin.list_offsets({tp: LATEST for tp, *_ in rows}) if rows else {}
+    wg = max([15, len(group)])
+    wt = max([15] + [len(tp.topic) for tp, *_ in rows])
+    wc = max([15] + [len(r[1]) for r in rows])
+    wh = max([15] + [len(r[2]) for r in rows])
+    fmt = f"\n%-{wg}s %-{wt}s %-10s %-15s %-15s %-15s %-{wc}s %-{wh}s %s"
+    sys.stdout.write(fmt % ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
+                            "CONSUMER-ID", "HOST", "CLIENT-ID"))
+    for tp, consumer_id, host, client_id in rows:
+        om = committed.get(tp)
+        end = ends.get(tp)
+        end_offset = end[0] if isinstance(end, tuple) else None
+        current = om.offset if om is not None else None
+        lag = end_offset - current if current is not None and end_offset is not None else None
+        sys.stdout.write(fmt % (group, tp.topic, tp.partition, MISSING if current is None else current,
+                                MISSING if end_offset is None else end_offset, MISSING if lag is None else lag,
+                                consumer_id, host, client_id))
+    print()
+    return 0
+
+
+async def _reset_offsets(admin: Admin, args, groups: list[str]) -> int:
+    status = 0
+    result: dict[str, dict[TopicPartition, int]] = {}
+    for group in groups:
+        desc = (await admin.describe_groups([group]))[group]
+        if desc.state not in ("Empty", "Dead"):
+            print(f"\nError: Assignments can only be reset if the group '{group}' is inactive, but the current "
+                  f"state is {desc.state}.")
+            result[group] = {}
+            status = 1
+            continue
+        committed = await admin.list_group_offsets(group)
+        partitions: list[TopicPartition] = []
+        if args.all_topics:
+            partitions = sorted(committed)
+        else:
+            for spec in args.topic:
+                topic, _, parts = spec.partition(":")
+                if parts:
+                    partitions += [TopicPartition(topic, int(x)) for x in parts.split(",")]
+                else:
+                    described = await admin.describe_topics([topic])
+                    info = described.get(topic)
+                    if info is None or isinstance(info, Exception):
+                        print(f"Error: Topic '{topic}' does not exist")
+                        return 1
+                    partitions += [TopicPartition(topic, p) for p in sorted(info.partitions)]
+        earliest = await admin.list_offsets({tp: EARLIEST for tp in partitions})
+        latest = await admin.list_offsets({tp: LATEST for tp in partitions})
+        new: dict[TopicPartition, int] = {}
+        for tp in partitions:
+            lo, hi = earliest[tp][0], latest[tp][0]
+            current = committed.get(tp).offset if committed.get(tp) is not None else None
+            if args.to_earliest:
+                target = lo
+            elif args.to_latest:
+                target = hi
+            elif args.to_current:
+                target = current if current is not None else hi
+            elif args.to_offset is not None:
+                target = args.to_offset
+            else:
+                target = (current if current is not None else hi) + args.shift_by
+            if target < lo or target > hi:  # Kafka clamps to the log range (with a warning)
+                print(f"\nWarn: New offset ({target}) is {'lower' if target < lo else 'higher'} than "
+                      f"{'earliest' if target < lo else 'latest'} offset for topic partition. Value will be set to "
+                      f"{lo if target < lo else hi}")
+                target = min(max(target, lo), hi)
+            new[tp] = target
+        if args.execute and not args.dry_run:
+            for tp, err in (await admin.alter_group_offsets(group, new)).items():
+                if err is not None:
+                    print(f"\nError: failed to reset {tp}: {err}")
+                    status = 1
+        result[group] = new
+    fmt = "\n%-30s %-30s %-10s %-15s"
+    if result:
+        sys.stdout.write(fmt % ("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"))
+    for group, offsets in result.items():
+        for tp, off in offsets.items():
+            sys.stdout.write(fmt % (group, tp.topic, tp.partition, off))
+    print()
+    return status
+
+
+# --- console producer / consumer ---------------------------------------------------------------------
+
+def main_produce(argv: list[str] | None = None, stdin=None) -> int:
+    p = argparse.ArgumentParser(prog="kgroup produce", description="Send stdin lines as records.")
+    p.add_argument("--bootstrap-server", required=True)
+    p.add_argument("--topic", required=True)
+    p.add_argument("--property", action="append", default=[], help="parse.key=true, key.separator=<sep>")
+    p.add_argument("--producer-property", action="append", default=[])
+    p.add_argument("--compression-codec", default=None)
+    args = p.parse_args(argv)
+    props = _kv(args.property)
+    return _run(_produce(args, props, stdin or sys.stdin))
+
+
+async def _produce(args, props, stdin) -> int:
+    from .producer import Producer
+    cfg = _kv(args.producer_property)
+    if args.compression_codec:
+        cfg["compression.type"] = args.compression_codec
+    parse_key = props.get("parse.key", "false") == "true"
+    sep = props.get("key.separator", "\t")
+    async with Producer(config=cfg, bootstrap_servers=args.bootstrap_server) as producer:
+        futures = []
+        for line in stdin:
+            line = line.rstrip("\n")
+            key = None
+            if parse_key:
+                if sep not in line:
+                    print(f"No key separator found on line: {line}", file=sys.stderr)
+                    return 1
+                key, line = line.split(sep, 1)
+                key = key.encode()
+            futures.append(await producer.send(args.topic, line.encode(), key=key))
+        results = await asyncio.gather(*futures, return_exceptions=True)
+        failed = [r for r in results if isinstance(r, BaseException)]
+        for r in failed[:5]:
+            print(f"Error when sending message: {r}", file=sys.stderr)
+        return 1 if failed else 0
+
+
+def main_consume(argv: list[str] | None = None, stdout=None) -> int:
+    p = argparse.ArgumentParser(prog="kgroup consume", description="Print records to stdout.")
+    p.add_argument("--bootstrap-server", required=True)
+    p.add_argument("--topic")
+    p.add_argument("--include", help="regex of topics to consume")
+    p.add_argument("--group")
+    p.add_argument("--from-beginning", action="store_true")
+    p.add_argument("--partition", type=int)
+    p.add_argument("--offset", default="latest", help="earliest, latest or a number (with --partition)")
+    p.add_argument("--max-messages", type=int)
+    p.add_argument("--timeout-ms", type=int, help="exit after this long without a record")
+    p.add_argument("--property", action="append", default=[], help="print.key=true, key.separator=<sep>")
+    p.add_argument("--consumer-property", action="append", default=[])
+    args = p.parse_args(argv)
+    if not (args.topic or args.include):
+        p.error("one of --topic or --include is required")
+    return _run(_consume(args, _kv(args.property), stdout or sys.stdout))
+
+
+async def _consume(args, props, out) -> int:
+    from .connection import now_ms
+    from .consumer import Consumer
+    cfg = _kv(args.consumer_property)
+    cfg.setdefault("auto.offset.reset", "earliest" if args.from_beginning else "latest")
+    if args.group:
+        cfg["group.id"] = args.group
+    print_key = props.get("print.key", "false") == "true"
+    sep = props.get("key.separator", "\t")
+    count = 0
+    async with Consumer(config=cfg, bootstrap_servers=args.bootstrap_server) as consumer:
+        if args.partition is not None:
+            tp = TopicPartition(args.topic, args.partition)
+            consumer.assign([tp])
+            if args.offset == "earliest" or args.from_beginning:
+                consumer.seek_to_beginning(tp)
+            elif args.offset == "latest":
+                consumer.seek_to_end(tp)
+            else:
+                consumer.seek(tp, int(args.offset))
+        elif args.group:
+            consumer.subscribe(pattern=args.include) if args.include else consumer.subscribe([args.topic])
+        else:  # like the Java console consumer without --group: a throwaway group would be used;
+            # here: all partitions, manually assigned
+            parts = await consumer.partitions_for(args.topic)
+            consumer.assign([TopicPartition(args.topic, p) for p in sorted(parts or [])])
+        last = now_ms()
+        try:
+            while args.max_messages is None or count < args.max_messages:
+                records = await consumer.poll(500, max_records=None if args.max_messages is None
+                                              else args.max_messages - count)
+                if records:
+                    last = now_ms()
+                elif args.timeout_ms is not None and now_ms() - last >= args.timeout_ms:
+                    break
+                for r in records:
+                    value = "null" if r.value is None else bytes(r.value).decode(errors="replace")
+                    if print_key:
+                        key = "null" if r.key is None else bytes(r.key).decode(errors="replace")
+                        out.write(f"{key}{sep}{value}\n")
+                    else:
+                        out.write(value + "\n")
+                    count += 1
+                out.flush()
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            pass
+    print(f"Processed a total of {count} messages", file=sys.stderr)
+    return 0

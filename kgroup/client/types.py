@@ -1,0 +1,84 @@
+"""Value types shared by the consumer, the producer and the admin client."""
+from __future__ import annotations
+
+from typing import NamedTuple, Sequence
+
+from .assignors import TopicPartition
+
+__all__ = ["ConsumerRebalanceListener", "ConsumerRecord", "OffsetAndMetadata", "RecordMetadata",
+           "TopicPartition", "NodeInfo", "PartitionInfo", "TopicInfo"]
+
+
+class OffsetAndMetadata(NamedTuple):
+    """A committed position: the offset of the next record to consume, its metadata string and
+    the leader epoch of the last consumed record (None when unknown)."""
+
+    offset: int
+    metadata: str = ""
+    leader_epoch: int | None = None
+
+
+class ConsumerRecord(NamedTuple):
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    timestamp_type: int  # 0 CreateTime, 1 LogAppendTime
+    key: bytes | None
+    value: bytes | None
+    headers: Sequence[tuple[str, bytes | None]]
+    leader_epoch: int | None = None
+
+
+class RecordMetadata(NamedTuple):
+    """What ``Producer.send`` resolves to once the broker acknowledged the record
+    (offset -1 with acks=0, as the Java client reports)."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    serialized_key_size: int = -1
+    serialized_value_size: int = -1
+
+
+class NodeInfo(NamedTuple):
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+
+class PartitionInfo(NamedTuple):
+    topic: str
+    partition: int
+    leader: int
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    offline_replicas: tuple[int, ...] = ()
+    error_code: int = 0
+
+
+class TopicInfo(NamedTuple):
+    name: str
+    topic_id: bytes
+    is_internal: bool
+    partitions: dict  # partition -> PartitionInfo
+    error_code: int = 0
+
+
+class ConsumerRebalanceListener:
+    """Java's ``ConsumerRebalanceListener``. Methods may be plain functions or coroutines; they
+    run inside ``poll()`` (never concurrently with the application's own code).
+
+    ``on_partitions_lost`` defaults to ``on_partitions_revoked``, as in Java."""
+
+    def on_partitions_revoked(self, revoked: list[TopicPartition]):
+        pass
+
+    def on_partitions_assigned(self, assigned: list[TopicPartition]):
+        pass
+
+    def on_partitions_lost(self, lost: list[TopicPartition]):
+        return self.on_partitions_revoked(lost)

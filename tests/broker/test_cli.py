@@ -1,0 +1,21 @@
+"""The `kgroup` command's tool subcommands reach the client CLI (kafka-topics.sh style)."""
+import subprocess
+import sys
+
+from tests.conftest import ROOT
+
+
+def kgroup(*args):
+    return subprocess.run([sys.executable, "-m", "kgroup", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=60)
+
+
+def test_topics_and_groups_commands(broker):
+    r = kgroup("topics", "--bootstrap-server", broker.bootstrap, "--create", "--topic", "cli-t", "--partitions", "2")
+    assert r.returncode == 0, r.stderr
+    r = kgroup("topics", "--bootstrap-server", broker.bootstrap, "--list")
+    assert r.returncode == 0 and "cli-t" in r.stdout.split()
+    r = kgroup("groups", "--bootstrap-server", broker.bootstrap, "--list")
+    assert r.returncode == 0, r.stderr
+    r = kgroup("topics", "--bootstrap-server", broker.bootstrap, "--describe", "--topic", "nope")
+    assert r.returncode != 0
