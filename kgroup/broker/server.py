@@ -2,9 +2,10 @@
 API handlers, and write responses back in request order per connection.
 
 Theory of operation, per connection:
-- ``data_received`` appends to a buffer and cuts whole frames. The 4-byte size is checked
-  against ``socket.request.max.bytes`` before anything is buffered for it: a larger (or
-  negative) size closes the connection.
+- Bytes arrive in a reused receive buffer (``asyncio.BufferedProtocol``) and whole frames are cut
+  from it; a large frame is received straight into its own buffer, never copied. The 4-byte size
+  is checked against ``socket.request.max.bytes`` before anything is allocated for it: a larger
+  (or negative) size closes the connection.
 - Each frame is decoded (header, then body at the header's version) and handed to its handler.
   A handler returns a response object, ``None`` (nothing to send, e.g. Produce acks=0), or an
   awaitable (a parked JoinGroup / long-polling Fetch). Every response gets a slot in a FIFO;
@@ -30,6 +31,24 @@ from .handlers.api_versions import unsupported_version_response
 log = logging.getLogger("kgroup.server")
 _SIZE = struct.Struct(">i")
 _CORR = struct.Struct(">i")
+_RECV_BUFFER = 256 * 1024
+_BIG = 64 * 1024
+
+
+def _write(transport, pieces):
+    """Write a response's pieces. Python 3.11's ``writelines`` joins (copies) everything, so a
+    large piece (a record set read from a segment) is written on its own and small ones joined."""
+    small = []
+    for p in pieces:
+        if len(p) < 65536:
+            small.append(p)
+            continue
+        if small:
+            transport.write(b"".join(small))
+            small = []
+        transport.write(p)
+    if small:
+        transport.write(b"".join(small))
 
 
 class RequestContext:
@@ -51,11 +70,14 @@ class RequestContext:
         return self.connection.peer_host
 
 
-class KafkaConnection(asyncio.Protocol):
+class KafkaConnection(asyncio.BufferedProtocol):
     def __init__(self, broker):
         self.broker = broker
         self.transport = None
-        self.buf = bytearray()
+        self.buf = bytearray(_RECV_BUFFER)
+        self.start = self.end = 0  # unread bytes are buf[start:end]
+        self.big = None  # a large frame being received straight into its own buffer
+        self.big_filled = 0
         self.slots: collections.deque = collections.deque()
         self.peer = "?"
         self.peer_host = ""
@@ -92,6 +114,10 @@ class KafkaConnection(asyncio.Protocol):
         if not self.closed:
             self.transport.resume_reading()
 
+    def close(self, reason: str):
+        """Close this connection, logging why (e.g. a failed acks=0 produce, as Kafka does)."""
+        self._abort(reason)
+
     def _abort(self, reason: str):
         log.warning("closing connection from %s: %s", self.peer, reason)
         self.closed = True
@@ -102,25 +128,54 @@ class KafkaConnection(asyncio.Protocol):
         return not self.slots
 
     # -- framing --------------------------------------------------------------------------------
-    def data_received(self, data):
-        buf = self.buf
-        buf += data
-        pos = 0
-        n = len(buf)
-        while n - pos >= 4 and not self.closed:
+    # BufferedProtocol: small frames are cut (copied) out of one reused receive buffer; a frame
+    # larger than _BIG is received straight into a bytearray of its own size and handed to the
+    # handler as is (no copy; writable, so the log patches offsets in place).
+    def get_buffer(self, sizehint):
+        if self.big is not None:
+            return memoryview(self.big)[self.big_filled:]
+        if self.end == len(self.buf):
+            self._compact()
+        return memoryview(self.buf)[self.end:]
+
+    def _compact(self):
+        n = self.end - self.start
+        self.buf[:n] = self.buf[self.start:self.end]
+        self.start, self.end = 0, n
+
+    def buffer_updated(self, nbytes):
+        if self.big is not None:
+            self.big_filled += nbytes
+            if self.big_filled == len(self.big):
+                frame, self.big = self.big, None
+                self._handle_frame(frame)
+            return
+        self.end += nbytes
+        buf, pos, end = self.buf, self.start, self.end
+        while end - pos >= 4 and not self.closed:
             size, = _SIZE.unpack_from(buf, pos)
             if size < 0 or size > self.max_frame:
                 self._abort(f"frame of {size} bytes exceeds socket.request.max.bytes={self.max_frame}"
                             if size > 0 else f"invalid frame size {size}")
                 return
-            end = pos + 4 + size
-            if end > n:
-                break
-            frame = bytes(buf[pos + 4:end])
-            pos = end
-            self._handle_frame(frame)
-        if pos:
-            del buf[:pos]
+            if end - pos - 4 >= size:
+                frame = bytes(buf[pos + 4:pos + 4 + size])
+                pos += 4 + size
+                self._handle_frame(frame)
+                continue
+            if size > _BIG:
+                big = bytearray(size)
+                have = end - pos - 4
+                big[:have] = buf[pos + 4:end]
+                self.big, self.big_filled = big, have
+                pos = end
+            break
+        if pos == end:
+            self.start = self.end = 0
+        else:
+            self.start = pos
+            if len(buf) - pos < _BIG + 4:
+                self._compact()
 
     # -- dispatch -------------------------------------------------------------------------------
     def _handle_frame(self, frame: bytes):
@@ -165,7 +220,7 @@ class KafkaConnection(asyncio.Protocol):
 
     def _queue_ready(self, pieces):
         if not self.slots:
-            self.transport.writelines(pieces)
+            _write(self.transport, pieces)
         else:
             self.slots.append([pieces, None])
 
@@ -187,6 +242,6 @@ class KafkaConnection(asyncio.Protocol):
         while slots and slots[0][1] is None:
             pieces = slots.popleft()[0]
             if pieces:
-                self.transport.writelines(pieces)
+                _write(self.transport, pieces)
         if not slots:
             self.broker.connection_idle(self)

@@ -316,15 +316,45 @@ def check_batch_records(header: BatchHeader, batch) -> RecordsSummary | None:
     return scan_records(header, batch)
 
 
-def scan_records(header: BatchHeader, batch) -> RecordsSummary:
-    """Walk an uncompressed batch's records reading only lengths, timestamps and key lengths.
+_ZZ = bytes([(((z >> 1) ^ -(z & 1)) + 64) if z < 128 else 0 for z in range(256)])  # 1-byte zigzag -> value+64
+_HIGH = bytes(range(128, 256))
+_RUN_PROBE = 8
 
-    One pass per record (never per byte); value and header bytes are skipped by the record's
-    length prefix. Raises ``InvalidRecordError`` when the records do not tile the batch exactly
-    or their number differs from recordsCount."""
+
+def _scan_run(data, pos, plen, stride, k):
+    """Records pos, pos+stride, ... (k of them, each ``stride`` bytes with a ``plen``-byte length)
+    checked with strided slices: (min ts delta, max ts delta, null key) or None when their layout
+    is not the common one (1-byte timestamp delta and key length, one offset-delta width)."""
+    last = pos + k * stride
+    t = bytes(data[pos + plen + 1:last:stride])
+    if not t.isascii():
+        return None
+    o = pos + plen + 2
+    w = 1
+    while data[o + w - 1] & 0x80:
+        w += 1
+    room = stride - (plen + 3 + w)
+    if room < 0:
+        return None
+    for j in range(w - 1):
+        if bytes(data[o + j:last:stride]).translate(None, _HIGH):
+            return None
+    if not bytes(data[o + w - 1:last:stride]).isascii():
+        return None
+    kb = bytes(data[o + w:last:stride])
+    if not kb.isascii():
+        return None
+    kd = kb.translate(_ZZ)
+    if max(kd) - 64 > room:
+        return None
+    td = t.translate(_ZZ)
+    return min(td) - 64, max(td) - 64, min(kd) < 64
+
+
+def scan_records(header: BatchHeader, batch) -> RecordsSummary:
     if header.compression != Compression.NONE:
         raise ValueError("scan_records needs an uncompressed batch")
-    data = bytes(batch) if not isinstance(batch, bytes) else batch
+    data = batch if isinstance(batch, (bytes, memoryview)) else bytes(batch)
     pos = RECORD_BATCH_OVERHEAD
     end = len(data)
     base_ts = header.base_timestamp
@@ -332,22 +362,52 @@ def scan_records(header: BatchHeader, batch) -> RecordsSummary:
     min_delta = max_delta = None
     null_key = False
     n = 0
+    cooldown = 0  # records to parse one by one before looking for a run again
     try:
         while pos < end:
             b = data[pos]
             if b < 0x80:
                 length = (b >> 1) ^ -(b & 1)
-                pos += 1
-            elif data[pos + 1] < 0x80:  # most records are 64..8191 bytes: two-byte varint
+                plen = 1
+            elif data[pos + 1] < 0x80:
                 z = (b & 0x7F) | (data[pos + 1] << 7)
                 length = (z >> 1) ^ -(z & 1)
-                pos += 2
+                plen = 2
             else:
-                length, pos = read_varint(data, pos)
+                length, p2 = read_varint(data, pos)
+                plen = p2 - pos
+            stride = plen + length
+            if cooldown:
+                cooldown -= 1
+            elif plen <= 2 and length > 0 and pos + _RUN_PROBE * stride <= end:
+                probe = bytes(data[pos:pos + _RUN_PROBE * stride:stride])
+                if probe == probe[:1] * _RUN_PROBE:
+                    s1 = bytes(data[pos:end - (end - pos) % stride:stride])
+                    k = len(s1) - len(s1.lstrip(s1[:1]))
+                    if plen == 2:
+                        s2 = bytes(data[pos + 1:pos + k * stride:stride])
+                        k = min(k, len(s2) - len(s2.lstrip(s2[:1])))
+                    if k >= _RUN_PROBE:
+                        got = _scan_run(data, pos, plen, stride, k)
+                        if got is not None:
+                            lo, hi, nk = got
+                            if min_delta is None:
+                                min_delta, max_delta = lo, hi
+                            else:
+                                min_delta, max_delta = min(min_delta, lo), max(max_delta, hi)
+                            null_key = null_key or nk
+                            n += k
+                            pos += k * stride
+                            continue
+                        cooldown = k  # an unusual layout: this run one by one
+                    else:
+                        cooldown = 32
+                else:
+                    cooldown = 32
+            pos += plen
             rec_end = pos + length
             if length < 0 or rec_end > end:
                 raise InvalidRecordError(f"Invalid record size {length} at record {n}")
-            # attributes byte, then timestampDelta
             p = pos + 1
             b = data[p]
             if b < 0x80:
@@ -355,10 +415,10 @@ def scan_records(header: BatchHeader, batch) -> RecordsSummary:
                 p += 1
             else:
                 ts_delta, p = read_varint(data, p)
-            while data[p] & 0x80:  # offsetDelta: only skipped
+            while data[p] & 0x80:
                 p += 1
             p += 1
-            b = data[p]  # keyLength
+            b = data[p]
             if b < 0x80:
                 key_len = (b >> 1) ^ -(b & 1)
                 p += 1

@@ -265,7 +265,9 @@ class PartitionLog:
         if not found:
             raise InvalidRecordError("Produce requests must have at least one record batch per partition")
 
-        buf = bytearray(view[:valid])  # the one copy; offsets etc. are patched in place
+        # A writable request buffer (a large frame received into its own bytearray) is patched in
+        # place; a read-only one is copied once.
+        buf = view[:valid] if not view.readonly else bytearray(view[:valid])
         epoch = self.leader_epoch if leader_epoch is None else leader_epoch
         next_offset = first_offset = self._leo
         max_ts, record_count, headers = NO_TIMESTAMP, 0, []

@@ -56,8 +56,10 @@ def _read(broker, req, version, plan):
         tr = TopicResponse(topic=ft.topic if version < 13 else name or "", topic_id=ft.topic_id, partitions=[])
         resp.responses.append(tr)
         for fp in ft.partitions:
+            # Records are never null, errors included: Kafka sends MemoryRecords.EMPTY, and
+            # librdkafka fails the whole response on a null (size -1) record set.
             pd = PartitionData(partition_index=fp.partition, high_watermark=-1, last_stable_offset=-1,
-                               log_start_offset=-1, aborted_transactions=None, records=None)
+                               log_start_offset=-1, aborted_transactions=None, records=b"")
             tr.partitions.append(pd)
             if topic is None:
                 pd.error_code = ErrorCode.UNKNOWN_TOPIC_ID if version >= 13 else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION

@@ -1,12 +1,16 @@
 """Produce (0) v3-11: magic-2 batches only (Kafka 4.0 dropped v0-2, KIP-896).
 
+Topics must exist: as in Kafka, a produce never creates one (clients create through Metadata
+with auto.create.topics.enable); unknown topics and partitions get UNKNOWN_TOPIC_OR_PARTITION.
+
 Per partition: exactly one batch (Kafka's ProduceRequest.validateRecords for v3+), validated and
 appended as received; errors are per partition with Kafka's codes. acks=-1 waits for the group
 commit fsync (see ``data_path``); acks=1 answers once written; acks=0 sends nothing back.
 """
-from ...protocol.errors import ErrorCode, KafkaError
+from ...protocol.errors import ErrorCode
 from ...protocol.messages.produce import ProduceResponse
-from ...protocol.records import RecordBatchError, iter_batches
+from ...protocol.records import (Compression, InvalidRecordError, RecordBatchError,
+                                 UnsupportedCompressionTypeError, iter_batches)
 from ...storage.errors import LogError
 
 TopicResponse = ProduceResponse.TopicProduceResponse
@@ -15,35 +19,38 @@ RecordError = ProduceResponse.BatchIndexAndErrorMessage
 
 
 def handle(broker, ctx, req, version):
+    """Checks in Kafka's order: unknown topic/partition and ProduceRequest.validateRecords
+    (KafkaApis), then acks, then the internal-topic check and the append (ReplicaManager)."""
     dp = broker.data_path
     resp = ProduceResponse(responses=[], throttle_time_ms=0)
-    written = []
+    written, to_flush = [], set()
     bad_acks = req.acks not in (-1, 0, 1)
     for td in req.topic_data:
         tresp = TopicResponse(name=td.name, partition_responses=[])
         resp.responses.append(tresp)
+        # As in Kafka, only Metadata creates topics: a produce to an unknown one is refused.
         topic = broker.metadata.get(td.name)
-        if topic is None and not bad_acks and broker.config["auto.create.topics.enable"]:
-            try:
-                topic = broker.create_topic(td.name, -1, -1, {})
-            except KafkaError:
-                topic = None
         for pd in td.partition_data:
             pr = PartitionResponse(index=pd.index, base_offset=-1, log_append_time_ms=-1, log_start_offset=-1)
             tresp.partition_responses.append(pr)
-            if bad_acks:
-                pr.error_code = ErrorCode.INVALID_REQUIRED_ACKS
-                continue
             if topic is None or not 0 <= pd.index < topic.num_partitions:
                 pr.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue
+            try:
+                _check_one_batch(pd.records, version)
+            except RecordBatchError as e:
+                pr.error_code = e.error_code
+                pr.error_message = str(e)
+                continue
+            if bad_acks:
+                pr.error_code = ErrorCode.INVALID_REQUIRED_ACKS
+                continue
             if topic.is_internal:
                 pr.error_code = ErrorCode.INVALID_TOPIC_EXCEPTION
-                pr.error_message = f"Producing to the internal topic {topic.name} is not allowed"
+                pr.error_message = f"Cannot append to internal topic {topic.name}"
                 continue
             plog = dp.log(td.name, pd.index)
             try:
-                _check_one_batch(pd.records, version)
                 result = plog.append(pd.records)
             except (LogError, RecordBatchError) as e:
                 pr.error_code = e.error_code
@@ -55,14 +62,22 @@ def handle(broker, ctx, req, version):
             pr.base_offset = result.base_offset
             pr.log_append_time_ms = result.log_append_time
             pr.log_start_offset = result.log_start_offset
+            # A duplicate is acknowledged with the original's offsets, and at acks=-1 only once
+            # the original is on disk too (it may still await its group commit, or have been
+            # written with acks=1).
+            to_flush.add(plog)
             if not result.duplicate:
-                written.append((td.name, pd.index, plog))
-    for topic_name, partition, _ in written:
+                written.append((td.name, pd.index))
+    for topic_name, partition in written:
         dp.appended(topic_name, partition)
     if req.acks == 0:
+        if any(p.error_code for t in resp.responses for p in t.partition_responses):
+            # Kafka closes the connection when an acks=0 produce fails, the only way to tell
+            # the producer (which then refreshes its metadata).
+            ctx.connection.close("error in a produce request with acks=0")
         return None
-    if req.acks == -1 and written:
-        return _after_flush(dp.wait_flushed({plog for _, _, plog in written}), resp)
+    if req.acks == -1 and to_flush:
+        return _after_flush(dp.wait_flushed(to_flush), resp)
     return resp
 
 
@@ -81,16 +96,16 @@ async def _after_flush(flushed, resp):
 def _check_one_batch(records, version):
     """Kafka's ProduceRequest.validateRecords (v3+); magic 0/1 is rejected by iter_batches."""
     if records is None or len(records) == 0:
-        raise _invalid(f"Produce requests with version {version} must have at least one record batch per partition")
+        raise InvalidRecordError(f"Produce requests with version {version} must have at least one record batch "
+                                 "per partition")
     batches = iter_batches(memoryview(records))
     first = next(batches, None)
     if first is None:
-        raise _invalid(f"Produce requests with version {version} must have at least one record batch per partition")
+        raise InvalidRecordError(f"Produce requests with version {version} must have at least one record batch "
+                                 "per partition")
+    if version < 7 and first[1].compression == Compression.ZSTD:
+        raise UnsupportedCompressionTypeError(f"Produce requests with version {version} are not allowed to use "
+                                              "ZStandard compression")
     if next(batches, None) is not None:
-        raise _invalid(f"Produce requests with version {version} are only allowed to contain exactly one "
-                       "record batch per partition")
-
-
-def _invalid(message):
-    from ...protocol.records import InvalidRecordError
-    return InvalidRecordError(message)
+        raise InvalidRecordError(f"Produce requests with version {version} are only allowed to contain exactly one "
+                                 "record batch per partition")
