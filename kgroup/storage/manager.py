@@ -198,17 +198,28 @@ class LogManager:
             plog.flush()
         self.checkpoint()
 
+    def _each(self, what: str, fn, logs=None) -> int:
+        """Apply a housekeeping step to every log; one failing log is logged and skipped, never
+        stopping the step for the others (as Kafka's scheduler tasks do per log)."""
+        total = 0
+        for tp, plog in list(self._logs.items()) if logs is None else logs:
+            try:
+                total += fn(plog)
+            except Exception:
+                log.exception("%s of %s-%d failed", what, tp[0], tp[1])
+        return total
+
     def flush_dirty_logs(self, now_ms: int | None = None) -> int:
         """Kafka's flush scheduler: flush logs whose flush.ms has elapsed."""
-        return sum(plog.maybe_flush(now_ms) for plog in self._logs.values())
+        return self._each("flush", lambda plog: plog.maybe_flush(now_ms))
 
     def delete_old_segments(self, now_ms: int | None = None) -> int:
-        return sum(plog.delete_old_segments(now_ms) for plog in self._logs.values())
+        return self._each("retention", lambda plog: plog.delete_old_segments(now_ms))
 
     def compact_logs(self, now_ms: int | None = None) -> int:
         """Clean every compacted log; returns the number of segments rewritten."""
-        return sum(plog.compact(now_ms).segments_rewritten
-                   for plog in self._logs.values() if plog.config.compact)
+        return self._each("compaction", lambda plog: plog.compact(now_ms).segments_rewritten,
+                          [(tp, p) for tp, p in self._logs.items() if p.config.compact])
 
     def checkpoint(self) -> None:
         """Write the recovery points and log start offsets of every directory."""

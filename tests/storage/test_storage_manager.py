@@ -111,3 +111,20 @@ def test_log_config_from_kafka_names():
         LogConfig.from_props({"message.timestamp.type": "Whenever"})
     with pytest.raises(ValueError):
         LogConfig.from_props({"cleanup.policy": "shred"})
+
+
+def test_one_failing_log_does_not_stop_housekeeping_for_the_others(tmp_path, caplog):
+    from kgroup.storage.manager import LogManager
+    mgr = LogManager(str(tmp_path))
+    a = mgr.get_or_create("a", 0)
+    b = mgr.get_or_create("b", 0)
+    seen = []
+
+    def boom(now_ms=None):
+        raise OSError("disk says no")
+
+    a.delete_old_segments = boom
+    b.delete_old_segments = lambda now_ms=None: seen.append("b") or 1
+    assert mgr.delete_old_segments() == 1
+    assert seen == ["b"] and "retention of a-0 failed" in caplog.text
+    mgr.close_all()
