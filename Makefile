@@ -19,8 +19,8 @@ $(VENV)/.installed: pyproject.toml | $(VENV)/bin/python
 	@touch $@
 
 $(VENV)/.installed-test: pyproject.toml scripts/install-test-deps.sh $(VENV)/.installed
-	@echo "==> installing test dependencies (pytest, hypothesis, real Kafka clients, kcat)"
-	$(PY) -m pip install --quiet -e '.[test]'
+	@echo "==> installing test dependencies (pytest, hypothesis, real Kafka clients, pyspark, kcat, Java)"
+	$(PY) -m pip install --quiet -e '.[test,spark]'
 	bash scripts/install-test-deps.sh
 	@touch $@
 

@@ -1,16 +1,26 @@
 #!/usr/bin/env bash
-# Non-Python peers the test suite drives: kcat (librdkafka's CLI) from Debian.
-# Installed with apt when running as root and absent; the interop tests fail (never skip) in CI
-# when a peer is missing.
+# Non-Python peers the test suite drives, from Debian: kcat (librdkafka's CLI) and a Java runtime
+# for Spark. Installed with apt when running as root and absent; the tests that need them fail
+# (never skip) when a peer is missing.
 set -euo pipefail
-if ! command -v kcat >/dev/null 2>&1; then
-    if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
-        echo "==> installing kcat with apt-get"
-        export DEBIAN_FRONTEND=noninteractive
-        apt-get update -qq >/dev/null
-        apt-get install -y -qq kcat >/dev/null
-    else
-        echo "!! kcat is not installed and this is not root: install kcat (Debian: apt-get install kcat)" >&2
+apt_updated=""
+apt_install() {  # apt_install COMMAND PACKAGE
+    if command -v "$1" >/dev/null 2>&1; then
+        return
     fi
-fi
+    if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+        echo "==> installing $2 with apt-get"
+        export DEBIAN_FRONTEND=noninteractive
+        if [ -z "$apt_updated" ]; then
+            apt-get update -qq >/dev/null
+            apt_updated=1
+        fi
+        apt-get install -y -qq "$2" >/dev/null
+    else
+        echo "!! $1 is missing and this is not root: install the Debian package $2" >&2
+    fi
+}
+apt_install kcat kcat
+apt_install java openjdk-17-jre-headless
 command -v kcat >/dev/null 2>&1 && echo "==> kcat: $(kcat -V 2>&1 | head -1)" || true
+command -v java >/dev/null 2>&1 && echo "==> java: $(java -version 2>&1 | head -1)" || true

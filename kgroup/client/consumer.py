@@ -162,6 +162,11 @@ class Consumer:
     def subscription(self) -> set[str]:
         return set(self._topics)
 
+    def group_stable(self) -> bool:
+        """True when this member holds a settled assignment of its group (no rebalance under
+        way); False without group management."""
+        return self._coordinator is not None and self._coordinator.machine.is_stable()
+
     # --- poll --------------------------------------------------------------------------------
 
     async def poll(self, timeout_ms: int = 0, max_records: int | None = None) -> list[ConsumerRecord]:

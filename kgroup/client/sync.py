@@ -141,6 +141,9 @@ class KafkaConsumer:
     def assignment(self) -> set[TopicPartition]:
         return self._sync(self._core.assignment)
 
+    def group_stable(self) -> bool:
+        return self._sync(self._core.group_stable)
+
     def subscription(self) -> set[str]:
         return self._sync(self._core.subscription)
 

@@ -1,0 +1,136 @@
+"""Batch-read throughput of the ``kgroup`` Spark data source, next to one kgroup consumer.
+
+Workload: --records records (default 1M; 16-byte keys, 100-byte values, no compression) on a
+6-partition topic of a kgroup broker started for the run (or --bootstrap-server), then
+
+- spark: ``spark.read.format("kgroup")`` of the whole topic on local[2] (one task per partition,
+  two at a time; executors fetch with the kgroup consumer and hand Arrow batches to the JVM),
+  forced with ``count(*), sum(length(key)), sum(length(value))`` so every record crosses into
+  Spark; after one warm-up read (Python workers started), best of --repeat;
+- consumer: the same records read by one ``kgroup.client.sync.KafkaConsumer`` in this process
+  (assign all partitions, seek to the beginning, poll until the end offsets; max.poll.records as
+  the executors use), best of --repeat.
+
+MB/s counts key+value bytes. Both numbers come from the same run on the same (shared 2-core)
+machine. Usage: .venv/bin/python benchmarks/spark_read_bench.py [--records 1000000] [--repeat 2]
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+from kgroup.client.admin import NewTopic  # noqa: E402
+from kgroup.client.assignors import TopicPartition  # noqa: E402
+from kgroup.client.producer import Producer  # noqa: E402
+from kgroup.client.sync import KafkaAdmin, KafkaConsumer  # noqa: E402
+from kgroup.spark.fetch import DEFAULT_MAX_POLL_RECORDS  # noqa: E402
+
+TOPIC = "spark-bench"
+PARTITIONS = 6
+KEY, VALUE = 16, 100
+MB = 1e6
+
+
+async def produce(bootstrap: str, n: int) -> None:
+    async with Producer(bootstrap_servers=bootstrap, linger_ms=20, batch_size=512 * 1024, acks="1",
+                        enable_idempotence=False) as producer:
+        value = b"v" * VALUE
+        last = None
+        for i in range(n):
+            last = await producer.send(TOPIC, value, b"%016d" % i)
+            if i % 20000 == 19999:
+                await last  # keep the queue bounded
+        await producer.flush()
+        await last
+
+
+def spark_read(spark, bootstrap: str) -> tuple[int, int]:
+    df = spark.read.format("kgroup").option("kafka.bootstrap.servers", bootstrap).option("subscribe", TOPIC).load()
+    row = df.selectExpr("count(*) AS n", "sum(length(key)) + sum(length(value)) AS bytes").collect()[0]
+    return row["n"], row["bytes"]
+
+
+def consumer_read(bootstrap: str, ends: dict) -> tuple[int, int]:
+    n = size = 0
+    with KafkaConsumer(bootstrap_servers=bootstrap, max_poll_records=DEFAULT_MAX_POLL_RECORDS,
+                       auto_offset_reset="earliest") as consumer:
+        tps = list(ends)
+        consumer.assign(tps)
+        consumer.seek_to_beginning(*tps)
+        remaining = {tp for tp, end in ends.items() if end > 0}
+        while remaining:
+            for r in consumer.poll(1000):
+                n += 1
+                size += len(r.key) + len(r.value)
+            remaining = {tp for tp in remaining if consumer.position(tp) < ends[tp]}
+    return n, size
+
+
+def best(label: str, fn, repeat: int, expected: int) -> tuple[float, int]:
+    times = []
+    size = 0
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        n, size = fn()
+        times.append(time.perf_counter() - t0)
+        assert n == expected, f"{label} read {n} records, expected {expected}"
+    return min(times), size
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--records", type=int, default=1_000_000)
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--bootstrap-server", default=None, help="use this broker instead of starting one")
+    args = ap.parse_args()
+
+    broker = None
+    bootstrap = args.bootstrap_server
+    if bootstrap is None:
+        from tests.harness import BrokerProcess
+        broker = BrokerProcess(os.path.join(tempfile.mkdtemp(prefix="spark-bench-"), "data")).start()
+        bootstrap = broker.bootstrap
+    try:
+        with KafkaAdmin(bootstrap_servers=bootstrap) as admin:
+            admin.delete_topics([TOPIC])
+            time.sleep(0.5)
+            err = admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)])[TOPIC]
+            assert err is None, err
+            t0 = time.perf_counter()
+            asyncio.run(produce(bootstrap, args.records))
+            print(f"produced {args.records:,} records to {PARTITIONS} partitions in {time.perf_counter() - t0:.1f}s")
+            tps = [TopicPartition(TOPIC, p) for p in range(PARTITIONS)]
+            ends = {tp: v[0] for tp, v in admin.list_offsets({tp: -1 for tp in tps}).items()}
+        assert sum(ends.values()) == args.records
+
+        from kgroup.spark import session
+        spark = session("kgroup-spark-read-bench", "local[2]", **{"spark.ui.enabled": "false",
+                                                                  "spark.ui.showConsoleProgress": "false"})
+        spark.sparkContext.setLogLevel("ERROR")
+        spark_read(spark, bootstrap)  # warm-up: JVM code paths and Python workers
+        spark_s, spark_bytes = best("spark", lambda: spark_read(spark, bootstrap), args.repeat, args.records)
+        consumer_s, consumer_bytes = best("consumer", lambda: consumer_read(bootstrap, ends), args.repeat, args.records)
+        spark.stop()
+
+        print(f"\n{'reader':<44} {'seconds':>8} {'records/s':>12} {'MB/s':>8}")
+        for label, secs, size in ((f"spark.read.format('kgroup'), local[2], {PARTITIONS} tasks", spark_s, spark_bytes),
+                                  ("one kgroup KafkaConsumer, one process", consumer_s, consumer_bytes)):
+            print(f"{label:<44} {secs:8.2f} {args.records / secs:12,.0f} {size / secs / MB:8.1f}")
+        print(f"\nspark / consumer: {consumer_s / spark_s:.2f}x ({args.records:,} records, "
+              f"{spark_bytes / MB:.0f} MB of keys+values, best of {args.repeat})")
+    finally:
+        if broker is not None:
+            broker.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,138 @@
+"""Executor side: read one offset range of one topic-partition with the kgroup client and hand
+Spark Arrow record batches in the Kafka source's schema.
+
+The reader assigns itself the partition (no group), seeks to the range start and polls until its
+position reaches the range end; records at or past the end are dropped, so a task -- and any retry
+of it -- returns exactly the records of ``[from, until)``. A start below the log start offset
+(retention or truncation deleted records) fails the task when ``failOnDataLoss`` is true (Spark's
+behaviour), otherwise the range continues from the earliest offset still present. No progress for
+``kafkaConsumer.pollTimeoutMs`` fails the task.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from operator import itemgetter
+from typing import Iterator
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from kgroup.client.assignors import TopicPartition
+from kgroup.client.errors import OffsetOutOfRangeError
+from kgroup.client.sync import KafkaConsumer
+
+from .offsets import OffsetRange
+
+log = logging.getLogger("kgroup.spark")
+
+# executors never join a group or commit: the driver owns the group
+_DRIVER_ONLY = ("group.id", "group.instance.id", "session.timeout.ms", "heartbeat.interval.ms",
+                "max.poll.interval.ms", "auto.commit.interval.ms")
+DEFAULT_MAX_POLL_RECORDS = 20000
+FAULT_DIR_ENV = "KGROUP_SPARK_FAULT_DIR"  # tests: fail a range's first attempt (see tests/spark)
+
+
+class DataLossError(RuntimeError):
+    """Records of a planned range are gone and failOnDataLoss is true."""
+
+
+@dataclass
+class FetchSettings:
+    """What an executor needs to read ranges (pickled into each input partition)."""
+
+    bootstrap_servers: str
+    kafka_params: dict = field(default_factory=dict)
+    include_headers: bool = False
+    fail_on_data_loss: bool = True
+    poll_timeout_ms: int = 120000
+
+    def consumer_config(self) -> dict:
+        cfg = {k: v for k, v in self.kafka_params.items() if k not in _DRIVER_ONLY}
+        cfg.setdefault("max.poll.records", DEFAULT_MAX_POLL_RECORDS)
+        cfg.setdefault("client.id", f"kgroup-spark-executor-{os.getpid()}")
+        cfg.update({"bootstrap.servers": self.bootstrap_servers, "enable.auto.commit": False,
+                    "auto.offset.reset": "none"})
+        return cfg
+
+
+def _fault_requested(r: OffsetRange) -> bool:
+    fault_dir = os.environ.get(FAULT_DIR_ENV)
+    if not fault_dir:
+        return False
+    try:
+        os.remove(os.path.join(fault_dir, f"fail-{r.topic}-{r.partition}-{r.from_offset}"))
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def to_batch(records, topic: str, partition: int, schema: pa.Schema, include_headers: bool) -> pa.RecordBatch:
+    """ConsumerRecords of one partition -> one RecordBatch in the Kafka source's column order."""
+    n = len(records)
+
+    def col(i: int) -> list:  # ConsumerRecord fields: topic, partition, offset, timestamp, timestamp_type,
+        return list(map(itemgetter(i), records))  # key, value, headers, leader_epoch
+
+    ts = pc.multiply(pa.array(col(3), pa.int64()), 1000).cast(schema.field("timestamp").type)
+    arrays = [pa.array(col(5), pa.binary()), pa.array(col(6), pa.binary()),
+              pa.array([topic] * n, pa.string()), pa.array([partition] * n, pa.int32()),
+              pa.array(col(2), pa.int64()), ts, pa.array(col(4), pa.int32())]
+    if include_headers:
+        htype = schema.field("headers").type
+        arrays.append(pa.array([[{"key": k, "value": v} for k, v in hs] for hs in col(7)], htype))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def read_range(r: OffsetRange, settings: FetchSettings, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """Yield the records of ``[r.from_offset, r.until_offset)`` as Arrow batches."""
+    if r.until_offset <= r.from_offset:
+        return
+    inject_fault = _fault_requested(r)
+    tp = TopicPartition(r.topic, r.partition)
+    consumer = KafkaConsumer(config=settings.consumer_config())
+    try:
+        consumer.assign([tp])
+        consumer.seek(tp, r.from_offset)
+        position = r.from_offset
+        last_progress = time.monotonic()
+        while position < r.until_offset:
+            try:
+                records = consumer.poll(200)
+            except OffsetOutOfRangeError:
+                earliest = consumer.beginning_offsets([tp])[tp]
+                latest = consumer.end_offsets([tp])[tp]
+                message = (f"Cannot fetch offset {position} of {tp.topic}-{tp.partition}: the log now holds "
+                           f"[{earliest}, {latest}). Some data may have been lost because they are not available "
+                           "in Kafka any more; either the data was aged out by Kafka or the topic may have been "
+                           "deleted before all the data in the topic was processed.")
+                if settings.fail_on_data_loss:
+                    raise DataLossError(message + " If you don't want your query to fail on such cases, set the "
+                                        "source option \"failOnDataLoss\" to \"false\".")
+                log.warning(message)
+                if earliest >= r.until_offset or earliest <= position:
+                    return
+                consumer.seek(tp, earliest)
+                position = earliest
+                continue
+            if records:
+                cut = len(records)
+                if records[-1].offset >= r.until_offset:
+                    cut = next(i for i, rec in enumerate(records) if rec.offset >= r.until_offset)
+                if cut:
+                    yield to_batch(records[:cut] if cut < len(records) else records, r.topic, r.partition,
+                                   schema, settings.include_headers)
+                    if inject_fault:
+                        raise RuntimeError(f"injected fault reading {r} (test hook {FAULT_DIR_ENV})")
+            new_position = consumer.position(tp)
+            if new_position > position:
+                position = new_position
+                last_progress = time.monotonic()
+            elif (time.monotonic() - last_progress) * 1000 > settings.poll_timeout_ms:
+                raise TimeoutError(f"Cannot fetch records in [{position}, {r.until_offset}) of "
+                                   f"{tp.topic}-{tp.partition} within kafkaConsumer.pollTimeoutMs="
+                                   f"{settings.poll_timeout_ms}")
+    finally:
+        consumer.close(timeout_ms=2000)

@@ -1,0 +1,275 @@
+"""Option parsing for the ``kgroup`` Spark data source (no pyspark import: testable alone).
+
+Option names follow Spark's built-in Kafka source (``kafka.bootstrap.servers``, ``subscribe``,
+``subscribePattern``, ``assign``, ``startingOffsets``, ``endingOffsets``, ``maxOffsetsPerTrigger``,
+``failOnDataLoss``, ``kafka.group.id``, ``groupIdPrefix``, ``includeHeaders``, ``minPartitions``,
+``kafkaConsumer.pollTimeoutMs``) and mean the same; kgroup adds ``groupMode``
+(``standalone`` | ``coordinated``) and ``assignor`` (``range`` | ``roundrobin`` | ``sticky``).
+Spark hands options over case-insensitively (lower-cased keys); any other ``kafka.<key>`` is a
+consumer config passed to the kgroup client, checked against its known keys. An unknown option,
+or one of Spark's Kafka options this source does not implement, is an error naming it.
+
+Offsets in ``startingOffsets`` / ``endingOffsets`` JSON use Spark's layout
+``{"topic": {"0": 23, "1": -2}}`` with -2 = earliest and -1 = latest.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+from kgroup.client.config import CONSUMER, ConfigError, ConsumerConfig
+
+EARLIEST = -2
+LATEST = -1
+
+# canonical spelling of every option this source understands, keyed by its lower-case form
+_KNOWN = {name.lower(): name for name in (
+    "kafka.bootstrap.servers", "subscribe", "subscribePattern", "assign", "startingOffsets", "endingOffsets",
+    "maxOffsetsPerTrigger", "failOnDataLoss", "kafka.group.id", "groupIdPrefix", "includeHeaders",
+    "minPartitions", "kafkaConsumer.pollTimeoutMs", "groupMode", "assignor")}
+
+# Spark Kafka source options that exist there but are not implemented here
+_SPARK_UNSUPPORTED = {name.lower(): name for name in (
+    "startingTimestamp", "endingTimestamp", "startingOffsetsByTimestamp", "endingOffsetsByTimestamp",
+    "startingOffsetsByTimestampStrategy", "minOffsetsPerTrigger", "maxTriggerDelay", "maxRecordsPerPartition",
+    "fetchOffset.numRetries", "fetchOffset.retryIntervalMs", "kafka.consumer.cache.capacity")}
+
+# kafka.* keys Spark refuses because the source manages them itself (KafkaSourceProvider)
+_KAFKA_MANAGED = {
+    "auto.offset.reset": "Kafka option 'auto.offset.reset' is not supported. Instead set the source option "
+                         "'startingOffsets' to 'earliest' or 'latest' to specify where to start.",
+    "key.deserializer": "Kafka option 'key.deserializer' is not supported, as keys are always read as byte "
+                        "arrays. Use DataFrame operations to explicitly deserialize the keys.",
+    "value.deserializer": "Kafka option 'value.deserializer' is not supported, as values are always read as byte "
+                          "arrays. Use DataFrame operations to explicitly deserialize the values.",
+    "enable.auto.commit": "Kafka option 'enable.auto.commit' is not supported: the source commits the offsets "
+                          "of every completed micro-batch to the group itself.",
+    "interceptor.classes": "Kafka option 'interceptor.classes' is not supported.",
+    "partition.assignment.strategy": "Kafka option 'partition.assignment.strategy' is not supported; use the "
+                                     "source option 'assignor' with groupMode=coordinated.",
+}
+
+ASSIGNORS = ("range", "roundrobin", "sticky")
+GROUP_MODES = ("standalone", "coordinated")
+
+
+class OptionError(ValueError):
+    """An invalid option of the kgroup source (Spark shows it as the query's error)."""
+
+
+def _bool(name: str, value: str) -> bool:
+    v = str(value).strip().lower()
+    if v not in ("true", "false"):
+        raise OptionError(f"Invalid value '{value}' for option '{name}': must be 'true' or 'false'")
+    return v == "true"
+
+
+def _positive_int(name: str, value: str) -> int:
+    try:
+        n = int(str(value).strip())
+    except ValueError:
+        raise OptionError(f"Invalid value '{value}' for option '{name}': must be a positive integer") from None
+    if n <= 0:
+        raise OptionError(f"Invalid value '{value}' for option '{name}': must be a positive integer")
+    return n
+
+
+def parse_offsets_json(name: str, text: str) -> dict[tuple[str, int], int]:
+    """``{"t": {"0": 23, "1": -2}}`` -> {(t, 0): 23, (t, 1): -2}."""
+    try:
+        data = json.loads(text)
+    except ValueError as e:
+        raise OptionError(f"Invalid JSON in option '{name}': {text!r} ({e})") from None
+    if not isinstance(data, dict):
+        raise OptionError(f"Option '{name}' must be 'earliest', 'latest' or JSON like "
+                          f'{{"topicA":{{"0":23,"1":-1}}}}, got {text!r}')
+    out: dict[tuple[str, int], int] = {}
+    for topic, parts in data.items():
+        if not isinstance(parts, dict):
+            raise OptionError(f"Option '{name}': the value for topic '{topic}' must be an object "
+                              f"{{partition: offset}}, got {parts!r}")
+        for p, off in parts.items():
+            try:
+                pnum = int(p)
+            except ValueError:
+                raise OptionError(f"Option '{name}': partition {p!r} of topic '{topic}' is not a number") from None
+            if not isinstance(off, int) or isinstance(off, bool) or off < EARLIEST:
+                raise OptionError(f"Option '{name}': offset {off!r} for {topic}-{p} must be an integer >= -2")
+            out[(topic, pnum)] = off
+    return out
+
+
+def _parse_position(name: str, value: str):
+    v = value.strip()
+    if v.lower() in ("earliest", "latest"):
+        return v.lower()
+    return parse_offsets_json(name, v)
+
+
+@dataclass
+class SourceOptions:
+    """The validated options of one ``spark.read/readStream.format("kgroup")``."""
+
+    bootstrap_servers: str
+    subscribe: list[str] | None = None
+    subscribe_pattern: str | None = None
+    assign: dict[str, list[int]] | None = None
+    starting_offsets: object = None  # "earliest" | "latest" | {(t, p): offset}; None = mode default
+    ending_offsets: object = None  # "latest" | {(t, p): offset}; None = "latest" (batch only)
+    max_offsets_per_trigger: int | None = None
+    fail_on_data_loss: bool = True
+    group_id: str | None = None
+    group_id_prefix: str = "spark-kafka-source"
+    include_headers: bool = False
+    min_partitions: int | None = None
+    poll_timeout_ms: int = 120000
+    group_mode: str = "standalone"
+    assignor: str = "range"
+    kafka_params: dict[str, str] = field(default_factory=dict)
+    explicit: set[str] = field(default_factory=set)
+
+    # --- per-mode checks (Spark checks these in createRelation / createSource) ---------------------
+
+    def check_batch(self) -> None:
+        if self.starting_offsets == "latest":
+            raise OptionError("starting offset can't be latest for batch queries on Kafka")
+        if isinstance(self.starting_offsets, dict):
+            bad = [f"{t}-{p}" for (t, p), o in self.starting_offsets.items() if o == LATEST]
+            if bad:
+                raise OptionError(f"startingOffsets for {', '.join(bad)} can't be latest (-1) for batch queries "
+                                  "on Kafka")
+        if self.ending_offsets == "earliest":
+            raise OptionError("ending offset can't be earliest for batch queries on Kafka")
+        if isinstance(self.ending_offsets, dict):
+            bad = [f"{t}-{p}" for (t, p), o in self.ending_offsets.items() if o == EARLIEST]
+            if bad:
+                raise OptionError(f"endingOffsets for {', '.join(bad)} can't be earliest (-2) for batch queries "
+                                  "on Kafka")
+        if self.group_mode == "coordinated":
+            raise OptionError("groupMode=coordinated only applies to streaming queries (spark.readStream)")
+
+    def check_stream(self) -> None:
+        if "endingoffsets" in self.explicit:
+            raise OptionError("Ending offset not valid in streaming queries")
+        if self.group_mode == "coordinated":
+            if self.assign is not None:
+                raise OptionError("groupMode=coordinated needs 'subscribe' or 'subscribePattern': with 'assign' "
+                                  "the partitions are fixed and no group assignment takes place")
+            if not self.group_id:
+                raise OptionError("groupMode=coordinated needs 'kafka.group.id': the applications that share "
+                                  "a topic join the group of that name")
+
+    def consumer_params(self) -> dict[str, str]:
+        """kafka.* pass-through configs (Kafka keys) for the kgroup client."""
+        return dict(self.kafka_params)
+
+
+def parse_options(options) -> SourceOptions:
+    """Validate Spark's (case-insensitive) option map into :class:`SourceOptions`."""
+    raw = {str(k).lower(): str(v) for k, v in dict(options).items()}
+    kafka_params: dict[str, str] = {}
+    for key in raw:
+        if key in _KNOWN:
+            continue
+        if key in _SPARK_UNSUPPORTED:
+            raise OptionError(f"Option '{_SPARK_UNSUPPORTED[key]}' of Spark's Kafka source is not supported by "
+                              "the kgroup source")
+        if key.startswith("kafka."):
+            kkey = key[len("kafka."):]
+            if kkey in _KAFKA_MANAGED:
+                raise OptionError(_KAFKA_MANAGED[kkey])
+            if kkey not in CONSUMER:
+                raise OptionError(f"Unknown option '{key}': '{kkey}' is not a consumer configuration of the kgroup "
+                                  "client")
+            kafka_params[kkey] = raw[key]
+            continue
+        raise OptionError(f"Unknown option '{key}' for the kgroup source (known options: "
+                          f"{', '.join(sorted(_KNOWN.values()))}, and kafka.<consumer config>)")
+
+    bootstrap = raw.get("kafka.bootstrap.servers", "").strip()
+    if not bootstrap:
+        raise OptionError("Option 'kafka.bootstrap.servers' must be specified for configuring Kafka consumer")
+    try:  # type-check pass-through consumer configs now (driver side), not in a task
+        ConsumerConfig({"bootstrap.servers": bootstrap, **kafka_params})
+    except ConfigError as e:
+        raise OptionError(f"Invalid Kafka consumer option: {e}") from None
+
+    strategies = [k for k in ("assign", "subscribe", "subscribepattern") if k in raw]
+    if len(strategies) != 1:
+        raise OptionError("One of the following options must be specified for Kafka source: subscribe, "
+                          "subscribePattern, assign. See the docs for more details."
+                          if not strategies else
+                          "Only one of the following options can be specified for Kafka source: subscribe, "
+                          f"subscribePattern, assign (got {', '.join(_KNOWN[s] for s in strategies)})")
+    opts = SourceOptions(bootstrap_servers=bootstrap, kafka_params=kafka_params, explicit=set(raw))
+    kind = strategies[0]
+    value = raw[kind]
+    if kind == "subscribe":
+        topics = [t.strip() for t in value.split(",") if t.strip()]
+        if not topics:
+            raise OptionError(f"No topics to subscribe to as specified value for option 'subscribe' is '{value}'")
+        opts.subscribe = topics
+    elif kind == "subscribepattern":
+        if not value.strip():
+            raise OptionError("Pattern to subscribe is empty as specified value for option 'subscribePattern' is ''")
+        try:
+            re.compile(value.strip())
+        except re.error as e:
+            raise OptionError(f"Invalid regular expression in option 'subscribePattern': {e}") from None
+        opts.subscribe_pattern = value.strip()
+    else:
+        try:
+            data = json.loads(value)
+        except ValueError:
+            data = None
+        if not isinstance(data, dict) or not data or not all(
+                isinstance(ps, list) and all(isinstance(p, int) and not isinstance(p, bool) and p >= 0 for p in ps)
+                for ps in data.values()):
+            raise OptionError(f"Option 'assign' must be JSON like {{\"topicA\":[0,1],\"topicB\":[2,4]}}, got {value!r}")
+        opts.assign = {t: sorted(set(ps)) for t, ps in data.items()}
+
+    if "startingoffsets" in raw:
+        opts.starting_offsets = _parse_position("startingOffsets", raw["startingoffsets"])
+    if "endingoffsets" in raw:
+        opts.ending_offsets = _parse_position("endingOffsets", raw["endingoffsets"])
+    if "maxoffsetspertrigger" in raw:
+        opts.max_offsets_per_trigger = _positive_int("maxOffsetsPerTrigger", raw["maxoffsetspertrigger"])
+    if "failondataloss" in raw:
+        opts.fail_on_data_loss = _bool("failOnDataLoss", raw["failondataloss"])
+    if "includeheaders" in raw:
+        opts.include_headers = _bool("includeHeaders", raw["includeheaders"])
+    if "minpartitions" in raw:
+        opts.min_partitions = _positive_int("minPartitions", raw["minpartitions"])
+    if "kafkaconsumer.polltimeoutms" in raw:
+        opts.poll_timeout_ms = _positive_int("kafkaConsumer.pollTimeoutMs", raw["kafkaconsumer.polltimeoutms"])
+    if "kafka.group.id" in raw:
+        if not raw["kafka.group.id"].strip():
+            raise OptionError("Option 'kafka.group.id' must not be empty")
+        opts.group_id = raw["kafka.group.id"].strip()
+    if "groupidprefix" in raw:
+        if not raw["groupidprefix"].strip():
+            raise OptionError("Option 'groupIdPrefix' must not be empty")
+        opts.group_id_prefix = raw["groupidprefix"].strip()
+    if "groupmode" in raw:
+        mode = raw["groupmode"].strip().lower()
+        if mode not in GROUP_MODES:
+            raise OptionError(f"Invalid value '{raw['groupmode']}' for option 'groupMode': must be one of "
+                              f"{', '.join(GROUP_MODES)}")
+        opts.group_mode = mode
+    if "assignor" in raw:
+        name = raw["assignor"].strip().lower()
+        if name not in ASSIGNORS:
+            raise OptionError(f"Invalid value '{raw['assignor']}' for option 'assignor': must be one of "
+                              f"{', '.join(ASSIGNORS)}")
+        if opts.group_mode != "coordinated":
+            raise OptionError("Option 'assignor' only applies with groupMode=coordinated")
+        opts.assignor = name
+    if isinstance(opts.starting_offsets, dict) or isinstance(opts.ending_offsets, dict):
+        if opts.assign is not None:
+            wanted = {(t, p) for t, ps in opts.assign.items() for p in ps}
+            for name, spec in (("startingOffsets", opts.starting_offsets), ("endingOffsets", opts.ending_offsets)):
+                if isinstance(spec, dict) and set(spec) - wanted:
+                    extra = sorted(f"{t}-{p}" for t, p in set(spec) - wanted)
+                    raise OptionError(f"{name} names partitions that are not assigned: {', '.join(extra)}")
+    return opts

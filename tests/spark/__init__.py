@@ -1,0 +1,1 @@
+"""Tests of the kgroup PySpark data source (kgroup.spark) and the jobs in spark_jobs/."""

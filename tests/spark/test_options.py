@@ -1,0 +1,104 @@
+"""Options, offsets and range planning of the kgroup Spark source, without Spark."""
+from __future__ import annotations
+
+import pytest
+
+from kgroup.client.assignors import TopicPartition as TP
+from kgroup.spark.offsets import OffsetRange, from_json, plan_ranges, rate_limit, split_ranges, to_json
+from kgroup.spark.options import OptionError, parse_options
+
+BASE = {"kafka.bootstrap.servers": "h:9092"}
+
+
+def opts(**kw):
+    return parse_options({**BASE, **{k.replace("__", "."): v for k, v in kw.items()}})
+
+
+def test_spark_names_case_insensitive_and_defaults():
+    o = parse_options({"KAFKA.BOOTSTRAP.SERVERS": "h:1", "Subscribe": "a, b", "STARTINGOFFSETS": "Earliest",
+                       "maxOffsetsPerTrigger": "10", "failondataloss": "false", "includeHeaders": "TRUE",
+                       "kafka.group.id": "g", "minPartitions": "4", "kafka.fetch.max.bytes": "1000"})
+    assert o.subscribe == ["a", "b"] and o.starting_offsets == "earliest" and o.max_offsets_per_trigger == 10
+    assert not o.fail_on_data_loss and o.include_headers and o.group_id == "g" and o.min_partitions == 4
+    assert o.kafka_params == {"fetch.max.bytes": "1000"} and o.group_mode == "standalone"
+
+
+def test_assign_pattern_and_offsets_json():
+    o = opts(assign='{"t":[1,0,1]}', startingOffsets='{"t":{"0":5,"1":-2}}', endingOffsets='{"t":{"0":9,"1":-1}}')
+    assert o.assign == {"t": [0, 1]}
+    assert o.starting_offsets == {("t", 0): 5, ("t", 1): -2} and o.ending_offsets == {("t", 0): 9, ("t", 1): -1}
+    assert opts(subscribePattern="t-.*").subscribe_pattern == "t-.*"
+
+
+@pytest.mark.parametrize("extra, message", [
+    ({"bogus": "1"}, "Unknown option 'bogus'"),
+    ({"kafka.bogus.key": "1"}, "Unknown option 'kafka.bogus.key'"),
+    ({"startingTimestamp": "1"}, "Option 'startingTimestamp' of Spark's Kafka source is not supported"),
+    ({"kafka.auto.offset.reset": "earliest"}, "'auto.offset.reset' is not supported"),
+    ({"kafka.enable.auto.commit": "true"}, "'enable.auto.commit' is not supported"),
+    ({"subscribePattern": "x"}, "Only one of the following options"),
+    ({"startingOffsets": "{bad"}, "Invalid JSON in option 'startingOffsets'"),
+    ({"startingOffsets": '{"t":{"0":-3}}'}, "must be an integer >= -2"),
+    ({"maxOffsetsPerTrigger": "0"}, "'maxOffsetsPerTrigger': must be a positive integer"),
+    ({"failOnDataLoss": "maybe"}, "'failOnDataLoss': must be 'true' or 'false'"),
+    ({"groupMode": "shared"}, "for option 'groupMode'"),
+    ({"assignor": "range"}, "'assignor' only applies with groupMode=coordinated"),
+    ({"groupMode": "coordinated", "assignor": "cooperative-sticky"}, "for option 'assignor'"),
+    ({"kafka.session.timeout.ms": "x"}, "Not a number"),
+])
+def test_invalid_options_name_the_option(extra, message):
+    with pytest.raises(OptionError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        parse_options({**BASE, "subscribe": "t", **extra})
+
+
+def test_required_options():
+    with pytest.raises(OptionError, match="kafka.bootstrap.servers"):
+        parse_options({"subscribe": "t"})
+    with pytest.raises(OptionError, match="One of the following options must be specified"):
+        parse_options(BASE)
+    with pytest.raises(OptionError, match="Option 'assign' must be JSON"):
+        parse_options({**BASE, "assign": '["t"]'})
+
+
+def test_mode_checks():
+    with pytest.raises(OptionError, match="can't be latest for batch"):
+        opts(subscribe="t", startingOffsets="latest").check_batch()
+    with pytest.raises(OptionError, match="can't be earliest"):
+        opts(subscribe="t", endingOffsets='{"t":{"0":-2}}').check_batch()
+    opts(subscribe="t", maxOffsetsPerTrigger="5").check_batch()  # ignored by batch reads, as in Spark
+    with pytest.raises(OptionError, match="Ending offset not valid in streaming"):
+        opts(subscribe="t", endingOffsets="latest").check_stream()
+    with pytest.raises(OptionError, match="needs 'kafka.group.id'"):
+        opts(subscribe="t", groupMode="coordinated").check_stream()
+    with pytest.raises(OptionError, match="needs 'subscribe' or 'subscribePattern'"):
+        opts(assign='{"t":[0]}', groupMode="coordinated", kafka__group__id="g").check_stream()
+    with pytest.raises(OptionError, match="only applies to streaming"):
+        opts(subscribe="t", groupMode="coordinated", kafka__group__id="g").check_batch()
+    opts(subscribe="t", groupMode="coordinated", kafka__group__id="g", assignor="sticky").check_stream()
+
+
+def test_offset_json_round_trip_with_range_starts():
+    offsets = {TP("a", 1): 7, TP("a", 0): 3, TP("b", 0): 0}
+    data = to_json(offsets, {TP("a", 1): 2})
+    assert data == {"a": {"0": 3, "1": 7}, "b": {"0": 0}, "$from": {"a": {"1": 2}}}
+    assert from_json(data) == (offsets, {TP("a", 1): 2})
+    assert plan_ranges({"a": {"0": 1, "1": 5}, "b": {"0": 0}}, data) == [OffsetRange("a", 0, 1, 3),
+                                                                         OffsetRange("a", 1, 2, 7)]
+
+
+def test_split_ranges_like_spark():
+    ranges = [OffsetRange("t", 0, 0, 100), OffsetRange("t", 1, 0, 10), OffsetRange("t", 2, 5, 5)]
+    assert split_ranges(ranges, None) == ranges[:2]
+    assert split_ranges(ranges, 2) == ranges[:2]
+    out = split_ranges(ranges, 11)  # ideal size 10: 10 pieces of partition 0, 1 of partition 1
+    assert [r for r in out if r.partition == 1] == [ranges[1]]
+    zero = [r for r in out if r.partition == 0]
+    assert len(zero) == 10 and zero[0].from_offset == 0 and zero[-1].until_offset == 100
+    assert all(a.until_offset == b.from_offset for a, b in zip(zero, zero[1:]))
+
+
+def test_rate_limit_prorates_and_never_starves():
+    start = {TP("t", 0): 0, TP("t", 1): 0, TP("t", 2): 10}
+    latest = {TP("t", 0): 1000, TP("t", 1): 1, TP("t", 2): 10}
+    assert rate_limit(start, latest, 100) == {TP("t", 0): 99, TP("t", 1): 1, TP("t", 2): 10}
+    assert rate_limit(start, latest, 10**9) == latest
