@@ -44,6 +44,9 @@ _TOOLS = {"topics": "main_topics", "groups": "main_groups", "produce": "main_pro
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "dump-log":
+        from . import dump_log
+        return dump_log.main(argv[1:])
     if argv and argv[0] in _TOOLS:
         from .client import cli as client_cli
         logging.basicConfig(level="WARNING", format="%(levelname)s %(name)s: %(message)s")
@@ -58,7 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     serve.set_defaults(func=_serve)
     for name, what in (("topics", "create, list, describe, delete topics (like kafka-topics.sh)"),
                        ("groups", "list, describe, delete groups, reset offsets (like kafka-consumer-groups.sh)"),
-                       ("produce", "console producer"), ("consume", "console consumer")):
+                       ("produce", "console producer"), ("consume", "console consumer"),
+                       ("dump-log", "print a segment's batches (--offsets-decoder for __consumer_offsets)")):
         sub.add_parser(name, help=what, add_help=False)
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="[%(asctime)s] %(levelname)s %(name)s: %(message)s")

@@ -2,17 +2,31 @@
 partition) from the event loop — loading, writing their records, timers, answering.
 
 Flow of one operation (one asyncio task owns every shard, so the core needs no locks):
-    token = future; result = shard.handle_xxx(req, version, now_ms, token)   (or poll_timers)
+    token = Token(); result = shard.handle_xxx(req, version, now_ms, token)   (or poll_timers)
     records -> one RecordBatch appended to the shard's partition log (synchronously)
     -> shard.commit(result) (or shard.abort on a failed append) -> [(token, response)]
     -> responses that follow a write wait for the group-commit fsync, then resolve their tokens.
-A token is the future the server awaits for that request; a parked JoinGroup/SyncGroup token is
-resolved by whichever later operation completes it. Cancelled tokens (closed connections) are
-skipped.
+A token is the request's handle. When the operation answers it at once with nothing to write
+(Heartbeat, OffsetFetch, Describe..., most errors) the handler returns the response itself and
+no future is made; otherwise the token gets the future the server awaits. A parked
+JoinGroup/SyncGroup token is resolved by whichever later operation completes it. Futures the
+server cancelled (closed connections) are skipped.
+
+Batched offset commits: consecutive OffsetCommits on one shard whose results hold only
+offset-commit records (and no post-write steps) are not written one by one. They are held and
+written together, as one RecordBatch, at the end of the event-loop iteration (or earlier, before
+any other operation on that shard runs, or when the batch grows large); then each is committed
+(or aborted) in order, exactly as if it had been written alone. This keeps the commit/abort
+contract: an OffsetCommit's validation reads only group membership, which replaying offset
+commits never changes (the one exception, a commit that creates a group, is never held behind).
+
+Timers: each shard has at most one loop timer, armed for its earliest deadline; it is re-armed
+only when a deadline earlier than the armed one appears (a timer that fires early polls nothing
+and re-arms), so a heartbeat, which pushes a deadline later, costs no timer work.
 
 Loading: at start-up every partition of ``__consumer_offsets`` is replayed through
-``shard.replay`` in chunks, yielding to the loop between chunks; until a shard is loaded its
-groups' requests get COORDINATOR_LOAD_IN_PROGRESS (from the shard itself).
+``shard.replay``, yielding to the loop every few milliseconds so requests keep being answered;
+until a shard is loaded its groups' requests get COORDINATOR_LOAD_IN_PROGRESS (from the shard).
 """
 from __future__ import annotations
 
@@ -20,19 +34,53 @@ import asyncio
 import logging
 import time
 
+from ..clock import now_ms
 from ..coordinator import CoordinatorLoadError, GroupCoordinatorConfig, GroupCoordinatorShard, group_partition
+from ..coordinator.records import OFFSET_COMMIT
 from ..protocol.errors import ErrorCode
-from ..protocol.records import Record, build_batch, decode_records
+from ..protocol.records import Record, RecordBatchError, build_batch, decode_records
 from ..storage.errors import LogError
-from ..protocol.records import RecordBatchError
+from ..storage.producer_state import AppendOrigin
 from .metadata import OFFSETS_TOPIC
 
 log = logging.getLogger("kgroup.coordinator")
-LOAD_CHUNK_BATCHES = 200
+LOAD_SLICE_S = 0.005            # replay at most this long before letting requests in
+MAX_HELD_BYTES = 512 * 1024     # a held batch of offset commits is written once this large
 
 
-def now_ms() -> int:
-    return int(time.time() * 1000)
+class Token:
+    """The runtime's handle on one request: its answer if given at once, else its future."""
+
+    __slots__ = ("future", "response", "answered")
+
+    def __init__(self):
+        self.future = None
+        self.response = None
+        self.answered = False
+
+
+def _deliver(token, response) -> None:
+    fut = token.future
+    if fut is None:
+        token.response = response
+        token.answered = True
+    elif not fut.done():
+        fut.set_result(response)
+
+
+def _fail(token, exc) -> None:
+    fut = token.future
+    if fut is None:
+        fut = token.future = asyncio.get_running_loop().create_future()
+    if not fut.done():
+        fut.set_exception(exc)
+
+
+def _only_offset_commits(records) -> bool:
+    for r in records:
+        if r.record_type != OFFSET_COMMIT or r.value is None:
+            return False
+    return True
 
 
 class GroupRuntime:
@@ -41,8 +89,11 @@ class GroupRuntime:
         self.config = GroupCoordinatorConfig.from_props(broker.config.values)
         self.num_partitions = broker.config["offsets.topic.num.partitions"]
         self.shards: dict[int, GroupCoordinatorShard] = {}
-        self._timers: dict[int, asyncio.TimerHandle] = {}
+        self._timers: dict[int, tuple[int, asyncio.TimerHandle]] = {}   # partition -> (deadline, handle)
+        self._held: dict[int, list] = {}        # partition -> [held offset-commit results, bytes, limit]
+        self._held_flush_scheduled = False
         self._load_task: asyncio.Task | None = None
+        self._partition_of: dict[str, int] = {}    # group id -> partition (Java hash), a cache
 
     # -- topic and shards -----------------------------------------------------------------------
     def start(self) -> None:
@@ -50,6 +101,7 @@ class GroupRuntime:
         topic = self.broker.metadata.get(OFFSETS_TOPIC)
         if topic is not None:
             self.num_partitions = topic.num_partitions
+            self._partition_of.clear()
             for p in range(topic.num_partitions):
                 self.shards[p] = GroupCoordinatorShard(p, self.config)
             self._load_task = asyncio.get_running_loop().create_task(self._load_all())
@@ -67,131 +119,206 @@ class GroupRuntime:
             self._run(shard, shard.on_loaded(now))
 
     def shard_for(self, group_id: str) -> int:
-        return group_partition(group_id, self.num_partitions)
+        p = self._partition_of.get(group_id)
+        if p is None:
+            if len(self._partition_of) >= 100_000:
+                self._partition_of.clear()
+            p = self._partition_of[group_id] = group_partition(group_id, self.num_partitions)
+        return p
 
     async def _load_all(self) -> None:
         started = time.monotonic()
+        clock = time.monotonic
         for p, shard in sorted(self.shards.items()):
             plog = self.broker.data_path.log(OFFSETS_TOPIC, p)
-            n = 0
+            slice_end = clock() + LOAD_SLICE_S
             try:
                 for header, batch in plog.iter_batches():
                     if header.is_control:
                         continue
-                    for r in decode_records(batch):
+                    for r in decode_records(batch, header):
                         if r.key is not None:
                             shard.replay(r.key, r.value, r.offset)
-                    n += 1
-                    if n % LOAD_CHUNK_BATCHES == 0:
+                    if clock() >= slice_end:
                         await asyncio.sleep(0)
+                        slice_end = clock() + LOAD_SLICE_S
             except CoordinatorLoadError as e:
                 log.error("cannot load %s: %s", f"{OFFSETS_TOPIC}-{p}", e)
                 raise
             self._run(shard, shard.on_loaded(now_ms()))
+            await asyncio.sleep(0)
         log.info("loaded %d partition(s) of %s in %.2f s", len(self.shards), OFFSETS_TOPIC,
                  time.monotonic() - started)
 
     # -- operations -----------------------------------------------------------------------------
-    def execute(self, group_id: str, op) -> asyncio.Future:
-        """Run ``op(shard, now_ms, token) -> Result`` on the group's shard; the returned future is
-        the request's answer."""
+    def execute(self, group_id: str, op, *, offset_commit: bool = False):
+        """Run ``op(shard, now_ms, token) -> Result`` on the group's shard. Returns the response
+        when the operation answered at once, else a future of it. ``offset_commit``: the op is an
+        OffsetCommit, whose records may be held and batched with its neighbours'."""
         self.ensure_offsets_topic()
-        loop = asyncio.get_running_loop()
-        token = loop.create_future()
+        token = Token()
         p = self.shard_for(group_id)
         shard = self.shards[p]
-        self._run(shard, op(shard, now_ms(), token))
-        return token
+        if p in self._held and not (offset_commit and group_id in shard.groups.groups):
+            self._write_held(p)
+        self._run(shard, op(shard, now_ms(), token), may_hold=offset_commit)
+        if token.answered:
+            return token.response
+        fut = token.future = asyncio.get_running_loop().create_future()
+        return fut
 
-    def execute_many(self, group_ids, items, build, op, merge) -> asyncio.Future:
+    def execute_many(self, group_ids, items, build, op, merge):
         """A multi-group request: ``items`` (one per group id) are split by owning shard,
         ``build(items)`` makes each shard's sub-request, ``op(shard, sub, now_ms, token)`` runs it,
         and ``merge(responses)`` combines the answers, grouped by shard as Kafka combines them."""
         self.ensure_offsets_topic()
-        loop = asyncio.get_running_loop()
         by_partition: dict[int, list] = {}
         for gid, item in zip(group_ids, items):
             by_partition.setdefault(self.shard_for(gid), []).append(item)
-        futures = []
+        tokens = []
         for p, part in by_partition.items():
-            token = loop.create_future()
+            token = Token()
+            self._write_held(p)
             shard = self.shards[p]
             self._run(shard, op(shard, build(part), now_ms(), token))
-            futures.append(token)
-        return self._gather(futures, merge)
+            tokens.append(token)
+        return self._gather(tokens, merge)
 
-    def execute_all(self, op, merge) -> asyncio.Future:
+    def execute_all(self, op, merge):
         """Run ``op(shard, now_ms, token)`` on every shard (ListGroups) and merge the answers."""
         self.ensure_offsets_topic()
-        loop = asyncio.get_running_loop()
-        futures = []
-        for shard in self.shards.values():
-            token = loop.create_future()
+        tokens = []
+        for p, shard in self.shards.items():
+            token = Token()
+            self._write_held(p)
             self._run(shard, op(shard, now_ms(), token))
-            futures.append(token)
-        return self._gather(futures, merge)
+            tokens.append(token)
+        return self._gather(tokens, merge)
 
-    @staticmethod
-    async def _gather(futures, merge):
-        return merge(list(await asyncio.gather(*futures)))
-
-    def _run(self, shard: GroupCoordinatorShard, result) -> None:
-        if result._records:
-            plog = self.broker.data_path.log(OFFSETS_TOPIC, shard.partition)
-            try:
-                now = now_ms()
-                batch = build_batch([Record(key=k, value=v, timestamp=now) for k, v in result.records])
-                plog.append(batch)
-            except (LogError, RecordBatchError) as e:
-                log.warning("write to %s-%d failed: %s", OFFSETS_TOPIC, shard.partition, e)
-                self._answer(shard.abort(result, ErrorCode(e.error_code)), None)
+    def _gather(self, tokens, merge):
+        if all(t.answered for t in tokens):
+            return merge([t.response for t in tokens])
+        loop = asyncio.get_running_loop()
+        waits = []
+        for t in tokens:
+            if t.answered:
+                f = loop.create_future()
+                f.set_result(t.response)
             else:
-                out = shard.commit(result)
-                self._answer(out, self.broker.data_path.wait_flushed({plog}))
+                f = t.future = loop.create_future()
+            waits.append(f)
+
+        async def gathered():
+            return merge(list(await asyncio.gather(*waits)))
+        return gathered()
+
+    def _run(self, shard: GroupCoordinatorShard, result, may_hold: bool = False) -> None:
+        records = result._records
+        if not records:
+            if result._on_commit:
+                for token, response in shard.commit(result):
+                    _deliver(token, response)
+            else:       # what commit() would do with nothing to replay: answer
+                for token, response, _ in result._replies:
+                    _deliver(token, response)
+        elif may_hold and not result._on_commit and not result._on_abort and _only_offset_commits(records):
+            self._hold(shard.partition, result)
         else:
-            self._answer(shard.commit(result), None)
+            self._write(shard, [result])
         self._reschedule(shard)
 
-    def _answer(self, out, flushed) -> None:
-        if not out:
-            return
-        if flushed is None:
-            for token, response in out:
-                if not token.done():
-                    token.set_result(response)
-            return
+    # -- writing ------------------------------------------------------------------------------
+    def _hold(self, p: int, result) -> None:
+        held = self._held.get(p)
+        if held is None:
+            # written before it nears the log's max.message.bytes: each commit alone might fit
+            plog = self.broker.data_path.log(OFFSETS_TOPIC, p)
+            limit = MAX_HELD_BYTES if plog is None else min(MAX_HELD_BYTES, plog.config.max_message_bytes // 2)
+            held = self._held[p] = [[], 0, limit]
+        held[0].append(result)
+        for r in result._records:
+            held[1] += len(r.key) + len(r.value) + 16   # offset commits: never tombstones
+        if held[1] >= held[2]:
+            self._write_held(p)
+        elif not self._held_flush_scheduled:
+            self._held_flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._write_all_held)
 
-        def deliver(f):
-            failed = f.exception() if not f.cancelled() else None
-            for token, response in out:
-                if token.done():
-                    continue
-                if failed is not None:
-                    token.set_exception(failed)  # the server closes that connection
-                else:
-                    token.set_result(response)
-        flushed.add_done_callback(deliver)
+    def _write_all_held(self) -> None:
+        self._held_flush_scheduled = False
+        for p in list(self._held):
+            self._write_held(p)
+
+    def _write_held(self, p: int) -> None:
+        held = self._held.pop(p, None)
+        if held is not None:
+            self._write(self.shards[p], held[0])
+
+    def _write(self, shard: GroupCoordinatorShard, results: list) -> None:
+        """Append the records of ``results`` as one batch, then commit (or abort) each in order."""
+        try:
+            plog = self.broker.data_path.log(OFFSETS_TOPIC, shard.partition)
+            if plog is None:
+                raise LookupError(f"{OFFSETS_TOPIC}-{shard.partition} does not exist")
+            batch = build_batch([Record(key=r.key, value=r.value, timestamp=res.now_ms)
+                                 for res in results for r in res._records])
+            plog.append(batch, origin=AppendOrigin.COORDINATOR)
+        except Exception as e:     # nothing was written: every operation fails, nothing changes
+            if isinstance(e, (LogError, RecordBatchError)):
+                error = ErrorCode(e.error_code)
+                log.warning("write to %s-%d failed: %s", OFFSETS_TOPIC, shard.partition, e)
+            elif isinstance(e, LookupError):
+                error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                log.warning("write to %s-%d failed: %s", OFFSETS_TOPIC, shard.partition, e)
+            else:
+                error = ErrorCode.UNKNOWN_SERVER_ERROR
+                log.exception("write to %s-%d failed", OFFSETS_TOPIC, shard.partition)
+            for res in results:
+                for token, response in shard.abort(res, error):
+                    _deliver(token, response)
+            return
+        out = []
+        for res in results:
+            out.extend(shard.commit(res))
+        if out:
+            self.broker.data_path.wait_flushed({plog}).add_done_callback(
+                lambda f: self._answer_flushed(out, f))
+
+    @staticmethod
+    def _answer_flushed(out, flushed) -> None:
+        failed = flushed.exception() if not flushed.cancelled() else None
+        for token, response in out:
+            if failed is not None:
+                _fail(token, failed)    # the server closes that connection
+            else:
+                _deliver(token, response)
 
     # -- timers ---------------------------------------------------------------------------------
     def _reschedule(self, shard: GroupCoordinatorShard) -> None:
         deadline = shard.next_deadline()
-        old = self._timers.pop(shard.partition, None)
-        if old is not None:
-            old.cancel()
         if deadline is None:
             return
+        armed = self._timers.get(shard.partition)
+        if armed is not None:
+            if armed[0] <= deadline:
+                return
+            armed[1].cancel()
         loop = asyncio.get_running_loop()
         # +1 ms: a timer must not fire before its millisecond deadline, or it would spin
         delay = max(0.0, (deadline - now_ms() + 1) / 1000.0)
-        self._timers[shard.partition] = loop.call_later(delay, self._fire, shard)
+        self._timers[shard.partition] = (deadline, loop.call_later(delay, self._fire, shard))
 
     def _fire(self, shard: GroupCoordinatorShard) -> None:
         self._timers.pop(shard.partition, None)
+        p = shard.partition
+        if p in self._held:
+            self._write_held(p)
         self._run(shard, shard.poll_timers(now_ms()))
 
     def close(self) -> None:
-        for h in self._timers.values():
+        for _, h in self._timers.values():
             h.cancel()
         self._timers.clear()
+        self._write_all_held()
         if self._load_task is not None:
             self._load_task.cancel()

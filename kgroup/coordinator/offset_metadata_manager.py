@@ -91,11 +91,12 @@ class OffsetMetadataManager:
         T = OffsetCommitResponse.OffsetCommitResponseTopic
         P = T.OffsetCommitResponsePartition
         topics = []
+        max_metadata = self.config.offset_metadata_max_bytes   # in UTF-16 units, as Java counts
         for topic in req.topics:
             parts = []
             for p in topic.partitions:
                 metadata = p.committed_metadata
-                if metadata is not None and utf16_length(metadata) > self.config.offset_metadata_max_bytes:
+                if metadata and 2 * len(metadata) > max_metadata and utf16_length(metadata) > max_metadata:
                     parts.append(P(partition_index=p.partition_index,
                                    error_code=int(ErrorCode.OFFSET_METADATA_TOO_LARGE)))
                     continue

@@ -68,10 +68,26 @@ def _prefixed(version: int, msg) -> bytes:
     return _H.pack(version) + msg.to_bytes(version)
 
 
+_commit_keys: dict[tuple[str, str, int], tuple[bytes, object]] = {}
+
+
+def _offset_commit_key(group: str, topic: str, partition: int) -> tuple[bytes, object]:
+    """(key bytes, key struct) of an offset commit; the same few keys are written over and over,
+    so they are encoded once (a bounded cache; the structs are never mutated)."""
+    k = (group, topic, partition)
+    hit = _commit_keys.get(k)
+    if hit is None:
+        if len(_commit_keys) >= 65536:
+            _commit_keys.clear()
+        key = OffsetCommitKey(group=group, topic=topic, partition=partition)
+        hit = _commit_keys[k] = (_prefixed(OFFSET_COMMIT, key), key)
+    return hit
+
+
 def offset_commit_record(group: str, topic: str, partition: int, offset: int, leader_epoch: int,
                          metadata: str, commit_timestamp_ms: int,
                          expire_timestamp_ms: int | None) -> Record:
-    key = OffsetCommitKey(group=group, topic=topic, partition=partition)
+    key_bytes, key = _offset_commit_key(group, topic, partition)
     version = (OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRE if expire_timestamp_ms is not None
                else OFFSET_COMMIT_VALUE_VERSION)
     value = OffsetCommitValue(offset=offset, leader_epoch=leader_epoch, metadata=metadata,
@@ -80,7 +96,7 @@ def offset_commit_record(group: str, topic: str, partition: int, offset: int, le
     value_bytes = _prefixed(version, value)
     if version == OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRE:
         value.leader_epoch = -1  # v1 has no leader epoch: what replay will see
-    return Record(_prefixed(OFFSET_COMMIT, key), value_bytes, OFFSET_COMMIT, key, value)
+    return Record(key_bytes, value_bytes, OFFSET_COMMIT, key, value)
 
 
 def offset_commit_tombstone(group: str, topic: str, partition: int) -> Record:

@@ -56,8 +56,8 @@ class Result:
         self.now_ms = now_ms
         self._records = []          # kgroup.coordinator.records.Record
         self._replies = []          # (token, response, on_failure | None)
-        self._on_commit = []        # fn(Result) -> None, after replay
-        self._on_abort = []         # fn(Result, ErrorCode) -> None
+        self._on_commit = ()        # fn(Result) -> None, after replay (a list once there is one)
+        self._on_abort = ()         # fn(Result, ErrorCode) -> None
 
     # -- building ---------------------------------------------------------------------------
     def add_record(self, record) -> None:
@@ -80,16 +80,22 @@ class Result:
         return found
 
     def on_commit(self, fn) -> None:
-        self._on_commit.append(fn)
+        if self._on_commit:
+            self._on_commit.append(fn)
+        else:
+            self._on_commit = [fn]
 
     def on_abort(self, fn) -> None:
-        self._on_abort.append(fn)
+        if self._on_abort:
+            self._on_abort.append(fn)
+        else:
+            self._on_abort = [fn]
 
     def merge(self, other: "Result") -> "Result":
         self._records.extend(other._records)
         self._replies.extend(other._replies)
-        self._on_commit.extend(other._on_commit)
-        self._on_abort.extend(other._on_abort)
+        self._on_commit = [*self._on_commit, *other._on_commit]
+        self._on_abort = [*self._on_abort, *other._on_abort]
         return self
 
     # -- reading ----------------------------------------------------------------------------

@@ -41,17 +41,41 @@ def sync_key(group_id: str) -> str:
 
 class TimerQueue:
     """The default scheduler: ``schedule(key, deadline_ms)``, ``cancel(key)``,
-    ``poll_expired(now_ms)`` (expired keys, earliest deadline first, removed from the queue)."""
+    ``poll_expired(now_ms)`` (expired keys, earliest deadline first, then in scheduling order,
+    removed from the queue).
+
+    A heap of ``(deadline, seq, key)`` entries plus the truth, ``key -> (deadline, heap_seq,
+    order_seq)``: ``heap_seq`` names the key's live heap entry, ``order_seq`` is the seq of its
+    last ``schedule`` (the tie-break). Moving a key *later* or to the same deadline (a heartbeat
+    pushing a session deadline) only updates the dict: the heap entry, which sorts no later than
+    the truth, is re-filed when it surfaces. So a member's heartbeats cost a dict update, and a
+    heap push once per session timeout. A new key, or one moved earlier, pushes a fresh entry
+    (the old one goes stale and is dropped when it surfaces, or by ``_compact``)."""
 
     def __init__(self):
-        self._deadlines: dict[str, tuple[int, int]] = {}
+        self._deadlines: dict[str, tuple[int, int, int]] = {}
         self._heap: list[tuple[int, int, str]] = []
         self._seq = itertools.count()
 
     def schedule(self, key: str, deadline_ms: int) -> None:
-        entry = (deadline_ms, next(self._seq))
-        self._deadlines[key] = entry
-        heapq.heappush(self._heap, (entry[0], entry[1], key))
+        seq = next(self._seq)
+        old = self._deadlines.get(key)
+        if old is not None and old[0] <= deadline_ms:
+            self._deadlines[key] = (deadline_ms, old[1], seq)
+            return
+        self._deadlines[key] = (deadline_ms, seq, seq)
+        heap = self._heap
+        heapq.heappush(heap, (deadline_ms, seq, key))
+        if len(heap) > 2 * len(self._deadlines) + 1024:
+            self._compact()
+
+    def _compact(self) -> None:
+        """Rebuild the heap from the live entries once stale ones outnumber them."""
+        live = self._deadlines
+        for key, (d, _, order) in live.items():
+            live[key] = (d, order, order)
+        self._heap = [(d, order, key) for key, (d, _, order) in live.items()]
+        heapq.heapify(self._heap)
 
     def cancel(self, key: str) -> None:
         self._deadlines.pop(key, None)
@@ -67,14 +91,21 @@ class TimerQueue:
         return len(self._deadlines)
 
     def keys(self) -> list[str]:
-        return sorted(self._deadlines, key=lambda k: self._deadlines[k])
+        return sorted(self._deadlines, key=lambda k: self._deadlines[k][::2])
 
     def _drop_stale(self) -> None:
-        while self._heap:
-            d, seq, key = self._heap[0]
-            if self._deadlines.get(key) == (d, seq):
+        """Make the heap's top the live entry with the smallest (deadline, order_seq)."""
+        heap, live = self._heap, self._deadlines
+        while heap:
+            d, seq, key = heap[0]
+            current = live.get(key)
+            if current is None or current[1] != seq:
+                heapq.heappop(heap)                              # cancelled or replaced
+            elif current[0] != d or current[2] != seq:           # moved later: re-file it
+                heapq.heapreplace(heap, (current[0], current[2], key))
+                live[key] = (current[0], current[2], current[2])
+            else:
                 return
-            heapq.heappop(self._heap)
 
     def next_deadline(self) -> int | None:
         self._drop_stale()

@@ -19,3 +19,15 @@ def test_topics_and_groups_commands(broker):
     assert r.returncode == 0, r.stderr
     r = kgroup("topics", "--bootstrap-server", broker.bootstrap, "--describe", "--topic", "nope")
     assert r.returncode != 0
+
+
+def test_dump_log_command(broker):
+    import glob
+    r = kgroup("topics", "--bootstrap-server", broker.bootstrap, "--create", "--topic", "dl")
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run([sys.executable, "-m", "kgroup", "produce", "--bootstrap-server", broker.bootstrap,
+                        "--topic", "dl"], input="a\nb\n", cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    (seg,) = glob.glob(f"{broker.data_dir}/dl-0/*.log")
+    r = kgroup("dump-log", seg)
+    assert r.returncode == 0 and "baseOffset: 0" in r.stdout, r.stdout + r.stderr

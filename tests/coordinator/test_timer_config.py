@@ -66,3 +66,47 @@ def test_merge_list_groups():
     bad = ListGroupsResponse(error_code=int(E.COORDINATOR_LOAD_IN_PROGRESS))
     merged = merge_list_groups([a, bad])
     assert merged.error_code == E.COORDINATOR_LOAD_IN_PROGRESS and merged.groups == []
+
+
+# -- TimerQueue against a naive model -------------------------------------------------------------
+# Regression: rescheduling pushed a heap entry every time, so a heartbeating member piled up one
+# stale entry per heartbeat (the benchmark's 50 members left millions). Moving a key later is
+# now a dict update; the order of expiry must be exactly the naive one.
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+_ops = st.lists(st.one_of(
+    st.tuples(st.just("schedule"), st.sampled_from("abcdef"), st.integers(0, 60)),
+    st.tuples(st.just("cancel"), st.sampled_from("abcdef"), st.just(0)),
+    st.tuples(st.just("poll"), st.just(""), st.integers(0, 60)),
+    st.tuples(st.just("next"), st.just(""), st.just(0))), max_size=80)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_ops)
+def test_timer_queue_matches_a_naive_model(ops):
+    q, model, seq = TimerQueue(), {}, 0
+    for op, key, t in ops:
+        if op == "schedule":
+            q.schedule(key, t)
+            seq += 1
+            model[key] = (t, seq)
+        elif op == "cancel":
+            q.cancel(key)
+            model.pop(key, None)
+        elif op == "poll":
+            due = sorted((v, k) for k, v in model.items() if v[0] <= t)
+            assert q.poll_expired(t) == [k for _, k in due]
+            for _, k in due:
+                del model[k]
+        else:
+            assert q.next_deadline() == min((v[0] for v in model.values()), default=None)
+        assert len(q) == len(model) and all(q.deadline(k) == v[0] for k, v in model.items())
+
+
+def test_timer_queue_heartbeats_do_not_grow_the_heap():
+    q = TimerQueue()
+    for i in range(100_000):
+        q.schedule(f"heartbeat-g-m{i % 50}", 10_000 + i)    # every member, later each time
+    assert len(q._heap) <= 2 * 50 + 1024 and len(q) == 50
+    assert q.poll_expired(10_000 + 99_950) == ["heartbeat-g-m0"]

@@ -1,5 +1,7 @@
 """OffsetCommit (8) v0-9: partitions of topics this broker does not have get
-UNKNOWN_TOPIC_OR_PARTITION (Kafka's KafkaApis check); the rest go to the group's shard."""
+UNKNOWN_TOPIC_OR_PARTITION (Kafka's KafkaApis check); the rest go to the group's shard, whose
+runtime may batch consecutive commits into one write (``GroupRuntime.execute(offset_commit=True)``)."""
+import asyncio
 import copy
 
 from ...protocol.errors import ErrorCode
@@ -11,6 +13,9 @@ PartitionResponse = OffsetCommitResponse.OffsetCommitResponsePartition
 
 def handle(broker, ctx, req, version):
     md = broker.metadata
+    if all(_known(md.get(t.name), t.partitions) for t in req.topics):
+        return broker.groups.execute(req.group_id, lambda shard, now, token: shard.handle_offset_commit(
+            req, version, now, token), offset_commit=True)
     unknown = []
     known = []
     for t in req.topics:
@@ -25,16 +30,31 @@ def handle(broker, ctx, req, version):
             known.append(t)
     if not unknown:
         return broker.groups.execute(req.group_id, lambda shard, now, token: shard.handle_offset_commit(
-            req, version, now, token))
+            req, version, now, token), offset_commit=True)
     sub = copy.copy(req)
     sub.topics = known
-    fut = broker.groups.execute(req.group_id, lambda shard, now, token: shard.handle_offset_commit(
-        sub, version, now, token))
-    return _with_unknown(fut, unknown)
+    answer = broker.groups.execute(req.group_id, lambda shard, now, token: shard.handle_offset_commit(
+        sub, version, now, token), offset_commit=True)
+    if isinstance(answer, asyncio.Future):
+        return _with_unknown_later(answer, unknown)
+    return _with_unknown(answer, unknown)
 
 
-async def _with_unknown(fut, unknown):
-    resp = await fut
+def _known(topic, partitions) -> bool:
+    if topic is None:
+        return False
+    n = topic.num_partitions
+    for p in partitions:
+        if not 0 <= p.partition_index < n:
+            return False
+    return True
+
+
+async def _with_unknown_later(fut, unknown):
+    return _with_unknown(await fut, unknown)
+
+
+def _with_unknown(resp, unknown):
     for name, partitions in unknown:
         tr = next((t for t in resp.topics if t.name == name), None)
         if tr is None:
