@@ -79,6 +79,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.big = None  # a large frame being received straight into its own buffer
         self.big_filled = 0
         self.slots: collections.deque = collections.deque()
+        self.out: list = []  # response pieces due, written at the end of the current read
         self.peer = "?"
         self.peer_host = ""
         self.client_software = None
@@ -119,6 +120,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._abort(reason)
 
     def _abort(self, reason: str):
+        self._send()  # answers already due go out first
         log.warning("closing connection from %s: %s", self.peer, reason)
         self.closed = True
         self.transport.close()
@@ -144,6 +146,14 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.start, self.end = 0, n
 
     def buffer_updated(self, nbytes):
+        # Every response ready by the end of this read leaves in one write (one send syscall
+        # for a burst of pipelined requests instead of one each).
+        try:
+            self._read(nbytes)
+        finally:
+            self._send()
+
+    def _read(self, nbytes):
         if self.big is not None:
             self.big_filled += nbytes
             if self.big_filled == len(self.big):
@@ -220,9 +230,14 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def _queue_ready(self, pieces):
         if not self.slots:
-            _write(self.transport, pieces)
+            self.out += pieces
         else:
             self.slots.append([pieces, None])
+
+    def _send(self):
+        if self.out and not self.closed:
+            out, self.out = self.out, []
+            _write(self.transport, out)
 
     def _complete(self, slot, fut):
         if self.closed or fut.cancelled():
@@ -236,12 +251,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
         slot[0] = encode_response(slot[2], slot[3], slot[4], result) if result is not None else []
         slot[1] = None
         self._flush()
+        self._send()
 
     def _flush(self):
         slots = self.slots
         while slots and slots[0][1] is None:
-            pieces = slots.popleft()[0]
-            if pieces:
-                _write(self.transport, pieces)
+            self.out += slots.popleft()[0]
         if not slots:
             self.broker.connection_idle(self)
