@@ -43,4 +43,9 @@ test-long: install-test
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing the run"; exit 1; fi; exit $$rc
 
 bench: install-test
+	@echo "==> running the benchmarks (each prints kgroup next to its peer, same run)"
 	$(PY) benchmarks/codec_bench.py
+	$(PY) benchmarks/assignor_bench.py
+	$(PY) benchmarks/data_path_bench.py
+	$(PY) benchmarks/coordinator_bench.py
+	$(PY) benchmarks/spark_read_bench.py
