@@ -624,30 +624,25 @@ def _varint(n: int) -> bytes:
 _NULL = _SMALL_VARINTS[-1 + 64]
 
 
+def _put_bytes(body: bytearray, data) -> None:
+    """A record field of varint-length bytes, -1 for null."""
+    if data is None:
+        body += _NULL
+    else:
+        body += _varint(len(data))
+        body += data
+
+
 def _encode_record(out: bytearray, offset_delta: int, ts_delta: int, key, value, headers) -> None:
     body = bytearray(b"\x00")  # attributes: unused in v2
     body += _varint(ts_delta)
     body += _varint(offset_delta)
-    if key is None:
-        body += _NULL
-    else:
-        body += _varint(len(key))
-        body += key
-    if value is None:
-        body += _NULL
-    else:
-        body += _varint(len(value))
-        body += value
+    _put_bytes(body, key)
+    _put_bytes(body, value)
     body += _varint(len(headers))
     for hkey, hvalue in headers:
-        kb = hkey.encode("utf-8") if isinstance(hkey, str) else bytes(hkey)
-        body += _varint(len(kb))
-        body += kb
-        if hvalue is None:
-            body += _NULL
-        else:
-            body += _varint(len(hvalue))
-            body += hvalue
+        _put_bytes(body, hkey.encode("utf-8") if isinstance(hkey, str) else bytes(hkey))
+        _put_bytes(body, hvalue)
     out += _varint(len(body))
     out += body
 

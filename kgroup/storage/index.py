@@ -8,6 +8,7 @@ or close). Entries are cached in arrays for bisecting; closed segments load them
 """
 from __future__ import annotations
 
+import abc
 import os
 import struct
 import sys
@@ -30,7 +31,7 @@ class TimestampOffset(NamedTuple):
     offset: int
 
 
-class _IndexFile:
+class _IndexFile(abc.ABC):
     entry_size = 0
 
     def __init__(self, path: str, base_offset: int, max_index_size: int):
@@ -116,11 +117,13 @@ class _IndexFile:
         self._loaded = True
 
     # subclass hooks
+    @abc.abstractmethod
     def _load(self, data: bytes) -> None:
-        raise NotImplementedError
+        """Parse the file's entries."""
 
+    @abc.abstractmethod
     def _count(self) -> int:
-        raise NotImplementedError
+        """Entries held."""
 
 
 class OffsetIndex(_IndexFile):
