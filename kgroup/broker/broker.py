@@ -55,8 +55,7 @@ class Broker:
 
     async def stop(self, timeout: float = 10.0) -> None:
         if self.server is not None:
-            self.server.close()
-            await self.server.wait_closed() if not self.connections else None
+            self.server.close()  # stop accepting; open connections finish below
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while any(not c.idle for c in self.connections) and loop.time() < deadline:
