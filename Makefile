@@ -18,8 +18,9 @@ $(VENV)/.installed: pyproject.toml | $(VENV)/bin/python
 	$(PY) -m pip install --quiet -e .
 	@touch $@
 
-$(VENV)/.installed-test: pyproject.toml scripts/install-test-deps.sh $(VENV)/.installed
-	@echo "==> installing test dependencies (pytest, hypothesis, real Kafka clients, pyspark, kcat, Java)"
+$(VENV)/.installed-test: pyproject.toml scripts/install-test-deps.sh scripts/install-interop-deps.sh \
+		tests/interop/node/package-lock.json $(VENV)/.installed
+	@echo "==> installing test dependencies (pytest, hypothesis, real Kafka clients, pyspark, kcat, Java, kafkajs, Burrow)"
 	$(PY) -m pip install --quiet -e '.[test,spark]'
 	bash scripts/install-test-deps.sh
 	@touch $@

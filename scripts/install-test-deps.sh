@@ -24,3 +24,5 @@ apt_install kcat kcat
 apt_install java openjdk-17-jre-headless
 command -v kcat >/dev/null 2>&1 && echo "==> kcat: $(kcat -V 2>&1 | head -1)" || true
 command -v java >/dev/null 2>&1 && echo "==> java: $(java -version 2>&1 | head -1)" || true
+# kafkajs (npm), Burrow and ZooKeeper (Debian) for the compatibility matrix
+bash "$(dirname "$0")/install-interop-deps.sh"
