@@ -112,7 +112,7 @@ class LogManager:
         self.had_clean_shutdown[log_dir] = clean
         recovery_points = read_checkpoint(os.path.join(log_dir, RECOVERY_POINT_CHECKPOINT))
         start_offsets = read_checkpoint(os.path.join(log_dir, LOG_START_OFFSET_CHECKPOINT))
-        if not clean:
+        if not clean and any(parse_topic_partition_dir(n) for n in os.listdir(log_dir)):
             log.info("No clean shutdown marker in %s: recovering unflushed segments", log_dir)
         for name in sorted(os.listdir(log_dir)):
             path = os.path.join(log_dir, name)
