@@ -388,6 +388,8 @@ def main_consume(argv: list[str] | None = None, stdout=None) -> int:
     p.add_argument("--timeout-ms", type=int, help="exit after this long without a record")
     p.add_argument("--property", action="append", default=[], help="print.key=true, key.separator=<sep>")
     p.add_argument("--consumer-property", action="append", default=[])
+    p.add_argument("--progress", action="store_true",
+                   help="report records consumed and the rate on stderr every second")
     args = p.parse_args(argv)
     if not (args.topic or args.include):
         p.error("one of --topic or --include is required")
@@ -420,7 +422,7 @@ async def _consume(args, props, out) -> int:
             # here: all partitions, manually assigned
             parts = await consumer.partitions_for(args.topic)
             consumer.assign([TopicPartition(args.topic, p) for p in sorted(parts or [])])
-        last = now_ms()
+        last = started = reported = now_ms()
         try:
             while args.max_messages is None or count < args.max_messages:
                 records = await consumer.poll(500, max_records=None if args.max_messages is None
@@ -438,6 +440,10 @@ async def _consume(args, props, out) -> int:
                         out.write(value + "\n")
                     count += 1
                 out.flush()
+                if args.progress and now_ms() - reported >= 1000:
+                    reported = now_ms()
+                    rate = count * 1000 / max(1, reported - started)
+                    print(f"consumed {count} records ({rate:,.0f}/s)", file=sys.stderr, flush=True)
         except (KeyboardInterrupt, asyncio.CancelledError):
             pass
     print(f"Processed a total of {count} messages", file=sys.stderr)
