@@ -19,9 +19,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-import time
 from typing import Iterable
 
+from kgroup.clock import monotonic_ms
+from kgroup.clock import now_ms as clock_now_ms
 from kgroup.protocol.api import API_BY_KEY, ApiKey, encode_request, response_header_version
 from kgroup.protocol.header_defs import ResponseHeader
 from kgroup.protocol.errors import ErrorCode, KafkaError
@@ -43,14 +44,9 @@ MAX_FRAME = 100 * 1024 * 1024
 CLIENT_MAX_VERSIONS: dict[int, int] = {key: api.request.VERSIONS[1] for key, api in API_BY_KEY.items()}
 
 
-def now_ms() -> int:
-    """The client's one clock: monotonic milliseconds (timers only, never timestamps)."""
-    return int(time.monotonic() * 1000)
-
-
-def wall_ms() -> int:
-    """Wall-clock milliseconds for record timestamps."""
-    return int(time.time() * 1000)
+# The client's timers run on monotonic time; record timestamps use the wall clock.
+now_ms = monotonic_ms
+wall_ms = clock_now_ms
 
 
 def _decode_response(key: int, version: int, frame: bytes):
