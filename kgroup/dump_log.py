@@ -92,8 +92,7 @@ def _dumps(obj) -> str:
 def _embedded(raw: bytes, cls):
     """A consumer-protocol blob (int16 version + struct) as JSON, or None to keep the bytes."""
     try:
-        version = _H.unpack_from(raw, 0)[0]
-        obj, _ = cls.decode(memoryview(raw), version, 2)
+        obj, version = cls.from_versioned_bytes(raw)
         return to_json(obj, version)
     except Exception:   # Kafka swallows and keeps the original bytes
         return None
@@ -113,8 +112,7 @@ def offsets_key_and_payload(key: bytes | None, value: bytes | None, offset: int)
         key_json = _dumps({"type": str(record_type), "data": to_json(key_obj, key_version)})
         if value is None:
             return key_json, "<DELETE>"
-        value_version = _H.unpack_from(value, 0)[0]
-        value_obj, _ = value_cls.decode(memoryview(value), value_version, 2)
+        value_obj, value_version = value_cls.from_versioned_bytes(value)
         data = to_json(value_obj, value_version)
         if value_cls is GroupMetadataValue and value_obj.protocol_type == "consumer":
             for member_json, member in zip(data["members"], value_obj.members):

@@ -13,7 +13,7 @@ only ever append fields), an older one with its own layout.
 from __future__ import annotations
 
 from kgroup.protocol.consumer_protocol import ConsumerProtocolAssignment, ConsumerProtocolSubscription
-from kgroup.protocol.primitives import INT16, DecodeError
+from kgroup.protocol.primitives import DecodeError
 
 from .assignors import Assignment, Subscription, TopicPartition
 
@@ -43,16 +43,12 @@ def encode_subscription(subscription: Subscription, version: int = HIGHEST_VERSI
             current = ConsumerProtocolSubscription.TopicPartition(topic=tp.topic, partitions=[])
             data.owned_partitions.append(current)
         current.partitions.append(tp.partition)
-    return INT16.pack(version) + data.to_bytes(version)
+    return data.to_versioned_bytes(version)
 
 
 def decode_subscription(buf, group_instance_id: str | None = None) -> Subscription:
     """``ConsumerProtocol.deserializeSubscription`` (an empty rack id reads as none)."""
-    view = memoryview(buf)
-    if len(view) < 2:
-        raise DecodeError("Buffer underflow while parsing consumer protocol's header")
-    version = _check_version(INT16.unpack_from(view, 0)[0])
-    data, _ = ConsumerProtocolSubscription.decode(view, version, 2)
+    data, _ = ConsumerProtocolSubscription.from_versioned_bytes(buf, newest_known=True)
     owned = [TopicPartition(t.topic, p) for t in data.owned_partitions for p in t.partitions]
     user_data = None if data.user_data is None else bytes(data.user_data)
     return Subscription(list(data.topics), user_data, owned, data.generation_id,
@@ -71,15 +67,11 @@ def encode_assignment(assignment: Assignment, version: int = HIGHEST_VERSION) ->
             by_topic[tp.topic] = entry
             data.assigned_partitions.append(entry)
         entry.partitions.append(tp.partition)
-    return INT16.pack(version) + data.to_bytes(version)
+    return data.to_versioned_bytes(version)
 
 
 def decode_assignment(buf) -> Assignment:
     """``ConsumerProtocol.deserializeAssignment``."""
-    view = memoryview(buf)
-    if len(view) < 2:
-        raise DecodeError("Buffer underflow while parsing consumer protocol's header")
-    version = _check_version(INT16.unpack_from(view, 0)[0])
-    data, _ = ConsumerProtocolAssignment.decode(view, version, 2)
+    data, _ = ConsumerProtocolAssignment.from_versioned_bytes(buf, newest_known=True)
     parts = [TopicPartition(t.topic, p) for t in data.assigned_partitions for p in t.partitions]
     return Assignment(parts, None if data.user_data is None else bytes(data.user_data))

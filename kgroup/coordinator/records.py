@@ -64,10 +64,6 @@ class Record(NamedTuple):
     value_struct: object | None
 
 
-def _prefixed(version: int, msg) -> bytes:
-    return _H.pack(version) + msg.to_bytes(version)
-
-
 _commit_keys: dict[tuple[str, str, int], tuple[bytes, object]] = {}
 
 
@@ -80,7 +76,7 @@ def _offset_commit_key(group: str, topic: str, partition: int) -> tuple[bytes, o
         if len(_commit_keys) >= 65536:
             _commit_keys.clear()
         key = OffsetCommitKey(group=group, topic=topic, partition=partition)
-        hit = _commit_keys[k] = (_prefixed(OFFSET_COMMIT, key), key)
+        hit = _commit_keys[k] = (key.to_versioned_bytes(OFFSET_COMMIT), key)
     return hit
 
 
@@ -93,7 +89,7 @@ def offset_commit_record(group: str, topic: str, partition: int, offset: int, le
     value = OffsetCommitValue(offset=offset, leader_epoch=leader_epoch, metadata=metadata,
                               commit_timestamp=commit_timestamp_ms,
                               expire_timestamp=-1 if expire_timestamp_ms is None else expire_timestamp_ms)
-    value_bytes = _prefixed(version, value)
+    value_bytes = value.to_versioned_bytes(version)
     if version == OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRE:
         value.leader_epoch = -1  # v1 has no leader epoch: what replay will see
     return Record(key_bytes, value_bytes, OFFSET_COMMIT, key, value)
@@ -101,18 +97,18 @@ def offset_commit_record(group: str, topic: str, partition: int, offset: int, le
 
 def offset_commit_tombstone(group: str, topic: str, partition: int) -> Record:
     key = OffsetCommitKey(group=group, topic=topic, partition=partition)
-    return Record(_prefixed(OFFSET_COMMIT, key), None, OFFSET_COMMIT, key, None)
+    return Record(key.to_versioned_bytes(OFFSET_COMMIT), None, OFFSET_COMMIT, key, None)
 
 
 def group_metadata_record(group_id: str, value: GroupMetadataValue) -> Record:
     key = GroupMetadataKey(group=group_id)
-    return Record(_prefixed(GROUP_METADATA, key), _prefixed(GROUP_METADATA_VALUE_VERSION, value),
+    return Record(key.to_versioned_bytes(GROUP_METADATA), value.to_versioned_bytes(GROUP_METADATA_VALUE_VERSION),
                   GROUP_METADATA, key, value)
 
 
 def group_metadata_tombstone(group_id: str) -> Record:
     key = GroupMetadataKey(group=group_id)
-    return Record(_prefixed(GROUP_METADATA, key), None, GROUP_METADATA, key, None)
+    return Record(key.to_versioned_bytes(GROUP_METADATA), None, GROUP_METADATA, key, None)
 
 
 def _read_version(buf, what: str) -> int:

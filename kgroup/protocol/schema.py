@@ -119,6 +119,7 @@ def F(name, type_, versions="0+", *, nullable=None, tag=None, tagged=None, defau
 
 
 _MISSING = object()
+_INT16 = struct.Struct(">h")
 
 
 class Message:
@@ -160,6 +161,26 @@ class Message:
             raise
         except (struct.error, IndexError, UnicodeDecodeError, ValueError, TypeError) as e:
             raise DecodeError(f"cannot decode {cls.__name__} v{version}: {e}") from None
+
+    def to_versioned_bytes(self, version: int) -> bytes:
+        """An int16 version followed by the message at that version (Kafka's
+        MessageUtil.toVersionPrefixedBytes): the framing of the embedded consumer protocol and of
+        ``__consumer_offsets`` keys and values."""
+        return _INT16.pack(version) + self.to_bytes(version)
+
+    @classmethod
+    def from_versioned_bytes(cls, buf, newest_known: bool = False):
+        """``(message, version)`` from int16-version-prefixed bytes. With ``newest_known`` a
+        version above ours is read with our newest layout (the consumer protocol only ever
+        appends fields, as Java's ConsumerProtocol relies on); otherwise it is an error."""
+        view = memoryview(buf)
+        if len(view) < 2:
+            raise DecodeError(f"{cls.__name__}: buffer too short for its version")
+        version = _INT16.unpack_from(view, 0)[0]
+        if newest_known and version > cls.VERSIONS[1]:
+            version = cls.VERSIONS[1]
+        obj, _ = cls.decode(view, version, 2)
+        return obj, version
 
     @classmethod
     def from_bytes(cls, buf, version: int):

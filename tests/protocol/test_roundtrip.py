@@ -39,3 +39,19 @@ def test_records_as_list_of_buffers_encode_like_one_buffer():
         pieces = split.encode(v)
         assert b"".join(pieces) == joined.to_bytes(v)
         assert any(p is parts[1] for p in pieces)
+
+
+def test_version_prefixed_framing():
+    """int16 version + message, as Kafka's MessageUtil writes the consumer protocol and the
+    __consumer_offsets records; a newer version reads with our newest layout only when asked."""
+    from kgroup.protocol.consumer_protocol import ConsumerProtocolSubscription as S
+    sub = S(topics=["a", "b"], user_data=b"u", generation_id=4, rack_id=None)
+    raw = sub.to_versioned_bytes(3)
+    assert raw[:2] == b"\x00\x03" and raw[2:] == sub.to_bytes(3)
+    assert S.from_versioned_bytes(raw) == (sub, 3)
+    newer = b"\x00\x09" + raw[2:] + b"appended-by-v9"
+    assert S.from_versioned_bytes(newer, newest_known=True) == (sub, 3)
+    with pytest.raises(DecodeError):
+        S.from_versioned_bytes(newer)
+    with pytest.raises(DecodeError):
+        S.from_versioned_bytes(b"\x00")
