@@ -11,7 +11,7 @@ import gc
 import logging
 import os
 
-from ..protocol.records import crcmod_uses_c_extension
+from ..protocol.records import CRC32C_IMPLEMENTATION, crc32c_is_fast
 from .config import BrokerConfig
 from .data_path import DataPath
 from .group_runtime import GroupRuntime
@@ -23,9 +23,10 @@ log = logging.getLogger("kgroup.broker")
 
 class Broker:
     def __init__(self, config: BrokerConfig):
-        if not crcmod_uses_c_extension():
-            raise RuntimeError("crcmod's C extension is not in use (only the pure-Python fallback "
-                               "loaded): reinstall crcmod with a C compiler and Python headers available")
+        if not crc32c_is_fast():
+            raise RuntimeError("no native CRC-32C: the crc32c package is absent and crcmod's C extension is "
+                               "not in use (only its pure-Python fallback loaded); install crc32c, or "
+                               "reinstall crcmod with a C compiler and Python headers available")
         self.config = config
         self.data_dir = os.path.abspath(config.log_dir)
         self.metadata = ClusterMetadata(self.data_dir, config)
@@ -53,9 +54,9 @@ class Broker:
                                                reuse_address=True)
         self.bound_port = self.server.sockets[0].getsockname()[1]
         h, p = self.advertised_listener()
-        log.info("kgroup broker %d serving on %s:%d (advertised %s:%d), cluster id %s, data in %s",
-                 self.config.node_id, host or "0.0.0.0", self.bound_port, h, p,
-                 self.metadata.cluster_id, self.data_dir)
+        log.info("kgroup broker %d serving on %s:%d (advertised %s:%d), cluster id %s, data in %s, "
+                 "CRC-32C by %s", self.config.node_id, host or "0.0.0.0", self.bound_port, h, p,
+                 self.metadata.cluster_id, self.data_dir, CRC32C_IMPLEMENTATION)
 
     async def stop(self, timeout: float = 10.0) -> None:
         if self.server is not None:

@@ -1,7 +1,10 @@
 """RecordBatch v2 codec: layout, CRC, validation errors, patches, building and decoding."""
 from __future__ import annotations
 
+import os
 import struct
+import subprocess
+import sys
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -40,9 +43,31 @@ def test_header_layout_is_kafkas():
 
 
 def test_crc32c_check_value_and_c_extension():
-    assert R.crc32c(b"123456789") == 0xE3069283
-    assert R.crc32c(memoryview(bytearray(b"xx123456789"))[2:]) == 0xE3069283
+    for crc in (R.crc32c, R.crc32c_crcmod):
+        assert crc(b"123456789") == 0xE3069283
+        assert crc(memoryview(bytearray(b"xx123456789"))[2:]) == 0xE3069283
     assert R.crcmod_uses_c_extension() is True
+
+
+def test_the_accelerated_crc32c_is_in_use():
+    # A fresh install has the crc32c package (pyproject), so the hot path must not be on crcmod.
+    assert R.CRC32C_IMPLEMENTATION.startswith("crc32c"), R.CRC32C_IMPLEMENTATION
+    assert R.crc32c is not R.crc32c_crcmod
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=5000), st.integers(0, 64), st.sampled_from([bytes, bytearray, memoryview]))
+def test_accelerated_crc32c_equals_crcmod(data, skip, kind):
+    view = kind(data)[min(skip, len(data)):]
+    assert R.crc32c(view) == R.crc32c_crcmod(view)
+
+
+def test_kgroup_crc32c_crcmod_forces_the_reference():
+    out = subprocess.run([sys.executable, "-c", "from kgroup.protocol import records as R; "
+                          "print(R.CRC32C_IMPLEMENTATION, R.crc32c is R.crc32c_crcmod)"],
+                         env={**os.environ, "KGROUP_CRC32C": "crcmod"},
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["crcmod", "True"]
 
 
 def test_round_trip_with_headers_nulls_and_absolute_offsets():
