@@ -89,7 +89,7 @@ class GroupRuntime:
         self.config = GroupCoordinatorConfig.from_props(broker.config.values)
         self.num_partitions = broker.config["offsets.topic.num.partitions"]
         self.shards: dict[int, GroupCoordinatorShard] = {}
-        self._timers: dict[int, tuple[int, asyncio.TimerHandle]] = {}   # partition -> (deadline, handle)
+        self._timers: dict[int, tuple] = {}   # partition -> (deadline, TimerHandle, scheduler pushes then)
         self._held: dict[int, list] = {}        # partition -> [held offset-commit results, bytes, limit]
         self._held_flush_scheduled = False
         self._load_task: asyncio.Task | None = None
@@ -295,18 +295,22 @@ class GroupRuntime:
 
     # -- timers ---------------------------------------------------------------------------------
     def _reschedule(self, shard: GroupCoordinatorShard) -> None:
+        armed = self._timers.get(shard.partition)
+        pushes = shard.scheduler.pushes
+        if armed is not None and armed[2] == pushes:
+            return          # no deadline was added or moved earlier since it was armed (a heartbeat)
         deadline = shard.next_deadline()
         if deadline is None:
             return
-        armed = self._timers.get(shard.partition)
         if armed is not None:
             if armed[0] <= deadline:
+                self._timers[shard.partition] = (armed[0], armed[1], pushes)
                 return
             armed[1].cancel()
         loop = asyncio.get_running_loop()
         # +1 ms: a timer must not fire before its millisecond deadline, or it would spin
         delay = max(0.0, (deadline - now_ms() + 1) / 1000.0)
-        self._timers[shard.partition] = (deadline, loop.call_later(delay, self._fire, shard))
+        self._timers[shard.partition] = (deadline, loop.call_later(delay, self._fire, shard), pushes)
 
     def _fire(self, shard: GroupCoordinatorShard) -> None:
         self._timers.pop(shard.partition, None)
@@ -316,7 +320,7 @@ class GroupRuntime:
         self._run(shard, shard.poll_timers(now_ms()))
 
     def close(self) -> None:
-        for _, h in self._timers.values():
+        for _, h, _ in self._timers.values():
             h.cancel()
         self._timers.clear()
         self._write_all_held()

@@ -25,7 +25,8 @@ import struct
 
 from ..protocol.api import API_BY_KEY, ApiKey, encode_response, parse_request, peek_key_version
 from ..protocol.primitives import DecodeError
-from .handlers import HANDLERS, is_supported
+from ..protocol.schema import Message
+from .handlers import HANDLERS
 from .handlers.api_versions import unsupported_version_response
 
 log = logging.getLogger("kgroup.server")
@@ -80,6 +81,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.big_filled = 0
         self.slots: collections.deque = collections.deque()
         self.out: list = []  # response pieces due, written at the end of the current read
+        self.send_scheduled = False  # a write of ``out`` is due later in this loop iteration
         self.peer = "?"
         self.peer_host = ""
         self.client_software = None
@@ -195,38 +197,38 @@ class KafkaConnection(asyncio.BufferedProtocol):
         except DecodeError as e:
             self._abort(str(e))
             return
-        if not is_supported(api_key, version):
-            if api_key == ApiKey.API_VERSIONS and len(frame) >= 8:
-                correlation_id, = _CORR.unpack_from(frame, 4)
-                self._queue_ready([unsupported_version_response(correlation_id)])
-            else:
-                # Kafka's Processor.parseRequestHeader throws UnsupportedVersionException /
-                # InvalidRequestException here, which closes the connection.
-                name = API_BY_KEY[api_key].request.__name__[:-7] if api_key in API_BY_KEY else "unknown"
-                self._abort(f"UNSUPPORTED_VERSION: request for api key {api_key} ({name}) version {version}")
+        entry = HANDLERS.get(api_key)
+        if entry is None or not entry[1] <= version <= entry[2]:
+            self._unsupported(frame, api_key, version)
             return
         try:
             header, body = parse_request(view)
         except DecodeError as e:
             self._abort(f"cannot decode api key {api_key} v{version}: {e}")
             return
-        ctx = RequestContext(self, header, version)
-        handler = HANDLERS[api_key][0]
         try:
-            result = handler(self.broker, ctx, body, version)
+            result = entry[0](self.broker, RequestContext(self, header, version), body, version)
         except Exception:
             log.exception("handler for api key %d v%d failed (request from %s)", api_key, version, self.peer)
             self._abort("internal error while handling the request")
             return
-        if result is None:
-            return
-        if isinstance(result, (asyncio.Future, asyncio.Task)) or asyncio.iscoroutine(result):
+        if isinstance(result, Message):      # answered at once: the common case
+            self._queue_ready(encode_response(api_key, version, header.correlation_id, result))
+        elif result is not None:             # parked: a future, task or coroutine of the response
             fut = asyncio.ensure_future(result)
             slot = [None, fut, api_key, version, header.correlation_id]
             self.slots.append(slot)
             fut.add_done_callback(lambda f, s=slot: self._complete(s, f))
-            return
-        self._queue_ready(encode_response(api_key, version, header.correlation_id, result))
+
+    def _unsupported(self, frame: bytes, api_key: int, version: int):
+        if api_key == ApiKey.API_VERSIONS and len(frame) >= 8:
+            correlation_id, = _CORR.unpack_from(frame, 4)
+            self._queue_ready([unsupported_version_response(correlation_id)])
+        else:
+            # Kafka's Processor.parseRequestHeader throws UnsupportedVersionException /
+            # InvalidRequestException here, which closes the connection.
+            name = API_BY_KEY[api_key].request.__name__[:-7] if api_key in API_BY_KEY else "unknown"
+            self._abort(f"UNSUPPORTED_VERSION: request for api key {api_key} ({name}) version {version}")
 
     def _queue_ready(self, pieces):
         if not self.slots:
@@ -251,6 +253,14 @@ class KafkaConnection(asyncio.BufferedProtocol):
         slot[0] = encode_response(slot[2], slot[3], slot[4], result) if result is not None else []
         slot[1] = None
         self._flush()
+        # One write for every answer completed in this loop iteration (a group commit's fsync
+        # answers many pipelined requests at once), not one write each.
+        if self.out and not self.send_scheduled:
+            self.send_scheduled = True
+            asyncio.get_running_loop().call_soon(self._send_scheduled)
+
+    def _send_scheduled(self):
+        self.send_scheduled = False
         self._send()
 
     def _flush(self):

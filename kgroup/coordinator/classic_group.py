@@ -100,7 +100,7 @@ class ClassicGroupMember:
 
     __slots__ = ("member_id", "group_instance_id", "client_id", "client_host", "rebalance_timeout_ms",
                  "session_timeout_ms", "protocol_type", "protocols", "assignment", "awaiting_join",
-                 "awaiting_sync", "is_new")
+                 "awaiting_sync", "is_new", "heartbeat_timer")
 
     def __init__(self, member_id, group_instance_id, client_id, client_host, rebalance_timeout_ms,
                  session_timeout_ms, protocol_type, protocols, assignment=b""):
@@ -116,6 +116,7 @@ class ClassicGroupMember:
         self.awaiting_join = None
         self.awaiting_sync = None
         self.is_new = False
+        self.heartbeat_timer = None     # (timer key, expiry op), made once: a heartbeat reuses them
 
     @property
     def is_static(self) -> bool:

@@ -106,10 +106,13 @@ class GroupMetadataManager(JoinGroupMixin):
 
     # == timers ===================================================================================
     def reschedule_heartbeat(self, group, member, timeout_ms=None) -> None:
-        gid, mid = group.group_id, member.member_id
-        self.timer.schedule(heartbeat_key(gid, mid),
-                            member.session_timeout_ms if timeout_ms is None else timeout_ms,
-                            lambda res: self.expire_heartbeat(gid, mid, res))
+        key_op = member.heartbeat_timer
+        if key_op is None:
+            gid, mid = group.group_id, member.member_id
+            key_op = member.heartbeat_timer = (heartbeat_key(gid, mid),
+                                               lambda res: self.expire_heartbeat(gid, mid, res))
+        self.timer.schedule(key_op[0], member.session_timeout_ms if timeout_ms is None else timeout_ms,
+                            key_op[1])
 
     def expire_heartbeat(self, group_id, member_id, res) -> None:
         group = self.groups.get(group_id)

@@ -56,6 +56,9 @@ class TimerQueue:
         self._deadlines: dict[str, tuple[int, int, int]] = {}
         self._heap: list[tuple[int, int, str]] = []
         self._seq = itertools.count()
+        # Heap pushes so far: only a push can make the earliest deadline earlier, so a caller
+        # that armed a wake-up for next_deadline() need not look again until this changes.
+        self.pushes = 0
 
     def schedule(self, key: str, deadline_ms: int) -> None:
         seq = next(self._seq)
@@ -66,6 +69,7 @@ class TimerQueue:
         self._deadlines[key] = (deadline_ms, seq, seq)
         heap = self._heap
         heapq.heappush(heap, (deadline_ms, seq, key))
+        self.pushes += 1
         if len(heap) > 2 * len(self._deadlines) + 1024:
             self._compact()
 

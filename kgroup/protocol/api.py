@@ -22,10 +22,12 @@ from .messages import (api_versions, create_topics, delete_groups, delete_topics
                        init_producer_id, join_group, leave_group, list_groups, list_offsets,
                        metadata, offset_commit, offset_delete, offset_fetch, produce, sync_group)
 from .primitives import DecodeError
-from .schema import is_flexible
+from .schema import DECODE_FAILURES, is_flexible
 
 _INT32 = struct.Struct(">i")
 _KEY_VERSION = struct.Struct(">hh")
+_SIZE_CORRELATION = struct.Struct(">ii")                 # length prefix, response header v0
+_SIZE_CORRELATION_NO_TAGS = struct.Struct(">iix")        # ... v1: no tagged fields (a 0 byte)
 
 
 class ApiKey(enum.IntEnum):
@@ -98,6 +100,21 @@ def response_header_version(api_key: int, api_version: int) -> int:
     return 1 if is_flexible(API_BY_KEY[api_key].response, api_version) else 0
 
 
+# Per (api key, version), worked out once: the request's header and body decoders, and the
+# response's length-prefix + header layout (v0: correlation id; v1: plus an empty tagged-field
+# section), so a request costs two dict lookups here rather than a chain of small calls.
+_REQUEST_DECODERS: dict[tuple[int, int], tuple] = {}
+_RESPONSE_PREFIX: dict[tuple[int, int], tuple[struct.Struct, int]] = {}
+for _api_entry in API_BY_KEY.values():
+    for _v in range(_api_entry.request.VERSIONS[0], _api_entry.request.VERSIONS[1] + 1):
+        _REQUEST_DECODERS[_api_entry.key, _v] = (
+            RequestHeader._DECODERS[request_header_version(_api_entry.key, _v)],
+            _api_entry.request._DECODERS[_v], _api_entry.request)
+        _RESPONSE_PREFIX[_api_entry.key, _v] = (
+            (_SIZE_CORRELATION, 4) if response_header_version(_api_entry.key, _v) == 0
+            else (_SIZE_CORRELATION_NO_TAGS, 5))
+
+
 def peek_key_version(frame) -> tuple[int, int]:
     """The (api key, api version) at the start of every request header, before any parsing."""
     if len(frame) < 8:
@@ -110,12 +127,20 @@ def parse_request(frame: memoryview):
 
     The caller has checked with ``peek_key_version`` that the key and version are supported.
     """
-    key, version = peek_key_version(frame)
-    api = API_BY_KEY[key]
-    header, pos = RequestHeader.decode(frame, request_header_version(key, version))
-    # Bytes after the body are ignored, as Kafka's generated readers do: librdkafka 2.16 sends
-    # MetadataRequest v12 with 3 bytes past the end of the message.
-    body, _ = api.request.decode(frame, version, pos)
+    key_version = peek_key_version(frame)
+    decoders = _REQUEST_DECODERS.get(key_version)
+    if decoders is None:
+        raise DecodeError("no request api key %d version %d" % key_version)
+    decode_header, decode_body, request_type = decoders
+    try:
+        header, pos = decode_header(frame, 0)
+        # Bytes after the body are ignored, as Kafka's generated readers do: librdkafka 2.16 sends
+        # MetadataRequest v12 with 3 bytes past the end of the message.
+        body, _ = decode_body(frame, pos)
+    except DecodeError:
+        raise
+    except DECODE_FAILURES as e:
+        raise DecodeError(f"cannot decode {request_type.__name__} v{key_version[1]}: {e}") from None
     return header, body
 
 
@@ -131,9 +156,13 @@ def encode_request(body, version: int, correlation_id: int, client_id: str | Non
 
 def encode_response(api_key: int, version: int, correlation_id: int, body) -> list:
     """A response frame (length prefix included) as a list of bytes-like pieces."""
-    pieces = ResponseHeader(correlation_id=correlation_id).encode(response_header_version(api_key, version))
-    pieces += body.encode(version)
-    return _framed(pieces)
+    pieces = body.encode(version)
+    prefix, header_size = _RESPONSE_PREFIX[api_key, version]
+    size = header_size
+    for p in pieces:
+        size += len(p)
+    pieces.insert(0, prefix.pack(size, correlation_id))
+    return pieces
 
 
 def _framed(pieces: list) -> list:

@@ -120,6 +120,9 @@ def F(name, type_, versions="0+", *, nullable=None, tag=None, tagged=None, defau
 
 _MISSING = object()
 _INT16 = struct.Struct(">h")
+# What a generated decoder raises on malformed input besides DecodeError (a short buffer, bad
+# UTF-8, ...); callers turn these into DecodeError.
+DECODE_FAILURES = (struct.error, IndexError, UnicodeDecodeError, ValueError, TypeError)
 
 
 class Message:
@@ -159,7 +162,7 @@ class Message:
             return dec(buf, pos)
         except DecodeError:
             raise
-        except (struct.error, IndexError, UnicodeDecodeError, ValueError, TypeError) as e:
+        except DECODE_FAILURES as e:
             raise DecodeError(f"cannot decode {cls.__name__} v{version}: {e}") from None
 
     def to_versioned_bytes(self, version: int) -> bytes:
