@@ -140,8 +140,10 @@ class Message:
         args = ", ".join(f"{s}={getattr(self, s)!r}" for s in self.__slots__)
         return f"{type(self).__name__}({args})"
 
-    def encode(self, version: int) -> list:
-        out: list = []
+    def encode(self, version: int, out: list | None = None) -> list:
+        """The message's bytes at ``version`` as a list of pieces, appended to ``out`` if given."""
+        if out is None:
+            out = []
         try:
             enc = self._ENCODERS[version]
         except KeyError:
@@ -169,7 +171,7 @@ class Message:
         """An int16 version followed by the message at that version (Kafka's
         MessageUtil.toVersionPrefixedBytes): the framing of the embedded consumer protocol and of
         ``__consumer_offsets`` keys and values."""
-        return _INT16.pack(version) + self.to_bytes(version)
+        return b"".join(self.encode(version, [_INT16.pack(version)]))
 
     @classmethod
     def from_versioned_bytes(cls, buf, newest_known: bool = False):

@@ -101,6 +101,10 @@ class _IndexFile(abc.ABC):
                     os.close(fd)
         self._dirty = False
 
+    def mark_flushed(self) -> None:
+        """The caller made this file durable some other way (a filesystem sync)."""
+        self._dirty = False
+
     def close(self) -> None:
         """Release the descriptor (reopened on the next write); pending fsyncs are kept."""
         if self._fd is not None:

@@ -614,6 +614,16 @@ class PartitionLog:
         self.recovery_point = self._leo
         self._last_flush_ms = self._clock()
 
+    def mark_flushed(self) -> None:
+        """What ``flush`` records, without its fsyncs: the caller has just made every file of
+        this log durable another way (a filesystem-wide ``syncfs`` after the last append)."""
+        self._check_open()
+        active = self._segments[-1]
+        for seg in self._segments:
+            seg.mark_flushed(indexes=seg is not active)
+        self.recovery_point = self._leo
+        self._last_flush_ms = self._clock()
+
     def maybe_flush(self, now_ms: int | None = None) -> bool:
         """flush.ms: flush if the last flush is older than the configured interval."""
         now = self._clock() if now_ms is None else now_ms

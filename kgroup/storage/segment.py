@@ -397,6 +397,13 @@ class LogSegment:
             self.index.flush()
             self.time_index.flush()
 
+    def mark_flushed(self, indexes: bool = True) -> None:
+        """The caller made this segment's files durable some other way (a filesystem sync)."""
+        self.dirty = False
+        if indexes:
+            self.index.mark_flushed()
+            self.time_index.mark_flushed()
+
     def close(self) -> None:
         if self._fd < 0:
             return

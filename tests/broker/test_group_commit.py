@@ -1,14 +1,17 @@
 """Group commit in the data path, in process: waiters are answered only after their logs were
-fsynced, one fsync per log serves every waiter of a loop iteration, and an fsync failure fails
-the waiters instead of acknowledging (the data stays dirty and the next flush retries it)."""
+made durable, one fsync per log (or one syncfs for several logs) serves every waiter of a loop
+iteration, and an fsync failure fails the waiters instead of acknowledging (the data stays dirty
+and the next flush retries it)."""
 import asyncio
 import os
 
 import pytest
 
+from kgroup.broker import data_path as data_path_module
 from kgroup.broker.config import BrokerConfig
 from kgroup.broker.data_path import DataPath
 from kgroup.protocol.records import Record, build_batch
+from kgroup.storage import fs
 
 
 def _dp(tmp_path):
@@ -17,24 +20,96 @@ def _dp(tmp_path):
     return dp
 
 
-def test_one_fsync_per_log_for_all_waiters_of_a_loop_iteration(tmp_path, monkeypatch):
-    synced = []
-    real = os.fsync
-    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(fd) or real(fd))
+def _count_syncs(monkeypatch):
+    """Record every fsync and syncfs (both still happen)."""
+    calls = {"fsync": 0, "syncfs": 0}
+    real_fsync, real_syncfs = os.fsync, fs.syncfs
+
+    def fsync(fd):
+        calls["fsync"] += 1
+        real_fsync(fd)
+
+    def syncfs(fd):
+        calls["syncfs"] += 1
+        real_syncfs(fd)
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(data_path_module, "syncfs", syncfs)
+    return calls
+
+
+def _append_and_wait(dp, logs_and_counts):
+    """Appends in one loop iteration, each with a waiter; checks none is answered early."""
+    waiters = []
+    for plog, n in logs_and_counts:
+        for i in range(n):
+            plog.append(build_batch([Record(value=b"%d" % i, timestamp=1)]))
+            waiters.append(dp.wait_flushed({plog}))
+    assert not any(w.done() for w in waiters)  # nothing acknowledged before the sync
+    return asyncio.gather(*waiters)
+
+
+def test_one_fsync_for_all_waiters_of_a_loop_iteration(tmp_path, monkeypatch):
+    calls = _count_syncs(monkeypatch)
+
+    async def main():
+        dp = _dp(tmp_path)
+        a = dp.log("t", 0)
+        await _append_and_wait(dp, [(a, 10)])  # ten acks=-1 appends in one iteration
+        assert a.recovery_point == 10
+        assert calls == {"fsync": 1, "syncfs": 0}
+        dp.close()
+
+    asyncio.run(main())
+
+
+@pytest.mark.skipif(not fs.syncfs_available(), reason="syncfs(2) is Linux-only")
+def test_one_syncfs_replaces_the_fsyncs_of_several_logs(tmp_path, monkeypatch):
+    calls = _count_syncs(monkeypatch)
 
     async def main():
         dp = _dp(tmp_path)
         a, b = dp.log("t", 0), dp.log("t", 1)
-        waiters = []
-        for i in range(10):  # ten acks=-1 appends in one iteration: one group commit
-            a.append(build_batch([Record(value=b"%d" % i, timestamp=1)]))
-            waiters.append(dp.wait_flushed({a}))
-        b.append(build_batch([Record(value=b"x", timestamp=1)]))
-        waiters.append(dp.wait_flushed({b}))
-        assert not any(w.done() for w in waiters)  # nothing acknowledged before the fsync
-        await asyncio.gather(*waiters)
+        await _append_and_wait(dp, [(a, 10), (b, 1)])
         assert (a.recovery_point, b.recovery_point) == (10, 1)
-        assert len(synced) == 2
+        assert calls == {"fsync": 0, "syncfs": 1}
+        assert not a.active_segment.dirty and not b.active_segment.dirty
+        dp.close()
+
+    asyncio.run(main())
+
+
+def test_a_failed_syncfs_falls_back_to_fsync_per_log(tmp_path, monkeypatch, caplog):
+    calls = _count_syncs(monkeypatch)
+
+    def broken(fd):
+        calls["syncfs"] += 1
+        raise OSError(38, "Function not implemented")
+    monkeypatch.setattr(data_path_module, "syncfs", broken)
+    monkeypatch.setattr(data_path_module, "syncfs_available", lambda: True)
+
+    async def main():
+        dp = _dp(tmp_path)
+        a, b = dp.log("t", 0), dp.log("t", 1)
+        await _append_and_wait(dp, [(a, 3), (b, 2)])
+        assert (a.recovery_point, b.recovery_point) == (3, 2)
+        assert calls == {"fsync": 2, "syncfs": 1}
+        dp.close()
+
+    asyncio.run(main())
+    assert "syncfs of" in caplog.text
+
+
+def test_logs_on_another_filesystem_are_fsynced_one_by_one(tmp_path, monkeypatch):
+    calls = _count_syncs(monkeypatch)
+    monkeypatch.setattr(data_path_module, "syncfs_available", lambda: True)
+
+    async def main():
+        dp = _dp(tmp_path)
+        a, b = dp.log("t", 0), dp.log("t", 1)
+        dp._device_of[b.directory] = dp._data_device + 1     # as if b's directory were mounted elsewhere
+        await _append_and_wait(dp, [(a, 1), (b, 1)])
+        assert (a.recovery_point, b.recovery_point) == (1, 1)
+        assert calls == {"fsync": 2, "syncfs": 0}           # one log left here: no syncfs for it
         dp.close()
 
     asyncio.run(main())

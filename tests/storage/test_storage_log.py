@@ -11,7 +11,7 @@ from tests.storage.helpers import T0, batch
 
 from kgroup.protocol import records as R
 from kgroup.protocol.records import Record, TimestampType, build_batch, decode_records, read_batch_header
-from kgroup.storage import AppendOrigin, LogConfig, PartitionLog
+from kgroup.storage import AppendOrigin, LogConfig, PartitionLog, fs
 from kgroup.storage.errors import (
     CorruptRecordError,
     InvalidRecordError,
@@ -252,6 +252,35 @@ def test_flush_policy(tmp_path, clock):
     timed.append(batch(1))
     assert timed.maybe_flush(clock.now + 10) is False
     assert timed.maybe_flush(clock.now + 1000) is True and timed.unflushed_messages == 0
+
+
+def test_mark_flushed_records_a_flush_without_fsyncing(tmp_path, clock, monkeypatch):
+    plog = open_log(tmp_path / "t-0", clock, segment_bytes=200)
+    for _ in range(4):
+        plog.append(batch(2))     # rolls: closed segments with indexes, and an active one
+    assert len(plog._segments) > 1 and plog.unflushed_messages == 8
+    monkeypatch.setattr(os, "fsync", lambda fd: pytest.fail("mark_flushed must not fsync"))
+    clock.now += 5
+    plog.mark_flushed()
+    assert plog.recovery_point == 8 and plog.unflushed_messages == 0 and plog._last_flush_ms == clock.now
+    assert not any(seg.dirty for seg in plog._segments)
+    assert not any(seg.index._dirty for seg in plog._segments[:-1])
+    plog.flush()                  # nothing left to fsync
+    monkeypatch.undo()
+    plog.close()                  # a clean close still fsyncs the active segment's indexes
+    with pytest.raises(Exception):
+        plog.mark_flushed()       # a closed log refuses, as flush() does
+
+
+@pytest.mark.skipif(not fs.syncfs_available(), reason="syncfs(2) is Linux-only")
+def test_syncfs(tmp_path):
+    fd = os.open(tmp_path, os.O_RDONLY)
+    try:
+        fs.syncfs(fd)
+    finally:
+        os.close(fd)
+    with pytest.raises(OSError):
+        fs.syncfs(fd)             # closed descriptor: EBADF
 
 
 def _corrupt_last_batch(plog: PartitionLog) -> tuple[str, int]:
