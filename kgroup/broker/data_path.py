@@ -176,7 +176,7 @@ class DataPath:
             return pending
         for plog in here:
             try:
-                plog.mark_flushed()
+                plog.flush(fsync=False)
             except Exception:       # closed or deleted meanwhile: its own flush() reports it
                 elsewhere.append(plog)
         return elsewhere

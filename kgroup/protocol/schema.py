@@ -503,6 +503,7 @@ def _gen_encoder(cls, v: int, flex: bool):
     tagged = sorted((f for f in fields if _in(f.versions, v) and flex and _in(f.tagged, v)),
                     key=lambda f: f.tag)
     i = 0
+    last_run = None     # (line, format, arguments) when the last thing written is a fixed run
     while i < len(present):
         f = present[i]
         if not f.is_array and f.type in _FIXED:
@@ -511,13 +512,21 @@ def _gen_encoder(cls, v: int, flex: bool):
                 i += 1
                 run.append(present[i])
             fmt = ">" + "".join(_FIXED[x.type] for x in run)
+            args = ", ".join("o." + x.name for x in run)
             s = g.name("_s", struct.Struct(fmt))
-            L.append(f"{ind}out.append({s}.pack({', '.join('o.' + x.name for x in run)}))")
+            L.append(f"{ind}out.append({s}.pack({args}))")
+            last_run = (len(L) - 1, fmt, args)
         else:
             _emit_write_field(g, L, ind, f, "o." + f.name, v, flex)
+            last_run = None
         i += 1
     if flex:
-        if not tagged:
+        if not tagged and last_run is not None:
+            # No tagged fields: their count, a 0 byte, rides on the preceding pack as a pad byte.
+            line, fmt, args = last_run
+            s = g.name("_s", struct.Struct(fmt + "x"))
+            L[line] = f"{ind}out.append({s}.pack({args}))"
+        elif not tagged:
             L.append(f"{ind}out.append(b'\\x00')")
         else:
             L.append(f"{ind}tags = []")

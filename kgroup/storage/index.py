@@ -88,8 +88,8 @@ class _IndexFile(abc.ABC):
         self._loaded = True
         self._truncate_entries(0)
 
-    def flush(self) -> None:
-        if self._dirty:
+    def flush(self, fsync: bool = True) -> None:
+        if self._dirty and fsync:
             if self._fd is not None:
                 os.fsync(self._fd)
             elif os.path.exists(self.path):
@@ -99,10 +99,6 @@ class _IndexFile(abc.ABC):
                     os.fsync(fd)
                 finally:
                     os.close(fd)
-        self._dirty = False
-
-    def mark_flushed(self) -> None:
-        """The caller made this file durable some other way (a filesystem sync)."""
         self._dirty = False
 
     def close(self) -> None:

@@ -603,24 +603,16 @@ class PartitionLog:
 
     # --- flushing and closing --------------------------------------------------------------
 
-    def flush(self) -> None:
+    def flush(self, fsync: bool = True) -> None:
         """fsync everything appended so far and move the recovery point to the log end. The
-        broker calls this once for many acks=-1 appends (group commit)."""
+        broker calls this once for many acks=-1 appends (group commit). ``fsync=False``: the
+        caller has just made every file of this log durable another way (a filesystem-wide
+        ``syncfs`` after the last append); only record it."""
         self._check_open()
         active = self._segments[-1]
         for seg in self._segments:
             # The active segment's indexes are rebuilt by recovery; skip their fsync.
-            seg.flush(indexes=seg is not active)
-        self.recovery_point = self._leo
-        self._last_flush_ms = self._clock()
-
-    def mark_flushed(self) -> None:
-        """What ``flush`` records, without its fsyncs: the caller has just made every file of
-        this log durable another way (a filesystem-wide ``syncfs`` after the last append)."""
-        self._check_open()
-        active = self._segments[-1]
-        for seg in self._segments:
-            seg.mark_flushed(indexes=seg is not active)
+            seg.flush(indexes=seg is not active, fsync=fsync)
         self.recovery_point = self._leo
         self._last_flush_ms = self._clock()
 

@@ -389,20 +389,16 @@ class LogSegment:
         self.index.close()
         self.time_index.close()
 
-    def flush(self, indexes: bool = True) -> None:
+    def flush(self, indexes: bool = True, fsync: bool = True) -> None:
+        """fsync what is dirty; ``fsync=False``: the caller already made the files durable (a
+        filesystem-wide sync), only record that they are clean."""
         if self.dirty:
-            os.fsync(self._fd)
+            if fsync:
+                os.fsync(self._fd)
             self.dirty = False
         if indexes:
-            self.index.flush()
-            self.time_index.flush()
-
-    def mark_flushed(self, indexes: bool = True) -> None:
-        """The caller made this segment's files durable some other way (a filesystem sync)."""
-        self.dirty = False
-        if indexes:
-            self.index.mark_flushed()
-            self.time_index.mark_flushed()
+            self.index.flush(fsync)
+            self.time_index.flush(fsync)
 
     def close(self) -> None:
         if self._fd < 0:

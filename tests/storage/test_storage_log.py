@@ -254,14 +254,14 @@ def test_flush_policy(tmp_path, clock):
     assert timed.maybe_flush(clock.now + 1000) is True and timed.unflushed_messages == 0
 
 
-def test_mark_flushed_records_a_flush_without_fsyncing(tmp_path, clock, monkeypatch):
+def test_flush_without_fsync_records_a_flush(tmp_path, clock, monkeypatch):
     plog = open_log(tmp_path / "t-0", clock, segment_bytes=200)
     for _ in range(4):
         plog.append(batch(2))     # rolls: closed segments with indexes, and an active one
     assert len(plog._segments) > 1 and plog.unflushed_messages == 8
-    monkeypatch.setattr(os, "fsync", lambda fd: pytest.fail("mark_flushed must not fsync"))
+    monkeypatch.setattr(os, "fsync", lambda fd: pytest.fail("flush(fsync=False) must not fsync"))
     clock.now += 5
-    plog.mark_flushed()
+    plog.flush(fsync=False)
     assert plog.recovery_point == 8 and plog.unflushed_messages == 0 and plog._last_flush_ms == clock.now
     assert not any(seg.dirty for seg in plog._segments)
     assert not any(seg.index._dirty for seg in plog._segments[:-1])
@@ -269,7 +269,7 @@ def test_mark_flushed_records_a_flush_without_fsyncing(tmp_path, clock, monkeypa
     monkeypatch.undo()
     plog.close()                  # a clean close still fsyncs the active segment's indexes
     with pytest.raises(Exception):
-        plog.mark_flushed()       # a closed log refuses, as flush() does
+        plog.flush(fsync=False)   # a closed log refuses
 
 
 @pytest.mark.skipif(not fs.syncfs_available(), reason="syncfs(2) is Linux-only")

@@ -13,7 +13,7 @@ PartitionResponse = OffsetCommitResponse.OffsetCommitResponsePartition
 
 def handle(broker, ctx, req, version):
     md = broker.metadata
-    if all(_known(md.get(t.name), t.partitions) for t in req.topics):
+    if _all_known(md, req.topics):
         return broker.groups.execute(req.group_id, lambda shard, now, token: shard.handle_offset_commit(
             req, version, now, token), offset_commit=True)
     unknown = []
@@ -38,6 +38,13 @@ def handle(broker, ctx, req, version):
     if isinstance(answer, asyncio.Future):
         return _with_unknown_later(answer, unknown)
     return _with_unknown(answer, unknown)
+
+
+def _all_known(md, topics) -> bool:
+    for t in topics:
+        if not _known(md.get(t.name), t.partitions):
+            return False
+    return True
 
 
 def _known(topic, partitions) -> bool:
