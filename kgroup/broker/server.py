@@ -26,7 +26,7 @@ import struct
 from ..protocol.api import API_BY_KEY, ApiKey, encode_response, parse_request, peek_key_version
 from ..protocol.primitives import DecodeError
 from ..protocol.schema import Message
-from .handlers import HANDLERS
+from .handlers import handler_for
 from .handlers.api_versions import unsupported_version_response
 
 log = logging.getLogger("kgroup.server")
@@ -197,8 +197,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         except DecodeError as e:
             self._abort(str(e))
             return
-        entry = HANDLERS.get(api_key)
-        if entry is None or not entry[1] <= version <= entry[2]:
+        handler = handler_for(api_key, version)
+        if handler is None:
             self._unsupported(frame, api_key, version)
             return
         try:
@@ -207,7 +207,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._abort(f"cannot decode api key {api_key} v{version}: {e}")
             return
         try:
-            result = entry[0](self.broker, RequestContext(self, header, version), body, version)
+            result = handler(self.broker, RequestContext(self, header, version), body, version)
         except Exception:
             log.exception("handler for api key %d v%d failed (request from %s)", api_key, version, self.peer)
             self._abort("internal error while handling the request")
@@ -257,9 +257,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         # answers many pipelined requests at once), not one write each.
         if self.out and not self.send_scheduled:
             self.send_scheduled = True
-            asyncio.get_running_loop().call_soon(self._send_scheduled)
+            asyncio.get_running_loop().call_soon(self._send_due)
 
-    def _send_scheduled(self):
+    def _send_due(self):
         self.send_scheduled = False
         self._send()
 

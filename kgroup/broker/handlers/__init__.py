@@ -40,6 +40,7 @@ def advertised() -> list[tuple[int, int, int]]:
     return sorted((int(k), lo, hi) for k, (_, lo, hi) in HANDLERS.items())
 
 
-def is_supported(api_key: int, version: int) -> bool:
+def handler_for(api_key: int, version: int):
+    """The handler of a request we serve at this version, else None."""
     entry = HANDLERS.get(api_key)
-    return entry is not None and entry[1] <= version <= entry[2]
+    return entry[0] if entry is not None and entry[1] <= version <= entry[2] else None
