@@ -13,6 +13,7 @@ import time
 import crcmod.predefined
 import pytest
 
+from kgroup.clock import now_ms
 from kgroup.coordinator import group_partition
 from kgroup.protocol.api import parse_response
 from kgroup.protocol.errors import ErrorCode as E
@@ -550,3 +551,27 @@ def test_runtime_held_commits_stay_under_a_small_max_message_bytes(tmp_path):
         sizes = _offsets_batches(b, "small")
         assert sum(sizes) == 61 and len(sizes) > 2
     _inproc(tmp_path, scenario, overrides=("group.initial.rebalance.delay.ms=0", "message.max.bytes=2000"))
+
+
+def test_runtime_rearms_its_wakeup_only_for_an_earlier_deadline(tmp_path):
+    """The runtime's loop timer per shard follows the earliest deadline: a key added or moved
+    earlier (a heap push) re-arms it; a key moved later (a heartbeat) leaves it alone."""
+    async def scenario(b):
+        rt = b.groups
+        rt.ensure_offsets_topic()
+        shard = rt.shards[0]
+        base = shard.timer.now = now_ms()
+        shard.timer.schedule("late", 600_000, lambda res: None)
+        rt._reschedule(shard)
+        first = rt._timers[0]
+        assert first[0] <= base + 600_000
+        shard.timer.schedule("early", 1_000, lambda res: None)        # earlier: re-armed
+        rt._reschedule(shard)
+        assert rt._timers[0][0] == base + 1_000 and rt._timers[0][1] is not first[1]
+        armed = rt._timers[0]
+        shard.timer.schedule("early", 5_000, lambda res: None)        # later (a heartbeat): kept
+        rt._reschedule(shard)
+        assert rt._timers[0] is armed
+        await asyncio.sleep(1.2)                                       # fires, re-arms for the rest
+        assert 0 in rt._timers and rt._timers[0][0] == shard.next_deadline()
+    _inproc(tmp_path, scenario)
