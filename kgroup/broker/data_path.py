@@ -6,7 +6,9 @@ Durability (what is on disk when a produce is acknowledged):
   grouped: the first one schedules a flush for the end of the current event-loop iteration, so every
   produce request that arrived in that iteration shares one fsync per partition (group commit).
   When a round covers several logs, one ``syncfs`` of the data directory's filesystem replaces
-  their fsyncs (kgroup.storage.fs): one journal commit instead of one per log.
+  their fsyncs (kgroup.storage.fs): one journal commit instead of one per log. It runs on a sync
+  thread while the loop goes on; appends meanwhile form the next round, started when it ends
+  (so at most one sync is in flight, and each log records only what the sync covered).
 - acks=1: the batch is written to the log file (the OS page cache) before the response; it reaches
   the disk at the next group commit, at ``flush.messages`` / ``flush.ms`` (Kafka's defaults: never),
   or at a clean shutdown. A machine crash (not a process crash) can lose it, as with Kafka.
@@ -18,6 +20,7 @@ reads; an append to one of them re-evaluates it, and its timer answers it at ``m
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import os
 import struct
@@ -48,6 +51,15 @@ def log_config_from_broker(config: BrokerConfig) -> LogConfig:
     if v["log.flush.interval.ms"] is not None:
         props["log.flush.interval.ms"] = v["log.flush.interval.ms"]
     return LogConfig.from_props(props)
+
+
+def _sync_filesystem(directory: str) -> None:
+    """syncfs of the filesystem holding ``directory`` (runs on the sync thread)."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        syncfs(fd)
+    finally:
+        os.close(fd)
 
 
 class ProducerIdManager:
@@ -102,6 +114,8 @@ class DataPath:
         self._flush_pending: set = set()
         self._flush_waiters: list[asyncio.Future] = []
         self._flush_scheduled = False
+        self._sync_in_flight = False
+        self._syncer: concurrent.futures.ThreadPoolExecutor | None = None   # the sync thread
 
     # -- partitions ---------------------------------------------------------------------------
     def create_partitions(self, topic: str, num_partitions: int, topic_configs: dict[str, str]) -> None:
@@ -121,39 +135,39 @@ class DataPath:
     # -- durability ---------------------------------------------------------------------------
     def wait_flushed(self, logs) -> asyncio.Future:
         """A future resolved once every given log is fsynced up to its current end (group commit
-        at the end of this loop iteration)."""
+        at the end of this loop iteration, or after the filesystem sync in flight)."""
         loop = asyncio.get_running_loop()
         fut = loop.create_future()
         self._flush_pending.update(logs)
         self._flush_waiters.append(fut)
-        if not self._flush_scheduled:
+        if not self._flush_scheduled and not self._sync_in_flight:
             self._flush_scheduled = True
             loop.call_soon(self._group_commit)
         return fut
 
     def _group_commit(self) -> None:
         self._flush_scheduled = False
+        if self._sync_in_flight or not self._flush_waiters:
+            return          # the sync in flight starts the next round when it finishes
         pending, waiters = self._flush_pending, self._flush_waiters
         self._flush_pending, self._flush_waiters = set(), []
-        error = None
         if len(pending) >= SYNCFS_MIN_LOGS and syncfs_available():
-            pending = self._sync_filesystem(pending)
-        for plog in pending:
-            try:
-                plog.flush()
-            except Exception as e:  # a closed/deleted log or a disk error fails its waiters
-                log.error("flush of %s failed: %s", getattr(plog, "directory", plog), e)
-                error = e
-        for fut in waiters:
-            if not fut.done():
-                if error is None:
-                    fut.set_result(None)
-                else:
-                    fut.set_exception(error)
+            here, elsewhere = self._split_by_device(pending)
+            if len(here) >= SYNCFS_MIN_LOGS:
+                error = self._fsync_each(elsewhere)
+                marks = []
+                for plog in here:
+                    try:
+                        marks.append((plog, plog.sync_mark()))
+                    except Exception as e:  # closed or deleted meanwhile
+                        log.error("flush of %s failed: %s", plog.directory, e)
+                        error = e
+                self._start_sync(marks, waiters, error)
+                return
+        self._resolve(waiters, self._fsync_each(pending))
 
-    def _sync_filesystem(self, pending):
-        """One syncfs for the pending logs on the data directory's filesystem, recorded on each
-        as a flush; returns the logs still to fsync one by one (elsewhere, or if it failed)."""
+    def _split_by_device(self, pending):
+        """(logs on the data directory's filesystem, logs elsewhere)."""
         here, elsewhere = [], []
         for plog in pending:
             device = self._device_of.get(plog.directory)
@@ -163,23 +177,54 @@ class DataPath:
                 except OSError:
                     device = -1     # deleted meanwhile: its own flush() reports it
             (here if device == self._data_device else elsewhere).append(plog)
-        if len(here) < SYNCFS_MIN_LOGS:
-            return pending
-        try:
-            fd = os.open(self.data_dir, os.O_RDONLY)
+        return here, elsewhere
+
+    def _start_sync(self, marks, waiters, error) -> None:
+        """One syncfs of the data directory's filesystem on the sync thread. The loop goes on
+        reading, deciding and appending meanwhile (a slow disk delays answers, not work); what
+        is appended meanwhile waits for the next round, which starts when this one ends."""
+        if self._syncer is None:
+            self._syncer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="kgroup-syncfs")
+        self._sync_in_flight = True
+        done = asyncio.get_running_loop().run_in_executor(self._syncer, _sync_filesystem, self.data_dir)
+        done.add_done_callback(lambda f: self._synced(f, marks, waiters, error))
+
+    def _synced(self, done, marks, waiters, error) -> None:
+        self._sync_in_flight = False
+        failed = done.exception() if not done.cancelled() else OSError("the sync was cancelled")
+        if failed is not None:
+            log.warning("syncfs of %s failed (%s); fsyncing log by log", self.data_dir, failed)
+            error = self._fsync_each([plog for plog, _ in marks]) or error
+        else:
+            for plog, mark in marks:
+                try:
+                    plog.synced(mark)
+                except Exception as e:  # closed or deleted meanwhile
+                    log.error("flush of %s failed: %s", plog.directory, e)
+                    error = e
+        self._resolve(waiters, error)
+        self._group_commit()        # the round that gathered meanwhile
+
+    @staticmethod
+    def _fsync_each(logs):
+        """fsync each log; returns the last error (None if every flush succeeded)."""
+        error = None
+        for plog in logs:
             try:
-                syncfs(fd)
-            finally:
-                os.close(fd)
-        except OSError as e:
-            log.warning("syncfs of %s failed (%s); fsyncing log by log", self.data_dir, e)
-            return pending
-        for plog in here:
-            try:
-                plog.flush(fsync=False)
-            except Exception:       # closed or deleted meanwhile: its own flush() reports it
-                elsewhere.append(plog)
-        return elsewhere
+                plog.flush()
+            except Exception as e:  # a closed/deleted log or a disk error fails its waiters
+                log.error("flush of %s failed: %s", getattr(plog, "directory", plog), e)
+                error = e
+        return error
+
+    @staticmethod
+    def _resolve(waiters, error) -> None:
+        for fut in waiters:
+            if not fut.done():
+                if error is None:
+                    fut.set_result(None)
+                else:
+                    fut.set_exception(error)
 
     # -- parked fetches -----------------------------------------------------------------------
     def park(self, waiter: FetchWaiter, max_wait_ms: int) -> None:
@@ -220,4 +265,6 @@ class DataPath:
                     del self._waiters[tp]
 
     def close(self, clean: bool = True) -> None:
+        if self._syncer is not None:
+            self._syncer.shutdown(wait=True)
         self.logs.close_all(clean=clean)

@@ -2,15 +2,16 @@
 partition) from the event loop — loading, writing their records, timers, answering.
 
 Flow of one operation (one asyncio task owns every shard, so the core needs no locks):
-    token = Token(); result = shard.handle_xxx(req, version, now_ms, token)   (or poll_timers)
+    token = PendingResponse(); result = shard.handle_xxx(req, version, now_ms, token)   (or poll_timers)
     records -> one RecordBatch appended to the shard's partition log (synchronously)
     -> shard.commit(result) (or shard.abort on a failed append) -> [(token, response)]
-    -> responses that follow a write wait for the group-commit fsync, then resolve their tokens.
-A token is the request's handle. When the operation answers it at once with nothing to write
-(Heartbeat, OffsetFetch, Describe..., most errors) the handler returns the response itself and
-no future is made; otherwise the token gets the future the server awaits. A parked
-JoinGroup/SyncGroup token is resolved by whichever later operation completes it. Futures the
-server cancelled (closed connections) are skipped.
+    -> responses that follow a write wait for the group-commit fsync, then answer their tokens.
+A token is the request's handle, a PendingResponse (kgroup.broker.pending). When the operation
+answers it at once with nothing to write (Heartbeat, OffsetFetch, Describe..., most errors) the
+handler returns the response itself; otherwise it returns the token, which the server listens
+to. A parked JoinGroup/SyncGroup token is answered by whichever later operation completes it.
+Answering a token calls the server directly (no asyncio future per request); the answer to a
+closed connection is dropped by the server.
 
 Batched offset commits: consecutive OffsetCommits on one shard whose results hold only
 offset-commit records (and no post-write steps) are not written one by one. They are held and
@@ -42,38 +43,11 @@ from ..protocol.records import Record, RecordBatchError, build_batch, decode_rec
 from ..storage.errors import LogError
 from ..storage.producer_state import AppendOrigin
 from .metadata import OFFSETS_TOPIC
+from .pending import PendingResponse
 
 log = logging.getLogger("kgroup.coordinator")
 LOAD_SLICE_S = 0.005            # replay at most this long before letting requests in
 MAX_HELD_BYTES = 512 * 1024     # a held batch of offset commits is written once this large
-
-
-class Token:
-    """The runtime's handle on one request: its answer if given at once, else its future."""
-
-    __slots__ = ("future", "response", "answered")
-
-    def __init__(self):
-        self.future = None
-        self.response = None
-        self.answered = False
-
-
-def _deliver(token, response) -> None:
-    fut = token.future
-    if fut is None:
-        token.response = response
-        token.answered = True
-    elif not fut.done():
-        fut.set_result(response)
-
-
-def _fail(token, exc) -> None:
-    fut = token.future
-    if fut is None:
-        fut = token.future = asyncio.get_running_loop().create_future()
-    if not fut.done():
-        fut.set_exception(exc)
 
 
 def _only_offset_commits(records) -> bool:
@@ -153,19 +127,16 @@ class GroupRuntime:
     # -- operations -----------------------------------------------------------------------------
     def execute(self, group_id: str, op, *, offset_commit: bool = False):
         """Run ``op(shard, now_ms, token) -> Result`` on the group's shard. Returns the response
-        when the operation answered at once, else a future of it. ``offset_commit``: the op is an
+        when the operation answered at once, else the token (a PendingResponse). ``offset_commit``: the op is an
         OffsetCommit, whose records may be held and batched with its neighbours'."""
         self.ensure_offsets_topic()
-        token = Token()
+        token = PendingResponse()
         p = self.shard_for(group_id)
         shard = self.shards[p]
         if p in self._held and not (offset_commit and group_id in shard.groups.groups):
             self._write_held(p)
         self._run(shard, op(shard, now_ms(), token), may_hold=offset_commit)
-        if token.answered:
-            return token.response
-        fut = token.future = asyncio.get_running_loop().create_future()
-        return fut
+        return token.response if token.answered else token
 
     def execute_many(self, group_ids, items, build, op, merge):
         """A multi-group request: ``items`` (one per group id) are split by owning shard,
@@ -177,7 +148,7 @@ class GroupRuntime:
             by_partition.setdefault(self.shard_for(gid), []).append(item)
         tokens = []
         for p, part in by_partition.items():
-            token = Token()
+            token = PendingResponse()
             self._write_held(p)
             shard = self.shards[p]
             self._run(shard, op(shard, build(part), now_ms(), token))
@@ -189,27 +160,19 @@ class GroupRuntime:
         self.ensure_offsets_topic()
         tokens = []
         for p, shard in self.shards.items():
-            token = Token()
+            token = PendingResponse()
             self._write_held(p)
             self._run(shard, op(shard, now_ms(), token))
             tokens.append(token)
         return self._gather(tokens, merge)
 
-    def _gather(self, tokens, merge):
+    @staticmethod
+    def _gather(tokens, merge):
         if all(t.answered for t in tokens):
             return merge([t.response for t in tokens])
-        loop = asyncio.get_running_loop()
-        waits = []
-        for t in tokens:
-            if t.answered:
-                f = loop.create_future()
-                f.set_result(t.response)
-            else:
-                f = t.future = loop.create_future()
-            waits.append(f)
 
         async def gathered():
-            return merge(list(await asyncio.gather(*waits)))
+            return merge([await t for t in tokens])
         return gathered()
 
     def _run(self, shard: GroupCoordinatorShard, result, may_hold: bool = False) -> None:
@@ -217,10 +180,10 @@ class GroupRuntime:
         if not records:
             if result._on_commit:
                 for token, response in shard.commit(result):
-                    _deliver(token, response)
+                    token.answer(response)
             else:       # what commit() would do with nothing to replay: answer
                 for token, response, _ in result._replies:
-                    _deliver(token, response)
+                    token.answer(response)
         elif may_hold and not result._on_commit and not result._on_abort and _only_offset_commits(records):
             self._hold(shard.partition, result)
         else:
@@ -275,7 +238,7 @@ class GroupRuntime:
                 log.exception("write to %s-%d failed", OFFSETS_TOPIC, shard.partition)
             for res in results:
                 for token, response in shard.abort(res, error):
-                    _deliver(token, response)
+                    token.answer(response)
             return
         out = []
         for res in results:
@@ -287,11 +250,12 @@ class GroupRuntime:
     @staticmethod
     def _answer_flushed(out, flushed) -> None:
         failed = flushed.exception() if not flushed.cancelled() else None
-        for token, response in out:
-            if failed is not None:
-                _fail(token, failed)    # the server closes that connection
-            else:
-                _deliver(token, response)
+        if failed is not None:
+            for token, _ in out:
+                token.fail(failed)      # the server closes that connection
+        else:
+            for token, response in out:
+                token.answer(response)
 
     # -- timers ---------------------------------------------------------------------------------
     def _reschedule(self, shard: GroupCoordinatorShard) -> None:

@@ -7,8 +7,9 @@ Theory of operation, per connection:
   is checked against ``socket.request.max.bytes`` before anything is allocated for it: a larger
   (or negative) size closes the connection.
 - Each frame is decoded (header, then body at the header's version) and handed to its handler.
-  A handler returns a response object, ``None`` (nothing to send, e.g. Produce acks=0), or an
-  awaitable (a parked JoinGroup / long-polling Fetch). Every response gets a slot in a FIFO;
+  A handler returns a response object, ``None`` (nothing to send, e.g. Produce acks=0), a
+  PendingResponse (the group coordinator answers it later: an OffsetCommit after its fsync, a
+  parked JoinGroup), or an awaitable (a long-polling Fetch, a produce waiting for its fsync). Every response gets a slot in a FIFO;
   slots are written only from the head, so responses leave in request order even when a later
   request finishes first. Many requests may be in flight on one connection.
 - Bad input closes only that connection, with a WARNING naming the peer and the reason; the
@@ -28,6 +29,7 @@ from ..protocol.primitives import DecodeError
 from ..protocol.schema import Message
 from .handlers import handler_for
 from .handlers.api_versions import unsupported_version_response
+from .pending import PendingResponse
 
 log = logging.getLogger("kgroup.server")
 _SIZE = struct.Struct(">i")
@@ -214,6 +216,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
             return
         if isinstance(result, Message):      # answered at once: the common case
             self._queue_ready(encode_response(api_key, version, header.correlation_id, result))
+        elif type(result) is PendingResponse:   # the coordinator answers it later, by a direct call
+            slot = [None, result, api_key, version, header.correlation_id]
+            self.slots.append(slot)
+            result.listen(lambda p, s=slot: self._complete(s, p))
         elif result is not None:             # parked: a future, task or coroutine of the response
             fut = asyncio.ensure_future(result)
             slot = [None, fut, api_key, version, header.correlation_id]
@@ -250,7 +256,13 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._abort("internal error while handling the request")
             return
         result = fut.result()
-        slot[0] = encode_response(slot[2], slot[3], slot[4], result) if result is not None else []
+        try:
+            slot[0] = encode_response(slot[2], slot[3], slot[4], result) if result is not None else []
+        except Exception:
+            log.exception("cannot encode the response to api key %d v%d (request from %s)", slot[2], slot[3],
+                          self.peer)
+            self._abort("internal error while handling the request")
+            return
         slot[1] = None
         self._flush()
         # One write for every answer completed in this loop iteration (a group commit's fsync

@@ -40,7 +40,11 @@ class _IndexFile(abc.ABC):
         self.max_entries = max(1, max_index_size // self.entry_size)
         self._fd: int | None = None
         self._loaded = False
-        self._dirty = False
+        # Writes so far and how many of them are known durable (fsynced, or covered by a
+        # filesystem-wide sync that started after them): counters, not a flag, so a sync that
+        # ran while more was written marks only what it covered.
+        self.writes = 0
+        self.synced_writes = 0
 
     def _open(self) -> int:
         if self._fd is None:
@@ -63,11 +67,11 @@ class _IndexFile(abc.ABC):
 
     def _write_entry(self, index: int, data: bytes) -> None:
         os.pwrite(self._open(), data, index * self.entry_size)
-        self._dirty = True
+        self.writes += 1
 
     def _truncate_entries(self, count: int) -> None:
         os.ftruncate(self._open(), count * self.entry_size)
-        self._dirty = True
+        self.writes += 1
 
     @property
     def entries(self) -> int:
@@ -88,8 +92,13 @@ class _IndexFile(abc.ABC):
         self._loaded = True
         self._truncate_entries(0)
 
-    def flush(self, fsync: bool = True) -> None:
-        if self._dirty and fsync:
+    @property
+    def dirty(self) -> bool:
+        return self.writes != self.synced_writes
+
+    def flush(self) -> None:
+        writes = self.writes
+        if writes != self.synced_writes:
             if self._fd is not None:
                 os.fsync(self._fd)
             elif os.path.exists(self.path):
@@ -99,7 +108,12 @@ class _IndexFile(abc.ABC):
                     os.fsync(fd)
                 finally:
                     os.close(fd)
-        self._dirty = False
+        self.synced_writes = writes
+
+    def synced(self, writes: int) -> None:
+        """A filesystem-wide sync that started after the first ``writes`` writes has finished."""
+        if writes > self.synced_writes:
+            self.synced_writes = writes
 
     def close(self) -> None:
         """Release the descriptor (reopened on the next write); pending fsyncs are kept."""

@@ -119,6 +119,7 @@ class PartitionLog:
         self.producer_state = ProducerStateManager(self.directory, self.config.producer_id_expiration_ms)
         self._segments: list[LogSegment] = []
         self._bases: list[int] = []
+        self._truncations = 0       # a sync mark taken before a truncation moves no recovery point
         self._load(recovery_point, log_start_offset, had_clean_shutdown)
         self._last_flush_ms = self._clock()
 
@@ -569,6 +570,7 @@ class PartitionLog:
         if offset < self.log_start_offset:
             self._truncate_fully_and_start_at(offset)
             return True
+        self._truncations += 1
         while len(self._segments) > 1 and self._segments[-1].base_offset > offset:
             self._segments.pop().delete()
         self._bases = [s.base_offset for s in self._segments]
@@ -587,6 +589,7 @@ class PartitionLog:
         self._truncate_fully_and_start_at(offset)
 
     def _truncate_fully_and_start_at(self, offset: int) -> None:
+        self._truncations += 1
         for seg in self._segments:
             seg.delete()
         seg = self._new_segment(offset, create=True)
@@ -603,17 +606,32 @@ class PartitionLog:
 
     # --- flushing and closing --------------------------------------------------------------
 
-    def flush(self, fsync: bool = True) -> None:
+    def flush(self) -> None:
         """fsync everything appended so far and move the recovery point to the log end. The
-        broker calls this once for many acks=-1 appends (group commit). ``fsync=False``: the
-        caller has just made every file of this log durable another way (a filesystem-wide
-        ``syncfs`` after the last append); only record it."""
+        broker calls this once for many acks=-1 appends (group commit)."""
         self._check_open()
         active = self._segments[-1]
         for seg in self._segments:
             # The active segment's indexes are rebuilt by recovery; skip their fsync.
-            seg.flush(indexes=seg is not active, fsync=fsync)
+            seg.flush(indexes=seg is not active)
         self.recovery_point = self._leo
+        self._last_flush_ms = self._clock()
+
+    def sync_mark(self) -> tuple:
+        """What a filesystem-wide sync (``syncfs``) started now makes durable: pass it to
+        ``synced`` once that sync has finished. Appends meanwhile are not covered by it."""
+        self._check_open()
+        return self._leo, self._truncations, [seg.sync_mark() for seg in self._segments]
+
+    def synced(self, mark: tuple) -> None:
+        """A filesystem-wide sync started at ``mark`` has finished: record what it made durable
+        (what flush() records, up to the mark; later appends stay dirty)."""
+        self._check_open()
+        leo, truncations, segments = mark
+        for seg, writes, index_writes, time_index_writes in segments:
+            seg.synced(writes, index_writes, time_index_writes)
+        if truncations == self._truncations and leo > self.recovery_point:
+            self.recovery_point = leo
         self._last_flush_ms = self._clock()
 
     def maybe_flush(self, now_ms: int | None = None) -> bool:

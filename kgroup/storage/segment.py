@@ -90,7 +90,10 @@ class LogSegment:
         self.size = os.fstat(self._fd).st_size
         self.created_ms = clock()
         self.next_offset = base_offset
-        self.dirty = create  # bytes not yet fsynced
+        # Writes so far and how many are known durable (as in Index): a counter, so a filesystem
+        # sync that ran while more was appended marks only what it covered.
+        self.writes = 1 if create else 0
+        self.synced_writes = 0
         self._bytes_since_last_index_entry = 0
         self._max_ts: int | None = None  # None: not yet read from the time index
         self._max_ts_offset = base_offset
@@ -241,7 +244,7 @@ class LogSegment:
         self._max_ts, self._max_ts_offset = max_ts, max_off
         self.size = pos
         self.next_offset = headers[-1].next_offset
-        self.dirty = True
+        self.writes += 1
 
     def truncate_to(self, offset: int) -> int:
         """Remove every batch whose last offset is >= ``offset``; return the bytes removed."""
@@ -254,7 +257,7 @@ class LogSegment:
         removed = self.size - position
         os.ftruncate(self._fd, position)
         self.size = position
-        self.dirty = True
+        self.writes += 1
         if position == 0:
             self.created_ms = self._clock()
             self._rolling_ts = None
@@ -329,7 +332,7 @@ class LogSegment:
         self._rolling_ts = None
         # A normally closed segment ends with its largest timestamp in the time index.
         self.time_index.maybe_append(max_ts, max_off, skip_full_check=True)
-        self.dirty = True
+        self.writes += 1
         return cut
 
     # --- reads -----------------------------------------------------------------------------
@@ -389,16 +392,32 @@ class LogSegment:
         self.index.close()
         self.time_index.close()
 
-    def flush(self, indexes: bool = True, fsync: bool = True) -> None:
-        """fsync what is dirty; ``fsync=False``: the caller already made the files durable (a
-        filesystem-wide sync), only record that they are clean."""
-        if self.dirty:
-            if fsync:
-                os.fsync(self._fd)
-            self.dirty = False
+    @property
+    def dirty(self) -> bool:
+        """Bytes written that are not known durable yet."""
+        return self.writes != self.synced_writes
+
+    def flush(self, indexes: bool = True) -> None:
+        """fsync what is dirty."""
+        writes = self.writes
+        if writes != self.synced_writes:
+            os.fsync(self._fd)
+            self.synced_writes = writes
         if indexes:
-            self.index.flush(fsync)
-            self.time_index.flush(fsync)
+            self.index.flush()
+            self.time_index.flush()
+
+    def sync_mark(self) -> tuple:
+        """The write counters of this segment's files, for ``synced``."""
+        return self, self.writes, self.index.writes, self.time_index.writes
+
+    def synced(self, writes: int, index_writes: int, time_index_writes: int) -> None:
+        """A filesystem-wide sync that started at ``sync_mark`` has finished: what was written
+        before it is durable (later writes stay dirty)."""
+        if writes > self.synced_writes:
+            self.synced_writes = writes
+        self.index.synced(index_writes)
+        self.time_index.synced(time_index_writes)
 
     def close(self) -> None:
         if self._fd < 0:

@@ -1,9 +1,10 @@
 """Group commit in the data path, in process: waiters are answered only after their logs were
 made durable, one fsync per log (or one syncfs for several logs) serves every waiter of a loop
-iteration, and an fsync failure fails the waiters instead of acknowledging (the data stays dirty
-and the next flush retries it)."""
+iteration, a syncfs runs on its own thread while the loop goes on, and an fsync failure fails
+the waiters instead of acknowledging (the data stays dirty and the next flush retries it)."""
 import asyncio
 import os
+import threading
 
 import pytest
 
@@ -73,6 +74,50 @@ def test_one_syncfs_replaces_the_fsyncs_of_several_logs(tmp_path, monkeypatch):
         assert (a.recovery_point, b.recovery_point) == (10, 1)
         assert calls == {"fsync": 0, "syncfs": 1}
         assert not a.active_segment.dirty and not b.active_segment.dirty
+        dp.close()
+
+    asyncio.run(main())
+
+
+@pytest.mark.skipif(not fs.syncfs_available(), reason="syncfs(2) is Linux-only")
+def test_the_loop_goes_on_during_a_syncfs_and_later_appends_wait_for_the_next_one(tmp_path, monkeypatch):
+    entered = [threading.Event(), threading.Event()]
+    release = [threading.Event(), threading.Event()]
+    threads = []
+
+    def held_syncfs(fd):       # each call waits until the test lets it finish
+        n = len(threads)
+        threads.append(threading.current_thread().name)
+        entered[n].set()
+        assert release[n].wait(10)
+        fs.syncfs(fd)
+    monkeypatch.setattr(data_path_module, "syncfs", held_syncfs)
+
+    async def until(event):
+        for _ in range(5000):
+            if event.is_set():
+                return
+            await asyncio.sleep(0.001)     # the loop is free while the sync thread is busy
+        raise AssertionError("the sync never started")
+
+    async def main():
+        dp = _dp(tmp_path)
+        a, b = dp.log("t", 0), dp.log("t", 1)
+        first = _append_and_wait(dp, [(a, 2), (b, 1)])
+        await until(entered[0])
+        second = _append_and_wait(dp, [(a, 1), (b, 1)])     # appended while the first sync runs
+        await asyncio.sleep(0.05)
+        assert not first.done() and not second.done() and len(threads) == 1   # one sync at a time
+        assert (a.recovery_point, b.recovery_point) == (0, 0)
+        release[0].set()
+        await first
+        assert (a.recovery_point, b.recovery_point) == (2, 1)   # what the first sync covered
+        assert a.active_segment.dirty and not second.done()     # the rest waits for the second
+        await until(entered[1])
+        release[1].set()
+        await second
+        assert (a.recovery_point, b.recovery_point) == (3, 2) and not a.active_segment.dirty
+        assert all(name.startswith("kgroup-syncfs") for name in threads)
         dp.close()
 
     asyncio.run(main())

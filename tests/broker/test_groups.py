@@ -419,6 +419,7 @@ def test_offsets_records_decode_with_an_independent_decoder(tmp_path):
 # end of the event-loop iteration; these pin that it behaves exactly as one write per commit would.
 
 import asyncio  # noqa: E402
+import inspect  # noqa: E402
 
 from kgroup.broker.broker import Broker  # noqa: E402
 from kgroup.broker.config import BrokerConfig  # noqa: E402
@@ -438,7 +439,7 @@ def _submit(b, req, version):
 
 
 async def _answer(result):
-    if isinstance(result, asyncio.Future) or asyncio.iscoroutine(result):
+    if inspect.isawaitable(result):
         return await result
     return result
 

@@ -254,22 +254,40 @@ def test_flush_policy(tmp_path, clock):
     assert timed.maybe_flush(clock.now + 1000) is True and timed.unflushed_messages == 0
 
 
-def test_flush_without_fsync_records_a_flush(tmp_path, clock, monkeypatch):
+def test_a_sync_mark_records_only_what_the_filesystem_sync_covered(tmp_path, clock, monkeypatch):
     plog = open_log(tmp_path / "t-0", clock, segment_bytes=200)
-    for _ in range(4):
-        plog.append(batch(2))     # rolls: closed segments with indexes, and an active one
-    assert len(plog._segments) > 1 and plog.unflushed_messages == 8
-    monkeypatch.setattr(os, "fsync", lambda fd: pytest.fail("flush(fsync=False) must not fsync"))
+    for _ in range(3):
+        plog.append(batch(2))     # rolls (two batches a segment): closed segments with indexes, and an active one
+    assert len(plog._segments) > 1 and plog.unflushed_messages == 6
+    mark = plog.sync_mark()       # a syncfs starts here ...
+    active = plog.active_segment
+    plog.append(batch(2))         # ... and this append lands while it runs
+    assert plog.active_segment is active
+    fsyncs = []
+    monkeypatch.setattr(os, "fsync", fsyncs.append)
     clock.now += 5
-    plog.flush(fsync=False)
-    assert plog.recovery_point == 8 and plog.unflushed_messages == 0 and plog._last_flush_ms == clock.now
-    assert not any(seg.dirty for seg in plog._segments)
-    assert not any(seg.index._dirty for seg in plog._segments[:-1])
-    plog.flush()                  # nothing left to fsync
+    plog.synced(mark)             # ... it finished
+    assert fsyncs == []           # recording a sync fsyncs nothing
+    assert plog.recovery_point == 6 and plog.unflushed_messages == 2 and plog._last_flush_ms == clock.now
+    assert not any(seg.dirty or seg.index.dirty or seg.time_index.dirty for seg in plog._segments[:-1])
+    assert active.dirty           # written after the mark: still to be made durable
+    plog.flush()
+    assert len(fsyncs) == 1 and not active.dirty and plog.unflushed_messages == 0
+    plog.synced(mark)             # an old mark never moves anything back
+    assert plog.recovery_point == 8 and not active.dirty
+
+    plog.append(batch(2))
+    mark = plog.sync_mark()       # a truncation while a sync runs: the mark's end is not trusted
+    plog.truncate_to(8)
+    plog.append(batch(3))
+    plog.synced(mark)
+    assert plog.log_end_offset == 11 and plog.recovery_point == 8 and plog.active_segment.dirty
     monkeypatch.undo()
-    plog.close()                  # a clean close still fsyncs the active segment's indexes
+    plog.close()
     with pytest.raises(Exception):
-        plog.flush(fsync=False)   # a closed log refuses
+        plog.synced(mark)         # a closed log refuses
+    with pytest.raises(Exception):
+        plog.sync_mark()
 
 
 @pytest.mark.skipif(not fs.syncfs_available(), reason="syncfs(2) is Linux-only")

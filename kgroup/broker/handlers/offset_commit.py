@@ -1,11 +1,11 @@
 """OffsetCommit (8) v0-9: partitions of topics this broker does not have get
 UNKNOWN_TOPIC_OR_PARTITION (Kafka's KafkaApis check); the rest go to the group's shard, whose
 runtime may batch consecutive commits into one write (``GroupRuntime.execute(offset_commit=True)``)."""
-import asyncio
 import copy
 
 from ...protocol.errors import ErrorCode
 from ...protocol.messages.offset_commit import OffsetCommitResponse
+from ..pending import PendingResponse
 
 TopicResponse = OffsetCommitResponse.OffsetCommitResponseTopic
 PartitionResponse = OffsetCommitResponse.OffsetCommitResponsePartition
@@ -35,7 +35,7 @@ def handle(broker, ctx, req, version):
     sub.topics = known
     answer = broker.groups.execute(req.group_id, lambda shard, now, token: shard.handle_offset_commit(
         sub, version, now, token), offset_commit=True)
-    if isinstance(answer, asyncio.Future):
+    if isinstance(answer, PendingResponse):
         return _with_unknown_later(answer, unknown)
     return _with_unknown(answer, unknown)
 
