@@ -19,6 +19,7 @@ from .metadata import ClusterMetadata, Topic
 from .server import KafkaConnection
 
 log = logging.getLogger("kgroup.broker")
+GC_YOUNG_THRESHOLD = 50_000     # allocations between young collections (CPython's default: 700)
 
 
 class Broker:
@@ -50,6 +51,10 @@ class Broker:
         # Everything allocated so far (codec classes, metadata, loaded logs) lives for the whole
         # run: keep it out of the garbage collector's generations so each collection is cheaper.
         gc.freeze()
+        # A burst of pipelined requests keeps tens of thousands of short-lived objects alive
+        # until its group commit answers it; at the default threshold (700) the collector would
+        # scan them dozens of times per burst (~9% of an OffsetCommit's instructions here).
+        gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
         self.server = await loop.create_server(lambda: KafkaConnection(self), host or "0.0.0.0", port,
                                                reuse_address=True)
         self.bound_port = self.server.sockets[0].getsockname()[1]

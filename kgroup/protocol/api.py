@@ -158,18 +158,12 @@ def encode_response(api_key: int, version: int, correlation_id: int, body) -> li
     """A response frame (length prefix included) as a list of bytes-like pieces."""
     pieces = body.encode(version)
     prefix, header_size = _RESPONSE_PREFIX[api_key, version]
-    size = header_size
-    for p in pieces:
-        size += len(p)
-    pieces.insert(0, prefix.pack(size, correlation_id))
+    pieces.insert(0, prefix.pack(header_size + sum(map(len, pieces)), correlation_id))
     return pieces
 
 
 def _framed(pieces: list) -> list:
-    size = 0
-    for p in pieces:
-        size += len(p)
-    pieces.insert(0, _INT32.pack(size))
+    pieces.insert(0, _INT32.pack(sum(map(len, pieces))))
     return pieces
 
 

@@ -28,7 +28,7 @@ import os
 import struct
 import sys
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import IntEnum
 from typing import Iterator, NamedTuple, Sequence
 
@@ -643,7 +643,7 @@ class Record:
     ``timestamp`` is absolute; ``decode_records`` fills both absolutely."""
     key: bytes | None = None
     value: bytes | None = None
-    headers: Sequence[tuple[str, bytes | None]] = field(default_factory=tuple)
+    headers: Sequence[tuple[str, bytes | None]] = ()
     timestamp: int = NO_TIMESTAMP
     offset: int = -1
 
