@@ -129,9 +129,12 @@ class GroupRuntime:
         """Run ``op(shard, now_ms, token) -> Result`` on the group's shard. Returns the response
         when the operation answered at once, else the token (a PendingResponse). ``offset_commit``: the op is an
         OffsetCommit, whose records may be held and batched with its neighbours'."""
-        self.ensure_offsets_topic()
+        if OFFSETS_TOPIC not in self.broker.metadata.topics:
+            self.ensure_offsets_topic()
         token = PendingResponse()
-        p = self.shard_for(group_id)
+        p = self._partition_of.get(group_id)
+        if p is None:
+            p = self.shard_for(group_id)
         shard = self.shards[p]
         if p in self._held and not (offset_commit and group_id in shard.groups.groups):
             self._write_held(p)

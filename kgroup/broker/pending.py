@@ -28,7 +28,8 @@ class PendingResponse:
         if not self.answered:
             self.response = response
             self.answered = True
-            self._notify()
+            if self.listener is not None:   # none yet when answered at once (the common case)
+                self._notify()
 
     def fail(self, error: BaseException) -> None:
         if not self.answered:

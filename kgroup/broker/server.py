@@ -198,16 +198,17 @@ class KafkaConnection(asyncio.BufferedProtocol):
     def _handle_frame(self, frame: bytes):
         view = memoryview(frame)
         try:
-            api_key, version = peek_key_version(view)
+            key_version = peek_key_version(view)
         except DecodeError as e:
             self._abort(str(e))
             return
+        api_key, version = key_version
         handler = handler_for(api_key, version)
         if handler is None:
             self._unsupported(frame, api_key, version)
             return
         try:
-            header, body = parse_request(view)
+            header, body = parse_request(view, key_version)
         except DecodeError as e:
             self._abort(f"cannot decode api key {api_key} v{version}: {e}")
             return

@@ -49,7 +49,8 @@ class OffsetMetadataManager:
     def replay_offset_commit(self, group_id: str, topic: str, partition: int, value) -> None:
         if value is not None:
             # A consumer that commits without group management gets a "simple" (empty) group.
-            self.groups.ensure_simple_group(group_id)
+            if group_id not in self.groups.groups:
+                self.groups.ensure_simple_group(group_id)
             self.offsets.setdefault(group_id, {}).setdefault(topic, {})[partition] = \
                 OffsetAndMetadata.from_record(value)
             return
@@ -85,7 +86,7 @@ class OffsetMetadataManager:
                 if member is not None:
                     self.groups.reschedule_heartbeat(group, member)   # a commit keeps the session alive
 
-        now = self.now
+        now = self.timer.now
         expire = None if req.retention_time_ms == -1 else now + req.retention_time_ms
         T = OffsetCommitResponse.OffsetCommitResponseTopic
         P = T.OffsetCommitResponsePartition

@@ -83,7 +83,8 @@ def _offset_commit_key(group: str, topic: str, partition: int) -> tuple[bytes, o
 def offset_commit_record(group: str, topic: str, partition: int, offset: int, leader_epoch: int,
                          metadata: str, commit_timestamp_ms: int,
                          expire_timestamp_ms: int | None) -> Record:
-    key_bytes, key = _offset_commit_key(group, topic, partition)
+    hit = _commit_keys.get((group, topic, partition))     # the cache hit inline: once per commit
+    key_bytes, key = hit if hit is not None else _offset_commit_key(group, topic, partition)
     version = (OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRE if expire_timestamp_ms is not None
                else OFFSET_COMMIT_VALUE_VERSION)
     value = OffsetCommitValue(offset=offset, leader_epoch=leader_epoch, metadata=metadata,

@@ -106,9 +106,9 @@ class GroupCoordinatorShard:
         """The records of ``result`` are in the log: replay them, run post-write steps, and
         return every (token, response) to send."""
         self.timer.now = result.now_ms if now_ms is None else now_ms
-        for record in result.decoded_records:
+        for record in result._records:
             self._apply(record)
-        out = result.responses
+        out = [(t, r) for t, r, _ in result._replies]
         if result._on_commit:
             extra = Result(self.timer.now)
             for fn in result._on_commit:

@@ -122,12 +122,14 @@ def peek_key_version(frame) -> tuple[int, int]:
     return _KEY_VERSION.unpack_from(frame, 0)
 
 
-def parse_request(frame: memoryview):
+def parse_request(frame: memoryview, key_version: tuple[int, int] | None = None):
     """Decode a request frame (length prefix removed) into (header, body).
 
-    The caller has checked with ``peek_key_version`` that the key and version are supported.
+    The caller has checked with ``peek_key_version`` that the key and version are supported
+    (and may pass what it returned).
     """
-    key_version = peek_key_version(frame)
+    if key_version is None:
+        key_version = peek_key_version(frame)
     decoders = _REQUEST_DECODERS.get(key_version)
     if decoders is None:
         raise DecodeError("no request api key %d version %d" % key_version)

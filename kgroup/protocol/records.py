@@ -648,17 +648,19 @@ class Record:
     offset: int = -1
 
 
-# zig-zag varints for small values are looked up, not computed.
-_SMALL_VARINTS = [write_varint(i) for i in range(-64, 64)]
+# zig-zag varints for small values are looked up, not computed: lengths and deltas of most
+# records (coordinator records, small messages) fall in this range.
+_SMALL_MIN, _SMALL_MAX = -64, 1024
+_SMALL_VARINTS = [write_varint(i) for i in range(_SMALL_MIN, _SMALL_MAX)]
 
 
 def _varint(n: int) -> bytes:
-    if -64 <= n < 64:
-        return _SMALL_VARINTS[n + 64]
+    if _SMALL_MIN <= n < _SMALL_MAX:
+        return _SMALL_VARINTS[n - _SMALL_MIN]
     return write_varint(n)
 
 
-_NULL = _SMALL_VARINTS[-1 + 64]
+_NULL = _varint(-1)
 
 
 def _put_bytes(body: bytearray, data) -> None:
@@ -671,15 +673,23 @@ def _put_bytes(body: bytearray, data) -> None:
 
 
 def _encode_record(out: bytearray, offset_delta: int, ts_delta: int, key, value, headers) -> None:
-    body = bytearray(b"\x00")  # attributes: unused in v2
-    body += _varint(ts_delta)
-    body += _varint(offset_delta)
-    _put_bytes(body, key)
-    _put_bytes(body, value)
-    body += _varint(len(headers))
-    for hkey, hvalue in headers:
-        _put_bytes(body, hkey.encode("utf-8") if isinstance(hkey, str) else bytes(hkey))
-        _put_bytes(body, hvalue)
+    # Runs once per record: the common header-less record is built without helper calls.
+    if headers or key is None or value is None or not (
+            0 <= offset_delta < _SMALL_MAX and _SMALL_MIN <= ts_delta < _SMALL_MAX
+            and len(key) < _SMALL_MAX and len(value) < _SMALL_MAX):
+        body = bytearray(b"\x00")  # attributes: unused in v2
+        body += _varint(ts_delta)
+        body += _varint(offset_delta)
+        _put_bytes(body, key)
+        _put_bytes(body, value)
+        body += _varint(len(headers))
+        for hkey, hvalue in headers:
+            _put_bytes(body, hkey.encode("utf-8") if isinstance(hkey, str) else bytes(hkey))
+            _put_bytes(body, hvalue)
+    else:
+        v = _SMALL_VARINTS
+        body = b"".join((b"\x00", v[ts_delta - _SMALL_MIN], v[offset_delta - _SMALL_MIN],
+                         v[len(key) - _SMALL_MIN], key, v[len(value) - _SMALL_MIN], value, b"\x00"))
     out += _varint(len(body))
     out += body
 

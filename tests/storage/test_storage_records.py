@@ -251,3 +251,21 @@ def test_build_decode_round_trip(recs, base, codec, pid, seq, txn, lat):
     else:
         assert [r.timestamp for r in out] == [r.timestamp for r in recs]
         assert h.max_timestamp == max(r.timestamp for r in recs)
+
+
+_sizes = st.sampled_from([0, 1, 63, 64, 127, 128, 1023, 1024, 3000])
+_plain_record = st.builds(Record, key=st.none() | _sizes.map(lambda n: b"k" * n),
+                          value=st.none() | _sizes.map(lambda n: b"v" * n),
+                          timestamp=st.integers(1_700_000_000_000 - 70, 1_700_000_000_000 + 1100))
+
+
+@settings(max_examples=80, deadline=None)
+@given(recs=st.lists(_plain_record, min_size=1, max_size=30), many=st.booleans())
+def test_header_less_records_round_trip_across_the_varint_table_bounds(recs, many):
+    """Header-less records take the inline-varint path when deltas and lengths fit the table;
+    lengths, timestamp deltas and offset deltas on both sides of its bounds decode the same."""
+    if many:    # offset deltas past the table (1024)
+        recs = recs + [Record(key=b"k", value=b"v", timestamp=recs[0].timestamp)] * 1100
+    out = decode_records(build_batch(recs))
+    assert [(r.key, r.value, r.timestamp, r.offset, list(r.headers)) for r in out] == \
+        [(r.key, r.value, r.timestamp, i, []) for i, r in enumerate(recs)]

@@ -42,18 +42,13 @@ def handle(broker, ctx, req, version):
 
 def _all_known(md, topics) -> bool:
     for t in topics:
-        if not _known(md.get(t.name), t.partitions):
+        topic = md.get(t.name)
+        if topic is None:
             return False
-    return True
-
-
-def _known(topic, partitions) -> bool:
-    if topic is None:
-        return False
-    n = topic.num_partitions
-    for p in partitions:
-        if not 0 <= p.partition_index < n:
-            return False
+        n = topic.num_partitions
+        for p in t.partitions:
+            if not 0 <= p.partition_index < n:
+                return False
     return True
 
 
