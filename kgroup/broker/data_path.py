@@ -185,8 +185,12 @@ class DataPath:
         is appended meanwhile waits for the next round, which starts when this one ends."""
         if self._syncer is None:
             self._syncer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="kgroup-syncfs")
+        try:
+            done = asyncio.get_running_loop().run_in_executor(self._syncer, _sync_filesystem, self.data_dir)
+        except RuntimeError as e:   # closed meanwhile (shutdown): nothing more is made durable
+            self._resolve(waiters, e)
+            return
         self._sync_in_flight = True
-        done = asyncio.get_running_loop().run_in_executor(self._syncer, _sync_filesystem, self.data_dir)
         done.add_done_callback(lambda f: self._synced(f, marks, waiters, error))
 
     def _synced(self, done, marks, waiters, error) -> None:

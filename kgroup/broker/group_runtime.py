@@ -127,8 +127,9 @@ class GroupRuntime:
     # -- operations -----------------------------------------------------------------------------
     def execute(self, group_id: str, op, *, offset_commit: bool = False):
         """Run ``op(shard, now_ms, token) -> Result`` on the group's shard. Returns the response
-        when the operation answered at once, else the token (a PendingResponse). ``offset_commit``: the op is an
-        OffsetCommit, whose records may be held and batched with its neighbours'."""
+        when the operation answered at once, else the token (a PendingResponse).
+        ``offset_commit``: the op is an OffsetCommit, whose records may be held and batched with
+        its neighbours'."""
         if OFFSETS_TOPIC not in self.broker.metadata.topics:
             self.ensure_offsets_topic()
         token = PendingResponse()

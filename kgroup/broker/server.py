@@ -9,9 +9,10 @@ Theory of operation, per connection:
 - Each frame is decoded (header, then body at the header's version) and handed to its handler.
   A handler returns a response object, ``None`` (nothing to send, e.g. Produce acks=0), a
   PendingResponse (the group coordinator answers it later: an OffsetCommit after its fsync, a
-  parked JoinGroup), or an awaitable (a long-polling Fetch, a produce waiting for its fsync). Every response gets a slot in a FIFO;
-  slots are written only from the head, so responses leave in request order even when a later
-  request finishes first. Many requests may be in flight on one connection.
+  parked JoinGroup), or an awaitable (a long-polling Fetch, a produce waiting for its fsync).
+  Every response gets a slot in a FIFO; slots are written only from the head, so responses
+  leave in request order even when a later request finishes first. Many requests may be in
+  flight on one connection.
 - Bad input closes only that connection, with a WARNING naming the peer and the reason; the
   server itself never dies from client input. As in Kafka, a request for an API or version we do
   not serve closes the connection, except ApiVersions, which is answered with
