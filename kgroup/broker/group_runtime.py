@@ -125,11 +125,11 @@ class GroupRuntime:
                  time.monotonic() - started)
 
     # -- operations -----------------------------------------------------------------------------
-    def execute(self, group_id: str, op, *, offset_commit: bool = False):
-        """Run ``op(shard, now_ms, token) -> Result`` on the group's shard. Returns the response
-        when the operation answered at once, else the token (a PendingResponse).
-        ``offset_commit``: the op is an OffsetCommit, whose records may be held and batched with
-        its neighbours'."""
+    def execute(self, group_id: str, handle, req, version: int, *extra, offset_commit: bool = False):
+        """Run ``handle(shard, req, version, now_ms, token, *extra) -> Result`` (a shard's
+        ``handle_xxx``, unbound) on the group's shard. Returns the response when the operation
+        answered at once, else the token (a PendingResponse). ``offset_commit``: the op is an
+        OffsetCommit, whose records may be held and batched with its neighbours'."""
         if OFFSETS_TOPIC not in self.broker.metadata.topics:
             self.ensure_offsets_topic()
         token = PendingResponse()
@@ -139,7 +139,7 @@ class GroupRuntime:
         shard = self.shards[p]
         if p in self._held and not (offset_commit and group_id in shard.groups.groups):
             self._write_held(p)
-        self._run(shard, op(shard, now_ms(), token), may_hold=offset_commit)
+        self._run(shard, handle(shard, req, version, now_ms(), token, *extra), may_hold=offset_commit)
         return token.response if token.answered else token
 
     def execute_many(self, group_ids, items, build, op, merge):

@@ -28,7 +28,7 @@ import struct
 from ..protocol.api import API_BY_KEY, ApiKey, encode_response, parse_request, peek_key_version
 from ..protocol.primitives import DecodeError
 from ..protocol.schema import Message
-from .handlers import handler_for
+from .handlers import HANDLER_BY_KEY_VERSION
 from .handlers.api_versions import unsupported_version_response
 from .pending import PendingResponse
 
@@ -196,15 +196,17 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 self._compact()
 
     # -- dispatch -------------------------------------------------------------------------------
-    def _handle_frame(self, frame: bytes):
-        view = memoryview(frame)
+    def _handle_frame(self, frame):
+        # A small frame is bytes, decoded as is (cheaper to index and slice than a view); a large
+        # one is its own bytearray, decoded through a view so its record sets are never copied.
+        view = frame if type(frame) is bytes else memoryview(frame)
         try:
             key_version = peek_key_version(view)
         except DecodeError as e:
             self._abort(str(e))
             return
         api_key, version = key_version
-        handler = handler_for(api_key, version)
+        handler = HANDLER_BY_KEY_VERSION.get(key_version)
         if handler is None:
             self._unsupported(frame, api_key, version)
             return
@@ -220,7 +222,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._abort("internal error while handling the request")
             return
         if isinstance(result, Message):      # answered at once: the common case
-            self._queue_ready(encode_response(api_key, version, header.correlation_id, result))
+            pieces = encode_response(api_key, version, header.correlation_id, result)
+            if not self.slots:
+                self.out += pieces
+            else:
+                self.slots.append([pieces, None])
         elif type(result) is PendingResponse:   # the coordinator answers it later, by a direct call
             slot = [None, result, api_key, version, header.correlation_id]
             self.slots.append(slot)

@@ -158,7 +158,8 @@ def encode_request(body, version: int, correlation_id: int, client_id: str | Non
 
 def encode_response(api_key: int, version: int, correlation_id: int, body) -> list:
     """A response frame (length prefix included) as a list of bytes-like pieces."""
-    pieces = body.encode(version)
+    pieces = []
+    type(body)._ENCODERS[version](body, pieces)
     prefix, header_size = _RESPONSE_PREFIX[api_key, version]
     pieces.insert(0, prefix.pack(header_size + sum(map(len, pieces)), correlation_id))
     return pieces

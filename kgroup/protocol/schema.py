@@ -314,8 +314,8 @@ def _emit_read_value(g, L, ind, f: Field, typ: str, target: str, v: int, flex: b
             L.append(f"{ind}    {target} = str(buf[pos:e], 'utf-8')")
         elif typ == "bytes":
             L.append(f"{ind}    {target} = bytes(buf[pos:e])")
-        else:
-            L.append(f"{ind}    {target} = buf[pos:e]")
+        else:   # records: a view of the request buffer, never a copy (buf may be bytes or a view)
+            L.append(f"{ind}    {target} = _mv(buf)[pos:e]")
         L.append(f"{ind}    pos = e")
         return
     # struct

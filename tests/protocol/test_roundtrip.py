@@ -19,11 +19,15 @@ def test_roundtrip(cls, version, data):
     back = cls.from_bytes(raw, version)
     assert back == msg
     assert back.to_bytes(version) == raw
+    # The server decodes small frames from bytes, large ones from a view: the same message.
+    assert cls.decode(raw, version) == (msg, len(raw))
     # Every strict prefix is rejected with DecodeError, never another exception.
     cut = data.draw(st.integers(0, max(0, len(raw) - 1)))
     if cut < len(raw):
         with pytest.raises(DecodeError):
             cls.from_bytes(raw[:cut], version)
+        with pytest.raises(DecodeError):
+            cls.decode(raw[:cut], version)
 
 
 def test_records_as_list_of_buffers_encode_like_one_buffer():

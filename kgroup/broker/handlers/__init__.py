@@ -40,7 +40,6 @@ def advertised() -> list[tuple[int, int, int]]:
     return sorted((int(k), lo, hi) for k, (_, lo, hi) in HANDLERS.items())
 
 
-def handler_for(api_key: int, version: int):
-    """The handler of a request we serve at this version, else None."""
-    entry = HANDLERS.get(api_key)
-    return entry[0] if entry is not None and entry[1] <= version <= entry[2] else None
+# (api key, version) -> handler, for every version we serve: the server's one lookup per request
+HANDLER_BY_KEY_VERSION = {(int(k), v): h for k, (h, lo, hi) in HANDLERS.items() for v in range(lo, hi + 1)}
+

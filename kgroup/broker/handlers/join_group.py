@@ -1,7 +1,7 @@
 """JoinGroup (11) v0-9: handled by the group's coordinator shard (kgroup.coordinator)."""
+from ...coordinator import GroupCoordinatorShard as Shard
 
 
 def handle(broker, ctx, req, version):
     host = "/" + ctx.client_host  # Kafka prints the member's host as InetAddress.toString does
-    return broker.groups.execute(req.group_id, lambda shard, now, token: shard.handle_join_group(
-        req, version, now, token, ctx.client_id, host))
+    return broker.groups.execute(req.group_id, Shard.handle_join_group, req, version, ctx.client_id, host)

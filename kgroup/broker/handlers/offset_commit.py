@@ -3,6 +3,7 @@ UNKNOWN_TOPIC_OR_PARTITION (Kafka's KafkaApis check); the rest go to the group's
 runtime may batch consecutive commits into one write (``GroupRuntime.execute(offset_commit=True)``)."""
 import copy
 
+from ...coordinator import GroupCoordinatorShard as Shard
 from ...protocol.errors import ErrorCode
 from ...protocol.messages.offset_commit import OffsetCommitResponse
 from ..pending import PendingResponse
@@ -14,8 +15,7 @@ PartitionResponse = OffsetCommitResponse.OffsetCommitResponsePartition
 def handle(broker, ctx, req, version):
     md = broker.metadata
     if _all_known(md, req.topics):
-        return broker.groups.execute(req.group_id, lambda shard, now, token: shard.handle_offset_commit(
-            req, version, now, token), offset_commit=True)
+        return broker.groups.execute(req.group_id, Shard.handle_offset_commit, req, version, offset_commit=True)
     unknown = []
     known = []
     for t in req.topics:
@@ -29,12 +29,10 @@ def handle(broker, ctx, req, version):
         if t.partitions:
             known.append(t)
     if not unknown:
-        return broker.groups.execute(req.group_id, lambda shard, now, token: shard.handle_offset_commit(
-            req, version, now, token), offset_commit=True)
+        return broker.groups.execute(req.group_id, Shard.handle_offset_commit, req, version, offset_commit=True)
     sub = copy.copy(req)
     sub.topics = known
-    answer = broker.groups.execute(req.group_id, lambda shard, now, token: shard.handle_offset_commit(
-        sub, version, now, token), offset_commit=True)
+    answer = broker.groups.execute(req.group_id, Shard.handle_offset_commit, sub, version, offset_commit=True)
     if isinstance(answer, PendingResponse):
         return _with_unknown_later(answer, unknown)
     return _with_unknown(answer, unknown)

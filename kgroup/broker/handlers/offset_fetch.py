@@ -2,13 +2,13 @@
 and answered in request order)."""
 import copy
 
+from ...coordinator import GroupCoordinatorShard as Shard
 from ...protocol.messages.offset_fetch import OffsetFetchResponse
 
 
 def handle(broker, ctx, req, version):
     if version < 8:
-        return broker.groups.execute(req.group_id, lambda shard, now, token: shard.handle_offset_fetch(
-            req, version, now, token))
+        return broker.groups.execute(req.group_id, Shard.handle_offset_fetch, req, version)
 
     def build(groups):
         sub = copy.copy(req)

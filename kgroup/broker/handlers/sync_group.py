@@ -1,5 +1,6 @@
 """SyncGroup (14): handled by the group's coordinator shard (kgroup.coordinator)."""
+from ...coordinator import GroupCoordinatorShard as Shard
 
 
 def handle(broker, ctx, req, version):
-    return broker.groups.execute(req.group_id, lambda shard, now, token: shard.handle_sync_group(req, version, now, token))
+    return broker.groups.execute(req.group_id, Shard.handle_sync_group, req, version)
