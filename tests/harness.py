@@ -11,7 +11,10 @@ import subprocess
 import sys
 import time
 
+from kgroup.coordinator import group_partition
+from kgroup.coordinator.records import GROUP_METADATA, decode_record
 from kgroup.protocol.api import encode_request, parse_response
+from kgroup.protocol.records import decode_records, iter_batches
 from tests.conftest import ROOT
 
 
@@ -115,3 +118,28 @@ class RawClient:
 
     def close(self):
         self.sock.close()
+
+
+def free_port() -> int:
+    """A port free on 127.0.0.1 right now (for a peer that must be told its port up front)."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def group_records(data_dir, group, num_partitions=50):
+    """Every GroupMetadataValue of ``group`` in its ``__consumer_offsets`` partition, in log order
+    (what the coordinator persisted per generation), read from the broker's data directory."""
+    directory = os.path.join(data_dir, f"__consumer_offsets-{group_partition(group, num_partitions)}")
+    out = []
+    for name in sorted(f for f in os.listdir(directory) if f.endswith(".log")):
+        with open(os.path.join(directory, name), "rb") as f:
+            data = f.read()
+        for _pos, header, batch in iter_batches(data):
+            for r in decode_records(batch, header):
+                rec = decode_record(r.key, r.value)
+                if rec.record_type == GROUP_METADATA and rec.key_struct.group == group and rec.value_struct:
+                    out.append(rec.value_struct)
+    return out

@@ -27,14 +27,11 @@ import time
 
 import pytest
 
-from kgroup.coordinator import group_partition
-from kgroup.coordinator.records import GROUP_METADATA, decode_record
 from kgroup.protocol.consumer_protocol import ConsumerProtocolAssignment
 from kgroup.protocol.messages.create_topics import CreateTopicsRequest
 from kgroup.protocol.messages.describe_groups import DescribeGroupsRequest
-from kgroup.protocol.records import decode_records, iter_batches
 from tests.conftest import ROOT
-from tests.harness import BrokerProcess, RawClient
+from tests.harness import BrokerProcess, RawClient, free_port, group_records
 
 pytestmark = pytest.mark.interop
 
@@ -181,21 +178,6 @@ def wait_stable(port, group, n_members, timeout=40.0):
                 return g
         time.sleep(0.2)
     raise AssertionError(f"{group} did not reach Stable with {n_members} members: {last}")
-
-
-def group_records(data_dir, group, num_partitions=50):
-    """Every GroupMetadataValue of ``group`` in its ``__consumer_offsets`` partition, in log order."""
-    directory = os.path.join(data_dir, f"__consumer_offsets-{group_partition(group, num_partitions)}")
-    out = []
-    for name in sorted(f for f in os.listdir(directory) if f.endswith(".log")):
-        with open(os.path.join(directory, name), "rb") as f:
-            data = f.read()
-        for _pos, header, batch in iter_batches(data):
-            for r in decode_records(batch, header):
-                rec = decode_record(r.key, r.value)
-                if rec.record_type == GROUP_METADATA and rec.key_struct.group == group and rec.value_struct:
-                    out.append(rec.value_struct)
-    return out
 
 
 def generations_in_log(data_dir, group, num_partitions=50):
@@ -420,12 +402,8 @@ def test_kafka_python_consumer_keeps_consuming_across_a_broker_sigkill(tmp_path)
     """Kafka's ConsumerBounceTest.testConsumptionWithBrokerFailures with one broker: a kafka-python
     consumer committing after every poll sees the broker SIGKILLed and restarted (same port) and
     ends with every record consumed (no gaps) and its commits at the log end."""
-    import socket
     from kafka import KafkaConsumer, TopicPartition
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
+    port = free_port()
     overrides = OVERRIDES + [f"listeners=PLAINTEXT://127.0.0.1:{port}"]
     broker = BrokerProcess(tmp_path / "data", overrides).start()
     n = 200

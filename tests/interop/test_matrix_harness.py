@@ -27,6 +27,7 @@ import traceback
 import pytest
 
 from tests.conftest import ROOT
+from tests.harness import free_port, group_records  # noqa: F401 - free_port: re-exported to the matrix tests
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DRIVER_PY = os.path.join(HERE, "test_matrix_drivers.py")
@@ -85,14 +86,6 @@ def client_version(client: str) -> str:
     except Exception as e:  # noqa: BLE001 - a version is informative only
         return f"? ({e})"
     return "?"
-
-
-def free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def wait_until(predicate, timeout: float, what, interval: float = 0.1):
@@ -678,18 +671,5 @@ class RecordingProxy:
 def group_generations(data_dir: str, group: str, num_partitions: int = 50) -> list[tuple]:
     """[(generation, protocol, {member ids})] of every GroupMetadata record of ``group`` in its
     __consumer_offsets partition, in log order (what the coordinator persisted per generation)."""
-    from kgroup.coordinator import group_partition
-    from kgroup.coordinator.records import GROUP_METADATA, decode_record
-    from kgroup.protocol.records import decode_records, iter_batches
-    directory = os.path.join(data_dir, f"__consumer_offsets-{group_partition(group, num_partitions)}")
-    out = []
-    for name in sorted(f for f in os.listdir(directory) if f.endswith(".log")):
-        with open(os.path.join(directory, name), "rb") as f:
-            data = f.read()
-        for _pos, header, batch in iter_batches(data):
-            for r in decode_records(batch, header):
-                rec = decode_record(r.key, r.value)
-                if rec.record_type == GROUP_METADATA and rec.key_struct.group == group and rec.value_struct:
-                    v = rec.value_struct
-                    out.append((v.generation, v.protocol, {m.member_id for m in v.members}))
-    return out
+    return [(v.generation, v.protocol, {m.member_id for m in v.members})
+            for v in group_records(data_dir, group, num_partitions)]

@@ -22,16 +22,10 @@ import time
 import urllib.error
 import urllib.request
 
+from tests.harness import free_port
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ZOOKEEPER_JAR = "/usr/share/java/zookeeper.jar"
-
-
-def free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def burrow_binary() -> str:
