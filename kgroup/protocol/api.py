@@ -122,7 +122,7 @@ def peek_key_version(frame) -> tuple[int, int]:
     return _KEY_VERSION.unpack_from(frame, 0)
 
 
-def parse_request(frame: memoryview, key_version: tuple[int, int] | None = None):
+def parse_request(frame: bytes | memoryview, key_version: tuple[int, int] | None = None):
     """Decode a request frame (length prefix removed) into (header, body).
 
     The caller has checked with ``peek_key_version`` that the key and version are supported
