@@ -451,7 +451,8 @@ def end_offsets(bootstrap: str, topic: str, partitions: int) -> dict:
 def wait_stable(bootstrap: str, group: str, n_members: int, partitions: set, timeout: float = 40.0,
                 members: Members | None = None):
     """Wait until the group is Stable with ``n_members`` whose assignments partition ``partitions``
-    (and, when ``members`` are given, every live member's own view agrees with the broker's)."""
+    (and, when ``members`` are given, each live member's own view equals one member's assignment
+    on the broker)."""
     last = [None]
 
     def ok():
@@ -462,8 +463,10 @@ def wait_stable(bootstrap: str, group: str, n_members: int, partitions: set, tim
         if sorted(owned) != sorted(partitions):
             return None
         if members is not None:
-            views = sorted(tp for m in members if m.alive for tp in m.owned())
-            if views != sorted(partitions):
+            # member by member: a stale view (the old owner still holding everything, the newcomer
+            # nothing yet) covers the partitions too, so comparing the union would pass too early
+            views = sorted(sorted(m.owned()) for m in members if m.alive)
+            if views != sorted(sorted(tuple(tp) for tp in parts) for _, _, parts in by_member.values()):
                 return None
         return last[0]
     return wait_until(ok, timeout, lambda: f"{group} Stable with {n_members} members owning {sorted(partitions)}: "
