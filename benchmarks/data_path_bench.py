@@ -45,6 +45,7 @@ from kgroup.protocol.messages.fetch import FetchRequest  # noqa: E402
 from kgroup.protocol.messages.metadata import MetadataRequest  # noqa: E402
 from kgroup.protocol.messages.produce import ProduceRequest  # noqa: E402
 from kgroup.protocol.records import Record, build_batch, iter_batches  # noqa: E402
+from kgroup.testing import rdkafka_mock  # noqa: E402
 
 MIB = 1024 * 1024
 RECORD_VALUE = 100
@@ -246,15 +247,8 @@ def start_kgroup(data_dir, src=ROOT, crc="auto"):
 
 
 def start_mock(topics):
-    shared = os.environ.get("KGROUP_SHARED", os.path.join(os.path.dirname(ROOT), "shared"))
-    args = [sys.executable, os.path.join(shared, "tools", "rdkafka-mock"), "--brokers", "1", "--seconds", "600"]
-    for t in topics:
-        args += ["--topic", f"{t}:1"]
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    line = proc.stdout.readline()
-    if not line.startswith("BOOTSTRAP="):
-        raise RuntimeError(f"rdkafka-mock printed {line!r}")
-    return proc, line.strip().split("=", 1)[1].split(",")[0]
+    proc, bootstrap = rdkafka_mock.spawn(1, {t: 1 for t in topics}, seconds=600)
+    return proc, bootstrap.split(",")[0]
 
 
 def create_topics(bootstrap, topics):

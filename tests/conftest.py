@@ -1,11 +1,9 @@
-import os
 import pathlib
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-SHARED = pathlib.Path(os.environ.get("KGROUP_SHARED", ROOT.parent / "shared"))
-SPEC = SHARED / "kafka-spec"
-
 import pytest
+
+# The repository's root. Everything the tests read lives below it: the project stands alone.
+ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
 def pytest_addoption(parser):

@@ -1,16 +1,13 @@
 """The group coordinator end to end over raw sockets (our codec, a real broker process):
 FindCoordinator v0-6, COORDINATOR_LOAD_IN_PROGRESS while a large ``__consumer_offsets`` loads,
 durability of acknowledged OffsetCommits across SIGKILL, and the ``__consumer_offsets`` records
-read back over Fetch and decoded by an independent decoder built from Kafka's JSON record schemas
-(``../shared/kafka-spec/records``) rather than from kgroup's own definitions.
+read back over Fetch and decoded by an independent decoder built from the facts of Kafka's record
+specs (``tests/kafka_spec``) rather than from kgroup's own definitions.
 """
 from __future__ import annotations
 
-import json
-import struct
 import time
 
-import crcmod.predefined
 import pytest
 
 from kgroup.clock import now_ms
@@ -31,7 +28,7 @@ from kgroup.protocol.messages.offset_commit import OffsetCommitRequest
 from kgroup.protocol.messages.offset_delete import OffsetDeleteRequest
 from kgroup.protocol.messages.offset_fetch import OffsetFetchRequest
 from kgroup.protocol.messages.sync_group import SyncGroupRequest
-from tests.conftest import SPEC
+from tests.kafka_spec import spec_decode_offsets_record, spec_iter_records
 from tests.harness import BrokerProcess, RawClient
 
 CT = CreateTopicsRequest.CreatableTopic
@@ -218,151 +215,7 @@ def test_acknowledged_commits_survive_sigkill(tmp_path):
         b.stop()
 
 
-# == __consumer_offsets records, decoded independently ==============================================
-
-def _spec(name):
-    lines = (SPEC / "records" / f"{name}.json").read_text().splitlines()
-    return json.loads("\n".join(line for line in lines if not line.strip().startswith("//")))
-
-
-def _in(versions: str | None, v: int) -> bool:
-    if versions is None or versions == "none":
-        return False
-    if versions.endswith("+"):
-        return v >= int(versions[:-1])
-    if "-" in versions:
-        lo, hi = versions.split("-")
-        return int(lo) <= v <= int(hi)
-    return v == int(versions)
-
-
-class _Reader:
-    def __init__(self, buf):
-        self.buf, self.pos = bytes(buf), 0
-
-    def take(self, n):
-        if self.pos + n > len(self.buf):
-            raise ValueError("buffer underflow")
-        out = self.buf[self.pos:self.pos + n]
-        self.pos += n
-        return out
-
-    def fixed(self, fmt):
-        return struct.unpack(">" + fmt, self.take(struct.calcsize(fmt)))[0]
-
-    def uvarint(self):
-        shift = value = 0
-        while True:
-            b = self.take(1)[0]
-            value |= (b & 0x7F) << shift
-            if not b & 0x80:
-                return value
-            shift += 7
-
-    def varint(self):
-        z = self.uvarint()
-        return (z >> 1) ^ -(z & 1)
-
-
-_FIXED = {"int8": "b", "int16": "h", "int32": "i", "int64": "q", "bool": "?"}
-
-
-def spec_decode(schema: dict, version: int, buf) -> dict:
-    """Decode ``buf`` (after the version prefix) with a Kafka JSON data schema at ``version``;
-    field names are the schema's; trailing bytes are an error."""
-    r = _Reader(buf)
-    structs = {s["name"]: s for s in schema.get("commonStructs", [])}
-    flexible = _in(schema.get("flexibleVersions"), version)
-
-    def value(typ, nullable, fields):
-        if typ in _FIXED:
-            return r.fixed(_FIXED[typ])
-        if typ in ("string", "bytes"):
-            n = r.uvarint() - 1 if flexible else r.fixed("h" if typ == "string" else "i")
-            if n < 0:
-                assert nullable, "null in a non-nullable field"
-                return None
-            raw = r.take(n)
-            return raw.decode("utf-8") if typ == "string" else raw
-        if typ.startswith("[]"):
-            n = r.uvarint() - 1 if flexible else r.fixed("i")
-            if n < 0:
-                assert nullable
-                return None
-            inner = typ[2:]
-            return [value(inner, False, fields or structs.get(inner, {}).get("fields")) for _ in range(n)]
-        return struct_(fields or structs[typ]["fields"])
-
-    def struct_(fields):
-        out = {}
-        for f in fields:
-            if not _in(f["versions"], version) or ("tag" in f and flexible):
-                out[f["name"]] = f.get("default")
-                continue
-            out[f["name"]] = value(f["type"], _in(f.get("nullableVersions"), version), f.get("fields"))
-        if flexible:
-            for _ in range(r.uvarint()):
-                r.uvarint()
-                r.take(r.uvarint())
-        return out
-
-    result = struct_(schema["fields"])
-    assert r.pos == len(r.buf), "trailing bytes"
-    return result
-
-
-def spec_decode_offsets_record(key: bytes, value: bytes | None):
-    """(kind, key dict, value dict | None) for a ``__consumer_offsets`` record, kinds named as
-    kafka-dump-log's offsets decoder names them (offset_commit, group_metadata)."""
-    record_type = struct.unpack_from(">h", key)[0]
-    if record_type in (0, 1):
-        kind, key_schema, value_schema, key_version = "offset_commit", "OffsetCommitKey", "OffsetCommitValue", record_type
-    elif record_type == 2:
-        kind, key_schema, value_schema, key_version = "group_metadata", "GroupMetadataKey", "GroupMetadataValue", 2
-    else:
-        raise ValueError(f"unknown record type {record_type}")
-    k = spec_decode(_spec(key_schema), key_version, key[2:])
-    if value is None:
-        return kind, k, None
-    v_version = struct.unpack_from(">h", value)[0]
-    return kind, k, dict(spec_decode(_spec(value_schema), v_version, value[2:]), _version=v_version)
-
-
-_crc32c = crcmod.predefined.mkCrcFun("crc-32c")
-
-
-def spec_iter_records(data: bytes):
-    """An independent RecordBatch v2 reader (uncompressed): yields (offset, key, value) and
-    checks each batch's CRC-32C."""
-    pos = 0
-    while pos + 12 <= len(data):
-        base_offset, length = struct.unpack_from(">qi", data, pos)
-        if pos + 12 + length > len(data):
-            return
-        batch = data[pos:pos + 12 + length]
-        magic, crc, attributes = struct.unpack_from(">bIh", batch, 16)
-        assert magic == 2 and attributes & 0x07 == 0
-        assert crc == _crc32c(batch[21:]), "bad batch CRC"
-        count, = struct.unpack_from(">i", batch, 57)
-        r = _Reader(batch[61:])
-        for _ in range(count):
-            end = r.varint() + r.pos
-            r.take(1)
-            r.varint()
-            offset_delta = r.varint()
-            klen = r.varint()
-            key = r.take(klen) if klen >= 0 else None
-            vlen = r.varint()
-            val = r.take(vlen) if vlen >= 0 else None
-            for _ in range(r.varint()):
-                r.take(r.varint())
-                hv = r.varint()
-                if hv >= 0:
-                    r.take(hv)
-            assert r.pos == end
-            yield base_offset + offset_delta, key, val
-        pos += 12 + length
-
+# == __consumer_offsets records, decoded independently (tests/kafka_spec) ========================
 
 def fetch_partition(c, topic, partition, version=12):
     F = FetchRequest.FetchTopic

@@ -3,8 +3,6 @@ which speaks Produce/Fetch/ListOffsets/FindCoordinator/JoinGroup/SyncGroup/Heart
 OffsetCommit/OffsetFetch/InitProducerId. Both are always installed: nothing here may skip."""
 import asyncio
 import io
-import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -17,26 +15,14 @@ from kgroup.client.consumer import Consumer
 from kgroup.client.partitioner import partition_for_key
 from kgroup.client.producer import Producer
 from kgroup.client.sync import KafkaConsumer, KafkaProducer
-from tests.conftest import SHARED
+from kgroup.testing import rdkafka_mock
 
-TOOL = SHARED / "tools" / "rdkafka-mock"
 FAST = dict(heartbeat_interval_ms=200, session_timeout_ms=2000, auto_offset_reset="earliest")
 
 
 def start_mock(*topics, brokers=1):
-    args = [sys.executable, str(TOOL), "--brokers", str(brokers), "--initial-rebalance-delay-ms", "0"]
-    for t in topics:
-        args += ["--topic", t]
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if line.startswith("BOOTSTRAP="):
-            return proc, line.strip().split("=", 1)[1]
-        if not line and proc.poll() is not None:
-            break
-    proc.kill()
-    raise RuntimeError("rdkafka-mock did not start")
+    return rdkafka_mock.spawn(brokers, {n: int(p) for n, p in (t.split(":") for t in topics)},
+                              initial_rebalance_delay_ms=0)
 
 
 @pytest.fixture(scope="module")

@@ -1,19 +1,15 @@
-"""The bytes our records produce, decoded by a tiny decoder built straight from Kafka's JSON specs
-in shared/kafka-spec/records/ (independent of kgroup's codec)."""
+"""The bytes our records produce, decoded by a tiny decoder built straight from the facts of Kafka's
+record specs (tests/kafka_spec/, independent of kgroup's codec)."""
 from __future__ import annotations
 
-import json
-import re
 import struct
 
-from tests.conftest import SPEC
 from tests.coordinator.support import Ctx, assignment, subscription
+from tests.kafka_spec import load_spec as load_record_spec
 
 
 def load_spec(name):
-    text = (SPEC / "records" / f"{name}.json").read_text()
-    text = re.sub(r"//[^\n]*", "", text)
-    return json.loads(text)
+    return load_record_spec(name, "records")
 
 
 def in_versions(spec: str, v: int) -> bool:

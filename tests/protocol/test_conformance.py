@@ -5,7 +5,7 @@ import pytest
 from kgroup.protocol import consumer_protocol, header_defs, offsets_records
 from kgroup.protocol.api import API_BY_KEY
 from kgroup.protocol.schema import INF, parse_versions, snake
-from tests.protocol.spec import load_spec
+from tests.kafka_spec import load_spec
 
 MESSAGES = []
 for api in API_BY_KEY.values():

@@ -1,0 +1,1 @@
+"""Helpers for testing Kafka code against kgroup and against its peers."""
