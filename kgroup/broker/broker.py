@@ -35,7 +35,7 @@ class Broker:
                                   {t.name: t.configs for t in self.metadata.topics.values()})
         for topic in self.metadata.topics.values():  # a crash between the two writes leaves none missing
             self.data_path.create_partitions(topic.name, topic.num_partitions, topic.configs)
-        self.groups = GroupRuntime(self)
+        self.group_coordinator = GroupRuntime(self)
         self.connections: set[KafkaConnection] = set()
         self.server: asyncio.AbstractServer | None = None
         self.bound_port: int | None = None
@@ -47,7 +47,7 @@ class Broker:
         host, port = self.config.listener()
         loop = self.loop = asyncio.get_running_loop()
         self._housekeeping = loop.create_task(self._housekeeping_loop())
-        self.groups.start()
+        self.group_coordinator.start()
         # Everything allocated so far (codec classes, metadata, loaded logs) lives for the whole
         # run: keep it out of the garbage collector's generations so each collection is cheaper.
         gc.freeze()
@@ -74,7 +74,7 @@ class Broker:
             c.transport.close()
         if self._housekeeping is not None:
             self._housekeeping.cancel()
-        self.groups.close()
+        self.group_coordinator.close()
         self.data_path.close(clean=True)
         log.info("kgroup broker %d stopped", self.config.node_id)
 

@@ -35,10 +35,10 @@ class OffsetAndMetadata(NamedTuple):   # immutable; a tuple is the cheapest to b
 
 
 class OffsetMetadataManager:
-    def __init__(self, config, timer, groups):
+    def __init__(self, config, timer, group_metadata_manager):
         self.config = config
         self.timer = timer
-        self.groups = groups          # the GroupMetadataManager
+        self.group_metadata_manager = group_metadata_manager
         self.offsets: dict[str, dict[str, dict[int, OffsetAndMetadata]]] = {}
 
     @property
@@ -49,8 +49,8 @@ class OffsetMetadataManager:
     def replay_offset_commit(self, group_id: str, topic: str, partition: int, value) -> None:
         if value is not None:
             # A consumer that commits without group management gets a "simple" (empty) group.
-            if group_id not in self.groups.groups:
-                self.groups.ensure_simple_group(group_id)
+            if group_id not in self.group_metadata_manager.groups:
+                self.group_metadata_manager.ensure_simple_group(group_id)
             self.offsets.setdefault(group_id, {}).setdefault(topic, {})[partition] = \
                 OffsetAndMetadata.from_record(value)
             return
@@ -73,7 +73,7 @@ class OffsetMetadataManager:
     def commit_offsets(self, req, version, res) -> OffsetCommitResponse:
         """Returns the response and adds one record per accepted partition to ``res``.
         Raises KafkaError for a request-level error (every partition gets it)."""
-        group = self.groups.groups.get(req.group_id)
+        group = self.group_metadata_manager.groups.get(req.group_id)
         generation = req.generation_id_or_member_epoch
         if group is None:
             if generation >= 0:
@@ -83,8 +83,8 @@ class OffsetMetadataManager:
             group.validate_offset_commit(req.member_id, req.group_instance_id, generation)
             if group.state in (S.STABLE, S.PREPARING_REBALANCE):
                 member = group.members.get(req.member_id)
-                if member is not None:
-                    self.groups.reschedule_heartbeat(group, member)   # a commit keeps the session alive
+                if member is not None:   # a commit keeps the session alive
+                    self.group_metadata_manager.reschedule_heartbeat(group, member)
 
         now = self.timer.now
         expire = None if req.retention_time_ms == -1 else now + req.retention_time_ms
@@ -113,7 +113,7 @@ class OffsetMetadataManager:
     def fetch_offsets(self, group_id: str, topics, require_stable: bool) -> FetchGroup:
         """``topics``: list of (name, [partitions]) or None for every committed offset.
         An unknown (or Dead) group has no offsets: -1 per requested partition, or no topics."""
-        group = self.groups.groups.get(group_id)
+        group = self.group_metadata_manager.groups.get(group_id)
         known = group is not None and group.state is not S.DEAD
         stored = self.offsets.get(group_id, {}) if known else {}
         out = []
@@ -136,7 +136,7 @@ class OffsetMetadataManager:
 
     # == OffsetDelete =============================================================================
     def delete_offsets(self, req, res) -> OffsetDeleteResponse:
-        group = self.groups.groups.get(req.group_id)
+        group = self.group_metadata_manager.groups.get(req.group_id)
         if group is None or group.state is S.DEAD:
             raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND)
         if group.state is not S.EMPTY and not group.uses_consumer_protocol():
@@ -171,7 +171,7 @@ class OffsetMetadataManager:
         by_topic = self.offsets.get(group_id)
         if not by_topic:
             return True
-        group = self.groups.groups[group_id]
+        group = self.group_metadata_manager.groups[group_id]
         base = group.offset_expiration_base()
         if base is None:
             return False

@@ -59,8 +59,8 @@ class GroupCoordinatorShard:
         self.config = config or GroupCoordinatorConfig()
         self.scheduler = scheduler if scheduler is not None else TimerQueue()
         self.timer = CoordinatorTimer(self.scheduler)
-        self.groups = GroupMetadataManager(self.config, self.timer, uuid_factory or _default_uuid)
-        self.offsets = OffsetMetadataManager(self.config, self.timer, self.groups)
+        self.group_metadata_manager = GroupMetadataManager(self.config, self.timer, uuid_factory or _default_uuid)
+        self.offset_metadata_manager = OffsetMetadataManager(self.config, self.timer, self.group_metadata_manager)
         self.is_loaded = False
         self.skipped_records = 0
 
@@ -80,15 +80,15 @@ class GroupCoordinatorShard:
     def _apply(self, record: rec.Record) -> None:
         """The only mutator of durable state; used at load time and on commit."""
         if record.record_type == rec.GROUP_METADATA:
-            self.groups.replay_group_metadata(record.key_struct.group, record.value_struct)
+            self.group_metadata_manager.replay_group_metadata(record.key_struct.group, record.value_struct)
         else:
             k = record.key_struct
-            self.offsets.replay_offset_commit(k.group, k.topic, k.partition, record.value_struct)
+            self.offset_metadata_manager.replay_offset_commit(k.group, k.topic, k.partition, record.value_struct)
 
     def on_loaded(self, now_ms: int) -> Result:
         res = self._begin(now_ms)
         self.is_loaded = True
-        self.groups.on_loaded(res)
+        self.group_metadata_manager.on_loaded(res)
         self._schedule_expiration()
         return res
 
@@ -96,9 +96,9 @@ class GroupCoordinatorShard:
         res = self._begin(now_ms)
         self.is_loaded = False
         self.timer.cancel(EXPIRE_GROUP_METADATA_KEY)
-        for group in self.groups.groups.values():
-            self.groups.cancel_group_timers(group)
-        self.groups.on_unloaded(res)
+        for group in self.group_metadata_manager.groups.values():
+            self.group_metadata_manager.cancel_group_timers(group)
+        self.group_metadata_manager.on_unloaded(res)
         return res.responses
 
     # == write protocol ==========================================================================
@@ -147,11 +147,11 @@ class GroupCoordinatorShard:
 
     def _cleanup_group_metadata(self, res: Result) -> None:
         """Expire offsets (KIP-211); an Empty group left without offsets is deleted."""
-        for group_id in list(self.groups.groups):
-            if self.offsets.cleanup_expired_offsets(group_id, res):
-                group = self.groups.groups[group_id]
+        for group_id in list(self.group_metadata_manager.groups):
+            if self.offset_metadata_manager.cleanup_expired_offsets(group_id, res):
+                group = self.group_metadata_manager.groups[group_id]
                 if group.state is ClassicGroupState.EMPTY:
-                    self.groups.delete_group(group, res)
+                    self.group_metadata_manager.delete_group(group, res)
         self._schedule_expiration()
 
     def _begin(self, now_ms: int) -> Result:
@@ -171,7 +171,7 @@ class GroupCoordinatorShard:
             if version == 0 and req.rebalance_timeout_ms != req.session_timeout_ms:
                 req = copy.copy(req)
                 req.rebalance_timeout_ms = req.session_timeout_ms
-            self.groups.join_group(req, version, token, client_id, client_host, res)
+            self.group_metadata_manager.join_group(req, version, token, client_id, client_host, res)
         return res
 
     def handle_sync_group(self, req, version, now_ms, token) -> Result:
@@ -183,7 +183,7 @@ class GroupCoordinatorShard:
         elif version >= 5 and (req.protocol_type is None or req.protocol_name is None):
             res.reply(token, sync_response(version, ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
         else:
-            self.groups.sync_group(req, version, token, res)
+            self.group_metadata_manager.sync_group(req, version, token, res)
         return res
 
     def handle_heartbeat(self, req, version, now_ms, token) -> Result:
@@ -193,7 +193,7 @@ class GroupCoordinatorShard:
         elif not req.group_id:
             error = ErrorCode.INVALID_GROUP_ID
         else:
-            error = self.groups.heartbeat(req)
+            error = self.group_metadata_manager.heartbeat(req)
         res.reply(token, HeartbeatResponse(error_code=int(error)))
         return res
 
@@ -208,7 +208,7 @@ class GroupCoordinatorShard:
                 members = [(req.member_id, None, None)]
             else:
                 members = [(m.member_id, m.group_instance_id, m.reason) for m in req.members]
-            top, out = self.groups.leave_group(req.group_id, members, res)
+            top, out = self.group_metadata_manager.leave_group(req.group_id, members, res)
             res.reply(token, leave_response(version, top, out), lambda e: leave_response(version, e))
         return res
 
@@ -219,7 +219,7 @@ class GroupCoordinatorShard:
             res.reply(token, offset_commit_error_response(req, LOADING))
             return res
         try:
-            response = self.offsets.commit_offsets(req, version, res)
+            response = self.offset_metadata_manager.commit_offsets(req, version, res)
         except KafkaError as e:
             res.reply(token, offset_commit_error_response(req, e.code))
             return res
@@ -239,7 +239,7 @@ class GroupCoordinatorShard:
             if not self.is_loaded:
                 groups.append(FetchGroup(group_id, error=LOADING, requested=topics))
             else:
-                groups.append(self.offsets.fetch_offsets(group_id, topics, req.require_stable))
+                groups.append(self.offset_metadata_manager.fetch_offsets(group_id, topics, req.require_stable))
         res.reply(token, offset_fetch_response(version, groups))
         return res
 
@@ -251,7 +251,7 @@ class GroupCoordinatorShard:
             error = ErrorCode.INVALID_GROUP_ID
         else:
             try:
-                response = self.offsets.delete_offsets(req, res)
+                response = self.offset_metadata_manager.delete_offsets(req, res)
             except KafkaError as e:
                 error = e.code
             else:
@@ -266,7 +266,7 @@ class GroupCoordinatorShard:
         if not self.is_loaded:
             groups = [describe_error_group(g, LOADING) for g in req.groups]
         else:
-            groups = [self.groups.describe_group(g) for g in req.groups]
+            groups = [self.group_metadata_manager.describe_group(g) for g in req.groups]
         res.reply(token, DescribeGroupsResponse(groups=groups))
         return res
 
@@ -275,7 +275,7 @@ class GroupCoordinatorShard:
         if not self.is_loaded:
             res.reply(token, ListGroupsResponse(error_code=int(LOADING)))
         else:
-            res.reply(token, ListGroupsResponse(groups=self.groups.list_groups(
+            res.reply(token, ListGroupsResponse(groups=self.group_metadata_manager.list_groups(
                 req.states_filter if version >= 4 else [], req.types_filter if version >= 5 else [])))
         return res
 
@@ -287,12 +287,12 @@ class GroupCoordinatorShard:
                 results.append((group_id, LOADING))
                 continue
             try:
-                group = self.groups.validate_delete_group(group_id)
+                group = self.group_metadata_manager.validate_delete_group(group_id)
             except KafkaError as e:
                 results.append((group_id, e.code))
                 continue
-            self.offsets.delete_all_offsets(group_id, res)
-            self.groups.delete_group(group, res)
+            self.offset_metadata_manager.delete_all_offsets(group_id, res)
+            self.group_metadata_manager.delete_group(group, res)
             results.append((group_id, ErrorCode.NONE))
         res.reply(token, delete_groups_response(results),
                   lambda e: delete_groups_response([(g, e) for g in req.groups_names]))
@@ -304,15 +304,15 @@ class GroupCoordinatorShard:
         offsets = {g: {t: {p: (o.committed_offset, o.leader_epoch, o.metadata, o.commit_timestamp_ms,
                                o.expire_timestamp_ms) for p, o in parts.items()}
                        for t, parts in topics.items()}
-                   for g, topics in self.offsets.offsets.items()}
-        groups = {g: record_view(group.record) for g, group in self.groups.groups.items()}
+                   for g, topics in self.offset_metadata_manager.offsets.items()}
+        groups = {g: record_view(group.record) for g, group in self.group_metadata_manager.groups.items()}
         return {"offsets": offsets, "groups": groups}
 
     def settled_group_views(self) -> dict:
         """In-memory groups that are Stable or Empty and written at least once, as record views;
         for those, memory must equal the durable image."""
         out = {}
-        for g, group in self.groups.groups.items():
+        for g, group in self.group_metadata_manager.groups.items():
             if group.record is not None:
                 view = live_view(group)
                 if view is not None:

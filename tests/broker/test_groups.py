@@ -411,7 +411,7 @@ def test_runtime_rearms_its_wakeup_only_for_an_earlier_deadline(tmp_path):
     """The runtime's loop timer per shard follows the earliest deadline: a key added or moved
     earlier (a heap push) re-arms it; a key moved later (a heartbeat) leaves it alone."""
     async def scenario(b):
-        rt = b.groups
+        rt = b.group_coordinator
         rt.ensure_offsets_topic()
         shard = rt.shards[0]
         base = shard.timer.now = now_ms()

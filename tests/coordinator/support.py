@@ -100,7 +100,7 @@ class Ctx:
         return self.run(self.shard.poll_timers(self.now))
 
     def group(self, group_id):
-        return self.shard.groups.groups.get(group_id)
+        return self.shard.group_metadata_manager.groups.get(group_id)
 
     def state(self, group_id) -> str:
         g = self.group(group_id)

@@ -66,11 +66,11 @@ def test_s21_s24_restart_rebuilds_last_acknowledged_state():
     c.commit("simple", {("u", 0): 1})
     restarted = fresh_shard(c.shard, c.log, c.now + 500)
     assert restarted.durable_state() == c.shard.durable_state()
-    g = restarted.groups.groups["g"]
+    g = restarted.group_metadata_manager.groups["g"]
     assert str(g.state) == "Stable" and g.generation_id == gen and set(g.members) == {a, b}
     assert g.leader_id == leader and g.protocol_name == "range"
     # consumption resumes at the committed offsets
-    fetched = restarted.offsets.fetch_offsets("g", [("t", [0, 1])], False).topics
+    fetched = restarted.offset_metadata_manager.fetch_offsets("g", [("t", [0, 1])], False).topics
     assert fetched == [("t", [(0, 150, -1, "", 0), (1, 200, -1, "", 0)])]
     # members come back with their sessions restarted at load time
     assert restarted.scheduler.deadline(heartbeat_key("g", a)) == c.now + 500 + 10000
@@ -99,7 +99,7 @@ def test_s21_oversized_group_rebalances_after_load():
     for i, (k, v) in enumerate(c.log):
         shard.replay(k, v, i)
     shard.on_loaded(0)
-    assert str(shard.groups.groups["g"].state) == "PreparingRebalance"
+    assert str(shard.group_metadata_manager.groups["g"].state) == "PreparingRebalance"
 
 
 # -- 22. replay robustness --------------------------------------------------------------------------
@@ -119,7 +119,8 @@ def test_s22_tombstones_are_applied():
     c.commit("g", {("t", 0): 5, ("t", 1): 6})
     c.delete_offsets("g", {"t": [0]})
     shard = fresh_shard(c.shard, c.log, 0)
-    assert shard.offsets.offsets == {"g": {"t": {1: c.shard.offsets.offset("g", "t", 1)}}}
+    kept = c.shard.offset_metadata_manager.offset("g", "t", 1)
+    assert shard.offset_metadata_manager.offsets == {"g": {"t": {1: kept}}}
 
 
 @pytest.mark.parametrize("key, value", [

@@ -11,7 +11,7 @@ def handle(broker, ctx, req, version):
         sub.groups_names = groups
         return sub
 
-    return broker.groups.execute_many(
+    return broker.group_coordinator.execute_many(
         req.groups_names, req.groups_names, build,
         lambda shard, sub, now, token: shard.handle_delete_groups(sub, version, now, token),
         lambda rs: DeleteGroupsResponse(throttle_time_ms=0, results=[g for r in rs for g in r.results]))

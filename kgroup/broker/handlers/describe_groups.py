@@ -10,7 +10,7 @@ def handle(broker, ctx, req, version):
         sub.groups = groups
         return sub
 
-    return broker.groups.execute_many(
+    return broker.group_coordinator.execute_many(
         req.groups, req.groups, build,
         lambda shard, sub, now, token: shard.handle_describe_groups(sub, version, now, token),
         lambda rs: DescribeGroupsResponse(throttle_time_ms=0, groups=[g for r in rs for g in r.groups]))

@@ -14,7 +14,7 @@ def handle(broker, ctx, req, version):
     host, port = broker.advertised_listener()
     keys = req.coordinator_keys if version >= 4 else [req.key]
     if req.key_type == GROUP:
-        broker.groups.ensure_offsets_topic()
+        broker.group_coordinator.ensure_offsets_topic()
         error, message = ErrorCode.NONE, None
     elif req.key_type == TRANSACTION:
         error, message = ErrorCode.COORDINATOR_NOT_AVAILABLE, "kgroup has no transaction coordinator yet"

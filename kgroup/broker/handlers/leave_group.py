@@ -3,4 +3,4 @@ from ...coordinator import GroupCoordinatorShard as Shard
 
 
 def handle(broker, ctx, req, version):
-    return broker.groups.execute(req.group_id, Shard.handle_leave_group, req, version)
+    return broker.group_coordinator.execute(req.group_id, Shard.handle_leave_group, req, version)

@@ -3,5 +3,5 @@ from ...coordinator import merge_list_groups
 
 
 def handle(broker, ctx, req, version):
-    return broker.groups.execute_all(
+    return broker.group_coordinator.execute_all(
         lambda shard, now, token: shard.handle_list_groups(req, version, now, token), merge_list_groups)

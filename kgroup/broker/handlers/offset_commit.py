@@ -14,8 +14,9 @@ PartitionResponse = OffsetCommitResponse.OffsetCommitResponsePartition
 
 def handle(broker, ctx, req, version):
     md = broker.metadata
+    coordinator = broker.group_coordinator
     if _all_known(md, req.topics):
-        return broker.groups.execute(req.group_id, Shard.handle_offset_commit, req, version, offset_commit=True)
+        return coordinator.execute(req.group_id, Shard.handle_offset_commit, req, version, offset_commit=True)
     unknown = []
     known = []
     for t in req.topics:
@@ -29,10 +30,10 @@ def handle(broker, ctx, req, version):
         if t.partitions:
             known.append(t)
     if not unknown:
-        return broker.groups.execute(req.group_id, Shard.handle_offset_commit, req, version, offset_commit=True)
+        return coordinator.execute(req.group_id, Shard.handle_offset_commit, req, version, offset_commit=True)
     sub = copy.copy(req)
     sub.topics = known
-    answer = broker.groups.execute(req.group_id, Shard.handle_offset_commit, sub, version, offset_commit=True)
+    answer = coordinator.execute(req.group_id, Shard.handle_offset_commit, sub, version, offset_commit=True)
     if isinstance(answer, PendingResponse):
         return _with_unknown_later(answer, unknown)
     return _with_unknown(answer, unknown)

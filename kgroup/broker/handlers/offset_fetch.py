@@ -8,7 +8,7 @@ from ...protocol.messages.offset_fetch import OffsetFetchResponse
 
 def handle(broker, ctx, req, version):
     if version < 8:
-        return broker.groups.execute(req.group_id, Shard.handle_offset_fetch, req, version)
+        return broker.group_coordinator.execute(req.group_id, Shard.handle_offset_fetch, req, version)
 
     def build(groups):
         sub = copy.copy(req)
@@ -18,6 +18,6 @@ def handle(broker, ctx, req, version):
     def merge(responses):
         return OffsetFetchResponse(throttle_time_ms=0, groups=[g for r in responses for g in r.groups])
 
-    return broker.groups.execute_many([g.group_id for g in req.groups], req.groups, build,
-                                      lambda shard, sub, now, token: shard.handle_offset_fetch(sub, version, now, token),
-                                      merge)
+    return broker.group_coordinator.execute_many(
+        [g.group_id for g in req.groups], req.groups, build,
+        lambda shard, sub, now, token: shard.handle_offset_fetch(sub, version, now, token), merge)
