@@ -12,7 +12,7 @@ import sys
 import time
 
 from kgroup.coordinator import group_partition
-from kgroup.coordinator.records import GROUP_METADATA, decode_record
+from kgroup.coordinator.coordinator_records import GROUP_METADATA, decode_record
 from kgroup.protocol.api import encode_request, parse_response
 from kgroup.protocol.records import decode_records, iter_batches
 from tests.conftest import ROOT

@@ -37,7 +37,7 @@ import time
 
 from ..clock import now_ms
 from ..coordinator import CoordinatorLoadError, GroupCoordinatorConfig, GroupCoordinatorShard, group_partition
-from ..coordinator.records import OFFSET_COMMIT
+from ..coordinator.coordinator_records import OFFSET_COMMIT
 from ..protocol.errors import ErrorCode
 from ..protocol.records import Record, RecordBatchError, build_batch, decode_records
 from ..storage.errors import LogError

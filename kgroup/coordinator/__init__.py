@@ -5,7 +5,7 @@ broker runtime through ``handle_*`` / ``poll_timers`` -> ``Result`` -> ``commit`
 """
 from .config import GroupCoordinatorConfig
 from .partitioner import group_partition, java_string_hash_code, split_by_partition
-from .records import CoordinatorLoadError
+from .coordinator_records import CoordinatorLoadError
 from .result import Result, append_error_to_response_error
 from .shard import GroupCoordinatorShard, merge_list_groups
 from .timer import TimerQueue

@@ -13,7 +13,7 @@ from __future__ import annotations
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages.describe_groups import DescribeGroupsResponse
 from ..protocol.messages.list_groups import ListGroupsResponse
-from . import records as rec
+from . import coordinator_records as rec
 from .classic_group import ClassicGroup, ClassicGroupState as S
 from .join import JoinGroupMixin
 from .responses import join_member, join_response, sync_response

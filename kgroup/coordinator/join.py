@@ -21,7 +21,7 @@ Paths, as in Kafka:
 from __future__ import annotations
 
 from ..protocol.errors import ErrorCode, KafkaError
-from . import records as rec
+from . import coordinator_records as rec
 from .classic_group import ClassicGroup, ClassicGroupMember, ClassicGroupState as S
 from .responses import join_response, sync_response
 from .timer import heartbeat_key, pending_key

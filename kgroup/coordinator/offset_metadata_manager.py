@@ -12,7 +12,7 @@ from typing import NamedTuple
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages.offset_commit import OffsetCommitResponse
 from ..protocol.messages.offset_delete import OffsetDeleteResponse
-from . import records as rec
+from . import coordinator_records as rec
 from .classic_group import ClassicGroupState as S
 from .partitioner import utf16_length
 from .responses import FetchGroup

@@ -54,7 +54,7 @@ class Result:
 
     def __init__(self, now_ms: int = 0):
         self.now_ms = now_ms
-        self._records = []          # kgroup.coordinator.records.Record
+        self._records = []          # kgroup.coordinator.coordinator_records.Record
         self._replies = []          # (token, response, on_failure | None)
         self._on_commit = ()        # fn(Result) -> None, after replay (a list once there is one)
         self._on_abort = ()         # fn(Result, ErrorCode) -> None

@@ -34,7 +34,7 @@ from ..protocol.messages.describe_groups import DescribeGroupsResponse
 from ..protocol.messages.heartbeat import HeartbeatResponse
 from ..protocol.messages.list_groups import ListGroupsResponse
 from ..protocol.messages.offset_delete import OffsetDeleteResponse
-from . import records as rec
+from . import coordinator_records as rec
 from .classic_group import ClassicGroupState, live_view, record_view
 from .config import GroupCoordinatorConfig
 from .group_metadata_manager import GroupMetadataManager

@@ -142,7 +142,7 @@ def _segment(tmp_path, batches, name="00000000000000000007.log"):
 
 
 def test_dump_log_tombstones_unknown_types_text_and_producer_fields(tmp_path):
-    from kgroup.coordinator.records import group_metadata_tombstone, offset_commit_record
+    from kgroup.coordinator.coordinator_records import group_metadata_tombstone, offset_commit_record
     oc = offset_commit_record("g", "t", 3, 42, -1, "", 1000, None)
     tomb = group_metadata_tombstone("g")
     unknown = (5).to_bytes(2, "big") + b"whatever"

@@ -1,4 +1,5 @@
-"""The ``__consumer_offsets`` record formats: key/value framing, builders and the loader's decoder.
+"""The ``__consumer_offsets`` records (Kafka's CoordinatorRecord): key/value framing, builders and the
+loader's decoder. The log's RecordBatch format they travel in is ``kgroup.protocol.records``.
 
 A record key is ``int16 record type`` followed by the key struct; a value is ``int16 version``
 followed by the value struct at that version; a null value is a tombstone (Kafka's
