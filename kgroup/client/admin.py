@@ -31,7 +31,7 @@ from .assignors import TopicPartition
 from .config import AdminConfig
 from .connection import KafkaClient, now_ms
 from .consumer_protocol import decode_assignment
-from .coordinator import parse_offset_fetch
+from .consumer_coordinator import parse_offset_fetch
 from .errors import KafkaConnectionError, KafkaTimeoutError
 from .types import NodeInfo, OffsetAndMetadata, TopicInfo
 

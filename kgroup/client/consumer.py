@@ -31,7 +31,7 @@ from kgroup.protocol.messages.list_offsets import ListOffsetsRequest
 from .assignors import TopicPartition
 from .config import ConsumerConfig
 from .connection import KafkaClient, now_ms
-from .coordinator import ConsumerCoordinator, maybe_await
+from .consumer_coordinator import ConsumerCoordinator, maybe_await
 from .errors import (IllegalStateError, KafkaConnectionError, KafkaTimeoutError, NoOffsetForPartitionError,
                      OffsetOutOfRangeError, UnsupportedVersionError)
 from .fetcher import CompletedFetch, build_fetch, parse_fetch

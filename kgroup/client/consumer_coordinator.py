@@ -28,7 +28,7 @@ from .membership_types import (CALLBACKS, CommitCompleted, CoordinatorDiscovered
                                GroupError, MembershipConfig, PendingRevocation, SendRequest)
 from .types import OffsetAndMetadata
 
-log = logging.getLogger("kgroup.client.coordinator")
+log = logging.getLogger("kgroup.client.consumer_coordinator")
 
 COORDINATOR_GROUP = "coordinator"  # connection group: the coordinator gets its own connection
 
