@@ -15,7 +15,7 @@ from ..protocol.records import CRC32C_IMPLEMENTATION, crc32c_is_fast
 from .config import BrokerConfig
 from .data_path import DataPath
 from .group_runtime import GroupRuntime
-from .metadata import ClusterMetadata, Topic
+from .metadata import TopicRegistry, Topic
 from .server import KafkaConnection
 
 log = logging.getLogger("kgroup.broker")
@@ -30,7 +30,7 @@ class Broker:
                                "reinstall crcmod with a C compiler and Python headers available")
         self.config = config
         self.data_dir = os.path.abspath(config.log_dir)
-        self.metadata = ClusterMetadata(self.data_dir, config)
+        self.metadata = TopicRegistry(self.data_dir, config)
         self.data_path = DataPath(config, self.data_dir,
                                   {t.name: t.configs for t in self.metadata.topics.values()})
         for topic in self.metadata.topics.values():  # a crash between the two writes leaves none missing

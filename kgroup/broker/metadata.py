@@ -101,8 +101,9 @@ def uuid_to_str(b: bytes) -> str:
     return base64.urlsafe_b64encode(b).decode().rstrip("=")
 
 
-class ClusterMetadata:
-    """The topic registry and cluster identity, persisted under ``data_dir``."""
+class TopicRegistry:
+    """The topic registry and cluster identity, persisted under ``data_dir`` (Kafka's metadata cache
+    and log in one; not the assignors' ClusterMetadata, which is only a view for assignors)."""
 
     def __init__(self, data_dir: str, config: BrokerConfig):
         self.data_dir = data_dir

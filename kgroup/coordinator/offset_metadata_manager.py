@@ -21,7 +21,9 @@ INVALID_OFFSET = -1
 NO_METADATA = ""
 
 
-class OffsetAndMetadata(NamedTuple):   # immutable; a tuple is the cheapest to build per commit
+class CommittedOffset(NamedTuple):   # immutable; a tuple is the cheapest to build per commit
+    """A group's committed offset of one partition as the coordinator keeps it (the coordinator's
+    OffsetAndMetadata in Kafka; named apart from the client's public OffsetAndMetadata)."""
     committed_offset: int
     leader_epoch: int            # -1: none
     metadata: str
@@ -29,7 +31,7 @@ class OffsetAndMetadata(NamedTuple):   # immutable; a tuple is the cheapest to b
     expire_timestamp_ms: int | None
 
     @classmethod
-    def from_record(cls, value) -> "OffsetAndMetadata":
+    def from_record(cls, value) -> "CommittedOffset":
         return cls(value.offset, value.leader_epoch, value.metadata, value.commit_timestamp,
                    None if value.expire_timestamp == -1 else value.expire_timestamp)
 
@@ -39,7 +41,7 @@ class OffsetMetadataManager:
         self.config = config
         self.timer = timer
         self.group_metadata_manager = group_metadata_manager
-        self.offsets: dict[str, dict[str, dict[int, OffsetAndMetadata]]] = {}
+        self.offsets: dict[str, dict[str, dict[int, CommittedOffset]]] = {}
 
     @property
     def now(self) -> int:
@@ -52,7 +54,7 @@ class OffsetMetadataManager:
             if group_id not in self.group_metadata_manager.groups:
                 self.group_metadata_manager.ensure_simple_group(group_id)
             self.offsets.setdefault(group_id, {}).setdefault(topic, {})[partition] = \
-                OffsetAndMetadata.from_record(value)
+                CommittedOffset.from_record(value)
             return
         topics = self.offsets.get(group_id)
         if topics is None:
@@ -66,7 +68,7 @@ class OffsetMetadataManager:
         if not topics:
             del self.offsets[group_id]
 
-    def offset(self, group_id, topic, partition) -> OffsetAndMetadata | None:
+    def offset(self, group_id, topic, partition) -> CommittedOffset | None:
         return self.offsets.get(group_id, {}).get(topic, {}).get(partition)
 
     # == OffsetCommit =============================================================================
