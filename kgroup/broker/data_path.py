@@ -29,6 +29,7 @@ from ..storage.config import LogConfig
 from ..storage.fs import syncfs, syncfs_available
 from ..storage.manager import LogManager
 from .config import BrokerConfig
+from .pending import PendingResponse
 
 log = logging.getLogger("kgroup.data_path")
 
@@ -92,12 +93,12 @@ class ProducerIdManager:
 class FetchWaiter:
     """A parked Fetch: re-evaluated on appends to its partitions, answered at its deadline."""
 
-    __slots__ = ("partitions", "evaluate", "future", "timer")
+    __slots__ = ("partitions", "evaluate", "pending", "timer")
 
-    def __init__(self, partitions, evaluate, future):
+    def __init__(self, partitions, evaluate):
         self.partitions = partitions  # (topic, partition) pairs it reads
-        self.evaluate = evaluate  # () -> response or None (not enough bytes yet)
-        self.future = future
+        self.evaluate = evaluate  # (force) -> response or None (not enough bytes yet)
+        self.pending = PendingResponse()    # what the handler returns; answered by _wake
         self.timer = None
 
 
@@ -112,7 +113,7 @@ class DataPath:
         self.producer_ids = ProducerIdManager(data_dir)
         self._waiters: dict[tuple[str, int], set[FetchWaiter]] = {}
         self._flush_pending: set = set()
-        self._flush_waiters: list[asyncio.Future] = []
+        self._flush_waiters: list[PendingResponse] = []
         self._flush_scheduled = False
         self._sync_in_flight = False
         self._syncer: concurrent.futures.ThreadPoolExecutor | None = None   # the sync thread
@@ -133,17 +134,17 @@ class DataPath:
         return self.logs.get(topic, partition)
 
     # -- durability ---------------------------------------------------------------------------
-    def wait_flushed(self, logs) -> asyncio.Future:
-        """A future resolved once every given log is fsynced up to its current end (group commit
-        at the end of this loop iteration, or after the filesystem sync in flight)."""
-        loop = asyncio.get_running_loop()
-        fut = loop.create_future()
+    def wait_flushed(self, logs) -> PendingResponse:
+        """Answered (with None) once every given log is fsynced up to its current end (group
+        commit at the end of this loop iteration, or after the filesystem sync in flight); failed
+        with the flush's error."""
+        flushed = PendingResponse()
         self._flush_pending.update(logs)
-        self._flush_waiters.append(fut)
+        self._flush_waiters.append(flushed)
         if not self._flush_scheduled and not self._sync_in_flight:
             self._flush_scheduled = True
-            loop.call_soon(self._group_commit)
-        return fut
+            asyncio.get_running_loop().call_soon(self._group_commit)
+        return flushed
 
     def _group_commit(self) -> None:
         self._flush_scheduled = False
@@ -223,12 +224,11 @@ class DataPath:
 
     @staticmethod
     def _resolve(waiters, error) -> None:
-        for fut in waiters:
-            if not fut.done():
-                if error is None:
-                    fut.set_result(None)
-                else:
-                    fut.set_exception(error)
+        for flushed in waiters:
+            if error is None:
+                flushed.answer(None)
+            else:
+                flushed.fail(error)
 
     # -- parked fetches -----------------------------------------------------------------------
     def park(self, waiter: FetchWaiter, max_wait_ms: int) -> None:
@@ -245,18 +245,18 @@ class DataPath:
                 self._wake(w, force=False)
 
     def _wake(self, waiter: FetchWaiter, force: bool) -> None:
-        if waiter.future.done():
+        if waiter.pending.answered:
             self._unpark(waiter)
             return
         try:
             resp = waiter.evaluate(force)
         except Exception as e:
             self._unpark(waiter)
-            waiter.future.set_exception(e)
+            waiter.pending.fail(e)
             return
         if resp is not None:
             self._unpark(waiter)
-            waiter.future.set_result(resp)
+            waiter.pending.answer(resp)
 
     def _unpark(self, waiter: FetchWaiter) -> None:
         if waiter.timer is not None:

@@ -145,7 +145,8 @@ class GroupRuntime:
     def execute_many(self, group_ids, items, build, op, merge):
         """A multi-group request: ``items`` (one per group id) are split by owning shard,
         ``build(items)`` makes each shard's sub-request, ``op(shard, sub, now_ms, token)`` runs it,
-        and ``merge(responses)`` combines the answers, grouped by shard as Kafka combines them."""
+        and ``merge(responses)`` combines the answers, grouped by shard as Kafka combines them
+        (at once when every shard answered at once, else as a PendingResponse)."""
         self.ensure_offsets_topic()
         by_partition: dict[int, list] = {}
         for gid, item in zip(group_ids, items):
@@ -157,7 +158,7 @@ class GroupRuntime:
             shard = self.shards[p]
             self._run(shard, op(shard, build(part), now_ms(), token))
             tokens.append(token)
-        return self._gather(tokens, merge)
+        return PendingResponse.gather(tokens, merge)
 
     def execute_all(self, op, merge):
         """Run ``op(shard, now_ms, token)`` on every shard (ListGroups) and merge the answers."""
@@ -168,16 +169,7 @@ class GroupRuntime:
             self._write_held(p)
             self._run(shard, op(shard, now_ms(), token))
             tokens.append(token)
-        return self._gather(tokens, merge)
-
-    @staticmethod
-    def _gather(tokens, merge):
-        if all(t.answered for t in tokens):
-            return merge([t.response for t in tokens])
-
-        async def gathered():
-            return merge([await t for t in tokens])
-        return gathered()
+        return PendingResponse.gather(tokens, merge)
 
     def _run(self, shard: GroupCoordinatorShard, result, may_hold: bool = False) -> None:
         records = result._records
@@ -248,12 +240,11 @@ class GroupRuntime:
         for res in results:
             out.extend(shard.commit(res))
         if out:
-            self.broker.data_path.wait_flushed({plog}).add_done_callback(
-                lambda f: self._answer_flushed(out, f))
+            self.broker.data_path.wait_flushed({plog}).listen(lambda flushed: self._answer_flushed(out, flushed))
 
     @staticmethod
     def _answer_flushed(out, flushed) -> None:
-        failed = flushed.exception() if not flushed.cancelled() else None
+        failed = flushed.error
         if failed is not None:
             for token, _ in out:
                 token.fail(failed)      # the server closes that connection

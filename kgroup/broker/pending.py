@@ -1,16 +1,16 @@
-"""A response given later: the coordinator runtime's handle on a request it could not answer at
-once (an OffsetCommit waiting for its fsync, a parked JoinGroup/SyncGroup).
+"""A response given later: the one way the broker answers a request it cannot answer at once.
 
-Why not an asyncio future: one group commit answers hundreds of pipelined OffsetCommits, and a
-future per request costs its creation, a done callback, and a loop callback (``call_soon``) per
-answer before the server even sees it. A PendingResponse calls its one listener (the server's
-slot) directly when answered. It quacks like a finished future for the server's slot code
-(``done``/``cancelled``/``exception``/``result``/``cancel``) and can be awaited, for callers that
-combine answers (multi-group requests, the OffsetCommit merge of unknown topics).
+Who returns one: the group runtime (an OffsetCommit waiting for its fsync, a parked
+JoinGroup/SyncGroup, a multi-group request gathered from several shards), the data path (a
+group-commit flush wait, a parked Fetch) and the handlers built on them (an acks=-1 Produce, an
+OffsetCommit merged with its unknown topics). The server listens to it and writes the response
+in its request's slot when it is answered.
+
+Why not an asyncio future: one group commit answers hundreds of pipelined requests, and a future
+per request costs its creation, a done callback, and a loop callback (``call_soon``) per answer
+before the server even sees it. A PendingResponse calls its one listener directly when answered.
 """
 from __future__ import annotations
-
-import asyncio
 
 
 class PendingResponse:
@@ -22,9 +22,9 @@ class PendingResponse:
         self.answered = False
         self.listener = None        # fn(self), called once when answered
 
-    # -- the runtime's side --------------------------------------------------------------------
+    # -- the answering side --------------------------------------------------------------------
     def answer(self, response) -> None:
-        """Give the response (the first answer wins, as set_result on a done future is skipped)."""
+        """Give the response; the first answer (or failure) wins, later ones are ignored."""
         if not self.answered:
             self.response = response
             self.answered = True
@@ -43,36 +43,51 @@ class PendingResponse:
             self.listener = None
             listener(self)
 
-    # -- the server's side ---------------------------------------------------------------------
+    # -- the listening side --------------------------------------------------------------------
     def listen(self, fn) -> None:
-        """Call ``fn(self)`` once answered (now, if it already is)."""
+        """Call ``fn(self)`` once answered (now, if it already is). One listener at a time."""
         if self.answered:
             fn(self)
         else:
             self.listener = fn
 
-    def done(self) -> bool:
-        return self.answered
-
-    def cancel(self) -> None:
+    def stop_listening(self) -> None:
         """The requester went away: nobody listens any more (the operation itself goes on)."""
         self.listener = None
 
+    # -- combining ------------------------------------------------------------------------------
     @staticmethod
-    def cancelled() -> bool:
-        return False
+    def gather(parts: list[PendingResponse], combine):
+        """``combine([part responses])``, in the order of ``parts``: returned at once when every
+        part is answered already (the common case: nothing to listen to), else a PendingResponse
+        answered when the last part is. A failed part (or ``combine`` raising) fails the whole."""
+        waiting = 0
+        for part in parts:
+            if not part.answered:
+                waiting += 1
+            elif part.error is not None:
+                failed = PendingResponse()
+                failed.fail(part.error)
+                return failed
+        if not waiting:
+            return combine([part.response for part in parts])
+        gathered = PendingResponse()
 
-    def exception(self):
-        return self.error
+        def part_answered(part):
+            nonlocal waiting
+            if gathered.answered:
+                return
+            if part.error is not None:
+                gathered.fail(part.error)
+                return
+            waiting -= 1
+            if not waiting:
+                try:
+                    gathered.answer(combine([p.response for p in parts]))
+                except Exception as e:
+                    gathered.fail(e)
 
-    def result(self):
-        if self.error is not None:
-            raise self.error
-        return self.response
-
-    def __await__(self):
-        if not self.answered:
-            fut = asyncio.get_running_loop().create_future()
-            self.listener = lambda _: fut.done() or fut.set_result(None)
-            yield from fut
-        return self.result()
+        for part in parts:
+            if not part.answered:
+                part.listen(part_answered)
+        return gathered

@@ -7,9 +7,9 @@ Theory of operation, per connection:
   is checked against ``socket.request.max.bytes`` before anything is allocated for it: a larger
   (or negative) size closes the connection.
 - Each frame is decoded (header, then body at the header's version) and handed to its handler.
-  A handler returns a response object, ``None`` (nothing to send, e.g. Produce acks=0), a
-  PendingResponse (the group coordinator answers it later: an OffsetCommit after its fsync, a
-  parked JoinGroup), or an awaitable (a long-polling Fetch, a produce waiting for its fsync).
+  A handler returns a response object, ``None`` (nothing to send, e.g. Produce acks=0), or a
+  PendingResponse answered later by a direct call (an OffsetCommit or acks=-1 Produce after its
+  fsync, a parked JoinGroup or Fetch, a multi-group request gathered from several shards).
   Every response gets a slot in a FIFO; slots are written only from the head, so responses
   leave in request order even when a later request finishes first. Many requests may be in
   flight on one connection.
@@ -108,8 +108,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.closed = True
         self.broker.connections.discard(self)
         for slot in self.slots:
-            if slot[1] is not None and not slot[1].done():
-                slot[1].cancel()
+            if slot[1] is not None:
+                slot[1].stop_listening()
         self.slots.clear()
         self.broker.connection_closed(self)
 
@@ -227,15 +227,13 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 self.out += pieces
             else:
                 self.slots.append([pieces, None])
-        elif type(result) is PendingResponse:   # the coordinator answers it later, by a direct call
+        elif type(result) is PendingResponse:   # answered later, by a direct call
             slot = [None, result, api_key, version, header.correlation_id]
             self.slots.append(slot)
             result.listen(lambda p, s=slot: self._complete(s, p))
-        elif result is not None:             # parked: a future, task or coroutine of the response
-            fut = asyncio.ensure_future(result)
-            slot = [None, fut, api_key, version, header.correlation_id]
-            self.slots.append(slot)
-            fut.add_done_callback(lambda f, s=slot: self._complete(s, f))
+        elif result is not None:
+            log.error("handler for api key %d v%d returned %r", api_key, version, type(result))
+            self._abort("internal error while handling the request")
 
     def _unsupported(self, frame: bytes, api_key: int, version: int):
         if api_key == ApiKey.API_VERSIONS and len(frame) >= 8:
@@ -258,15 +256,15 @@ class KafkaConnection(asyncio.BufferedProtocol):
             out, self.out = self.out, []
             _write(self.transport, out)
 
-    def _complete(self, slot, fut):
-        if self.closed or fut.cancelled():
+    def _complete(self, slot, pending):
+        if self.closed:
             return
-        exc = fut.exception()
+        exc = pending.error
         if exc is not None:
             log.error("request api key %d from %s failed", slot[2], self.peer, exc_info=exc)
             self._abort("internal error while handling the request")
             return
-        result = fut.result()
+        result = pending.response
         try:
             slot[0] = encode_response(slot[2], slot[3], slot[4], result) if result is not None else []
         except Exception:

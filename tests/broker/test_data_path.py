@@ -18,6 +18,7 @@ from kgroup.protocol.messages.metadata import MetadataRequest
 from kgroup.protocol.messages.produce import ProduceRequest
 from kgroup.protocol.records import (Compression, Record, TimestampType, build_batch, crc32c, decode_records,
                                      iter_batches)
+from tests.broker.support import response_of
 from tests.harness import BrokerProcess, RawClient
 
 CT = CreateTopicsRequest.CreatableTopic
@@ -575,7 +576,7 @@ def test_duplicate_at_acks_all_waits_for_the_original_to_be_flushed(tmp_path):
             assert (plog.log_end_offset, plog.recovery_point) == (2, 0)  # written, not fsynced
             pending = produce_handler.handle(broker, None, produce_request("d", b, acks=-1), 9)
             assert not isinstance(pending, ProduceResponse)
-            r = await pending
+            r = await response_of(pending)
             pr = r.responses[0].partition_responses[0]
             assert (pr.error_code, pr.base_offset) == (0, 0)
             assert (plog.log_end_offset, plog.recovery_point) == (2, 2)

@@ -13,6 +13,7 @@ from kgroup.broker.config import BrokerConfig
 from kgroup.broker.data_path import DataPath
 from kgroup.protocol.records import Record, build_batch
 from kgroup.storage import fs
+from tests.broker.support import response_of
 
 
 def _dp(tmp_path):
@@ -45,8 +46,8 @@ def _append_and_wait(dp, logs_and_counts):
         for i in range(n):
             plog.append(build_batch([Record(value=b"%d" % i, timestamp=1)]))
             waiters.append(dp.wait_flushed({plog}))
-    assert not any(w.done() for w in waiters)  # nothing acknowledged before the sync
-    return asyncio.gather(*waiters)
+    assert not any(w.answered for w in waiters)  # nothing acknowledged before the sync
+    return asyncio.gather(*map(response_of, waiters))
 
 
 def test_one_fsync_for_all_waiters_of_a_loop_iteration(tmp_path, monkeypatch):
@@ -170,10 +171,10 @@ def test_fsync_failure_fails_the_waiters(tmp_path, monkeypatch):
         a.append(build_batch([Record(value=b"1", timestamp=1)]))
         monkeypatch.setattr(os, "fsync", broken)
         with pytest.raises(OSError):
-            await dp.wait_flushed({a})
+            await response_of(dp.wait_flushed({a}))
         assert a.recovery_point == 0
         monkeypatch.undo()
-        await dp.wait_flushed({a})  # the failed data is retried, not forgotten
+        await response_of(dp.wait_flushed({a}))  # the failed data is retried, not forgotten
         assert a.recovery_point == 1
         dp.close()
 

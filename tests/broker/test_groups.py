@@ -272,13 +272,14 @@ def test_offsets_records_decode_with_an_independent_decoder(tmp_path):
 # end of the event-loop iteration; these pin that it behaves exactly as one write per commit would.
 
 import asyncio  # noqa: E402
-import inspect  # noqa: E402
 
 from kgroup.broker.broker import Broker  # noqa: E402
 from kgroup.broker.config import BrokerConfig  # noqa: E402
 from kgroup.broker.handlers import HANDLERS  # noqa: E402
+from kgroup.broker.pending import PendingResponse  # noqa: E402
 from kgroup.protocol.messages.heartbeat import HeartbeatResponse  # noqa: E402
 from kgroup.storage.errors import KafkaStorageError  # noqa: E402
+from tests.broker.support import response_of  # noqa: E402
 
 
 class _Ctx:
@@ -292,8 +293,8 @@ def _submit(b, req, version):
 
 
 async def _answer(result):
-    if inspect.isawaitable(result):
-        return await result
+    if type(result) is PendingResponse:
+        return await response_of(result)
     return result
 
 

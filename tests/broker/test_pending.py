@@ -1,57 +1,81 @@
-"""PendingResponse: the coordinator's answer given later, by a direct call of the server's
-listener (no asyncio future per request)."""
-import asyncio
-
-import pytest
-
+"""PendingResponse: an answer given later, by a direct call of its listener (no asyncio future
+per request), and gather, which combines several into one."""
 from kgroup.broker.pending import PendingResponse
+
+
+def _answered(response):
+    p = PendingResponse()
+    p.answer(response)
+    return p
 
 
 def test_the_listener_is_called_once_with_the_first_answer():
     p, seen = PendingResponse(), []
-    p.listen(lambda q: seen.append(q.result()))
-    assert not p.done() and seen == []
+    p.listen(lambda q: seen.append(q.response))
+    assert not p.answered and seen == []
     p.answer("first")
-    p.answer("second")          # a later answer is ignored, as set_result on a done future
+    p.answer("second")          # a later answer is ignored
     p.fail(RuntimeError("late"))
-    assert seen == ["first"] and p.done() and p.exception() is None and not p.cancelled()
+    assert seen == ["first"] and p.answered and p.error is None and p.response == "first"
 
 
 def test_listening_to_an_answered_response_calls_at_once():
     p, seen = PendingResponse(), []
     p.answer(42)
-    p.listen(lambda q: seen.append(q.result()))
+    p.listen(lambda q: seen.append(q.response))
     assert seen == [42]
 
 
-def test_a_failure_reaches_the_listener_and_result_raises():
+def test_a_failure_reaches_the_listener():
     p, seen = PendingResponse(), []
     p.listen(seen.append)
     error = OSError(5, "Input/output error")
     p.fail(error)
-    assert seen == [p] and p.exception() is error
-    with pytest.raises(OSError):
-        p.result()
+    assert seen == [p] and p.error is error and p.response is None
 
 
-def test_a_cancelled_listener_is_not_called():
+def test_a_listener_that_stopped_listening_is_not_called():
     p, seen = PendingResponse(), []
     p.listen(seen.append)
-    p.cancel()                  # the connection closed
+    p.stop_listening()          # the connection closed
     p.answer("late")
-    assert seen == [] and p.done()
+    assert seen == [] and p.answered
 
 
-def test_it_can_be_awaited():
-    async def main():
-        answered, failed, ready = PendingResponse(), PendingResponse(), PendingResponse()
-        ready.answer("now")
-        assert await ready == "now"
-        loop = asyncio.get_running_loop()
-        loop.call_later(0.01, answered.answer, "later")
-        loop.call_later(0.01, failed.fail, ValueError("no"))
-        assert await answered == "later"
-        with pytest.raises(ValueError):
-            await failed
+def test_gather_of_answered_parts_combines_at_once():
+    combined = PendingResponse.gather([_answered(1), _answered(2)], lambda rs: rs)
+    assert combined == [1, 2]   # the combination itself, nothing to listen to
 
-    asyncio.run(main())
+
+def test_gather_answers_in_part_order_when_the_last_part_is_answered():
+    first, second, seen = PendingResponse(), PendingResponse(), []
+    combined = PendingResponse.gather([first, _answered("b"), second], lambda rs: "".join(rs))
+    combined.listen(lambda q: seen.append(q.response))
+    second.answer("c")
+    assert seen == [] and not combined.answered
+    first.answer("a")
+    assert seen == ["abc"]
+
+
+def test_gather_fails_with_the_first_failed_part():
+    first, second, seen = PendingResponse(), PendingResponse(), []
+    combined = PendingResponse.gather([first, second], lambda rs: rs)
+    combined.listen(seen.append)
+    error = OSError(5, "Input/output error")
+    first.fail(error)
+    second.answer("late")
+    assert seen == [combined] and combined.error is error
+
+
+def test_gather_of_an_already_failed_part_is_a_failed_response():
+    failed = PendingResponse()
+    failed.fail(ValueError("no"))
+    combined = PendingResponse.gather([_answered(1), failed], lambda rs: rs)
+    assert type(combined) is PendingResponse and isinstance(combined.error, ValueError)
+
+
+def test_gather_fails_when_combine_raises():
+    part = PendingResponse()
+    combined = PendingResponse.gather([part], lambda rs: 1 / 0)
+    part.answer(0)
+    assert isinstance(combined.error, ZeroDivisionError)

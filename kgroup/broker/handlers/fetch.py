@@ -41,9 +41,9 @@ def handle(broker, ctx, req, version):
     first = evaluate(False)
     if first is not None or not partitions:
         return first if first is not None else evaluate(True)
-    fut = broker.loop.create_future()
-    broker.data_path.park(FetchWaiter(partitions, evaluate, fut), req.max_wait_ms)
-    return fut
+    waiter = FetchWaiter(partitions, evaluate)
+    broker.data_path.park(waiter, req.max_wait_ms)
+    return waiter.pending
 
 
 def _read(broker, req, version, plan):

@@ -34,8 +34,8 @@ def handle(broker, ctx, req, version):
     sub = copy.copy(req)
     sub.topics = known
     answer = coordinator.execute(req.group_id, Shard.handle_offset_commit, sub, version, offset_commit=True)
-    if isinstance(answer, PendingResponse):
-        return _with_unknown_later(answer, unknown)
+    if type(answer) is PendingResponse:
+        return PendingResponse.gather([answer], lambda responses: _with_unknown(responses[0], unknown))
     return _with_unknown(answer, unknown)
 
 
@@ -49,10 +49,6 @@ def _all_known(md, topics) -> bool:
             if not 0 <= p.partition_index < n:
                 return False
     return True
-
-
-async def _with_unknown_later(fut, unknown):
-    return _with_unknown(await fut, unknown)
 
 
 def _with_unknown(resp, unknown):

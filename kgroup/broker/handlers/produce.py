@@ -12,6 +12,7 @@ from ...protocol.messages.produce import ProduceResponse
 from ...protocol.records import (Compression, InvalidRecordError, RecordBatchError,
                                  UnsupportedCompressionTypeError, iter_batches)
 from ...storage.errors import LogError
+from ..pending import PendingResponse
 
 TopicResponse = ProduceResponse.TopicProduceResponse
 PartitionResponse = ProduceResponse.PartitionProduceResponse
@@ -81,16 +82,21 @@ def handle(broker, ctx, req, version):
     return resp
 
 
-async def _after_flush(flushed, resp):
-    try:
-        await flushed
-    except Exception:
-        for t in resp.responses:
-            for p in t.partition_responses:
-                if p.error_code == 0:
-                    p.error_code = ErrorCode.KAFKA_STORAGE_ERROR
-                    p.base_offset = -1
-    return resp
+def _after_flush(flushed, resp):
+    """The response, answered once the appends are on disk; a failed flush fails the appended
+    partitions with KAFKA_STORAGE_ERROR (the request is answered, the connection stays)."""
+    answered = PendingResponse()
+
+    def on_flushed(f):
+        if f.error is not None:
+            for t in resp.responses:
+                for p in t.partition_responses:
+                    if p.error_code == 0:
+                        p.error_code = ErrorCode.KAFKA_STORAGE_ERROR
+                        p.base_offset = -1
+        answered.answer(resp)
+    flushed.listen(on_flushed)
+    return answered
 
 
 def _check_one_batch(records, version):
