@@ -37,7 +37,6 @@ import time
 
 from ..clock import now_ms
 from ..coordinator import CoordinatorLoadError, GroupCoordinatorConfig, GroupCoordinatorShard, group_partition
-from ..coordinator.coordinator_records import OFFSET_COMMIT
 from ..protocol.errors import ErrorCode
 from ..protocol.records import Record, RecordBatchError, build_batch, decode_records
 from ..storage.errors import LogError
@@ -50,11 +49,27 @@ LOAD_SLICE_S = 0.005            # replay at most this long before letting reques
 MAX_HELD_BYTES = 512 * 1024     # a held batch of offset commits is written once this large
 
 
-def _only_offset_commits(records) -> bool:
-    for r in records:
-        if r.record_type != OFFSET_COMMIT or r.value is None:
-            return False
-    return True
+class _HeldCommits:
+    """A shard's offset-commit results held to be written as one batch."""
+
+    __slots__ = ("results", "size", "limit")
+
+    def __init__(self, limit: int):
+        self.results: list = []
+        self.size = 0               # estimated bytes of their records
+        self.limit = limit          # written once this large
+
+
+class _ArmedTimer:
+    """A shard's loop timer: armed for ``deadline``, when the scheduler had made ``pushes``
+    heap pushes (no push since then: no deadline can have become earlier)."""
+
+    __slots__ = ("deadline", "handle", "pushes")
+
+    def __init__(self, deadline: int, handle: asyncio.TimerHandle, pushes: int):
+        self.deadline = deadline
+        self.handle = handle
+        self.pushes = pushes
 
 
 class GroupRuntime:
@@ -63,8 +78,8 @@ class GroupRuntime:
         self.config = GroupCoordinatorConfig.from_props(broker.config.values)
         self.num_partitions = broker.config["offsets.topic.num.partitions"]
         self.shards: dict[int, GroupCoordinatorShard] = {}
-        self._timers: dict[int, tuple] = {}   # partition -> (deadline, TimerHandle, scheduler pushes then)
-        self._held: dict[int, list] = {}        # partition -> [held offset-commit results, bytes, limit]
+        self._timers: dict[int, _ArmedTimer] = {}     # partition -> its loop timer
+        self._held: dict[int, _HeldCommits] = {}      # partition -> offset commits held
         self._held_flush_scheduled = False
         self._load_task: asyncio.Task | None = None
         self._partition_of: dict[str, int] = {}    # group id -> partition (Java hash), a cache
@@ -172,15 +187,10 @@ class GroupRuntime:
         return PendingResponse.gather(tokens, merge)
 
     def _run(self, shard: GroupCoordinatorShard, result, may_hold: bool = False) -> None:
-        records = result._records
-        if not records:
-            if result._on_commit:
-                for token, response in shard.commit(result):
-                    token.answer(response)
-            else:       # what commit() would do with nothing to replay: answer
-                for token, response, _ in result._replies:
-                    token.answer(response)
-        elif may_hold and not result._on_commit and not result._on_abort and _only_offset_commits(records):
+        if not result.records:      # nothing to write: commit at once (no replay, just answers)
+            for token, response in shard.commit(result):
+                token.answer(response)
+        elif may_hold and result.is_plain_offset_commit():
             self._hold(shard.partition, result)
         else:
             self._write(shard, [result])
@@ -193,11 +203,11 @@ class GroupRuntime:
             # written before it nears the log's max.message.bytes: each commit alone might fit
             plog = self.broker.data_path.log(OFFSETS_TOPIC, p)
             limit = MAX_HELD_BYTES if plog is None else min(MAX_HELD_BYTES, plog.config.max_message_bytes // 2)
-            held = self._held[p] = [[], 0, limit]
-        held[0].append(result)
-        for r in result._records:
-            held[1] += len(r.key) + len(r.value) + 16   # offset commits: never tombstones
-        if held[1] >= held[2]:
+            held = self._held[p] = _HeldCommits(limit)
+        held.results.append(result)
+        for r in result.records:
+            held.size += len(r.key) + len(r.value) + 16   # offset commits: never tombstones
+        if held.size >= held.limit:
             self._write_held(p)
         elif not self._held_flush_scheduled:
             self._held_flush_scheduled = True
@@ -211,7 +221,7 @@ class GroupRuntime:
     def _write_held(self, p: int) -> None:
         held = self._held.pop(p, None)
         if held is not None:
-            self._write(self.shards[p], held[0])
+            self._write(self.shards[p], held.results)
 
     def _write(self, shard: GroupCoordinatorShard, results: list) -> None:
         """Append the records of ``results`` as one batch, then commit (or abort) each in order."""
@@ -220,7 +230,7 @@ class GroupRuntime:
             if plog is None:
                 raise LookupError(f"{OFFSETS_TOPIC}-{shard.partition} does not exist")
             batch = build_batch([Record(key=r.key, value=r.value, timestamp=res.now_ms)
-                                 for res in results for r in res._records])
+                                 for res in results for r in res.records])
             plog.append(batch, origin=AppendOrigin.COORDINATOR)
         except Exception as e:     # nothing was written: every operation fails, nothing changes
             if isinstance(e, (LogError, RecordBatchError)):
@@ -256,20 +266,20 @@ class GroupRuntime:
     def _reschedule(self, shard: GroupCoordinatorShard) -> None:
         armed = self._timers.get(shard.partition)
         pushes = shard.scheduler.pushes
-        if armed is not None and armed[2] == pushes:
+        if armed is not None and armed.pushes == pushes:
             return          # no deadline was added or moved earlier since it was armed (a heartbeat)
         deadline = shard.next_deadline()
         if deadline is None:
             return
         if armed is not None:
-            if armed[0] <= deadline:
-                self._timers[shard.partition] = (armed[0], armed[1], pushes)
+            if armed.deadline <= deadline:
+                armed.pushes = pushes
                 return
-            armed[1].cancel()
+            armed.handle.cancel()
         loop = asyncio.get_running_loop()
         # +1 ms: a timer must not fire before its millisecond deadline, or it would spin
         delay = max(0.0, (deadline - now_ms() + 1) / 1000.0)
-        self._timers[shard.partition] = (deadline, loop.call_later(delay, self._fire, shard), pushes)
+        self._timers[shard.partition] = _ArmedTimer(deadline, loop.call_later(delay, self._fire, shard), pushes)
 
     def _fire(self, shard: GroupCoordinatorShard) -> None:
         self._timers.pop(shard.partition, None)
@@ -279,8 +289,8 @@ class GroupRuntime:
         self._run(shard, shard.poll_timers(now_ms()))
 
     def close(self) -> None:
-        for _, h, _ in self._timers.values():
-            h.cancel()
+        for armed in self._timers.values():
+            armed.handle.cancel()
         self._timers.clear()
         self._write_all_held()
         if self._load_task is not None:

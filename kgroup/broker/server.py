@@ -77,6 +77,20 @@ class RequestContext:
         return self.connection.peer_host
 
 
+class _Slot:
+    """A response's place in its connection's FIFO: the encoded ``pieces`` once known, or the
+    ``pending`` response it waits for, with what encoding that answer needs."""
+
+    __slots__ = ("pieces", "pending", "api_key", "api_version", "correlation_id")
+
+    def __init__(self, pieces, pending, api_key, api_version, correlation_id):
+        self.pieces = pieces
+        self.pending = pending      # None once answered: the slot may be written
+        self.api_key = api_key
+        self.api_version = api_version
+        self.correlation_id = correlation_id
+
+
 class KafkaConnection(asyncio.BufferedProtocol):
     def __init__(self, broker):
         self.broker = broker
@@ -108,8 +122,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.closed = True
         self.broker.connections.discard(self)
         for slot in self.slots:
-            if slot[1] is not None:
-                slot[1].stop_listening()
+            if slot.pending is not None:
+                slot.pending.stop_listening()
         self.slots.clear()
         self.broker.connection_closed(self)
 
@@ -226,9 +240,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
             if not self.slots:
                 self.out += pieces
             else:
-                self.slots.append([pieces, None])
+                self.slots.append(_Slot(pieces, None, api_key, version, header.correlation_id))
         elif type(result) is PendingResponse:   # answered later, by a direct call
-            slot = [None, result, api_key, version, header.correlation_id]
+            slot = _Slot(None, result, api_key, version, header.correlation_id)
             self.slots.append(slot)
             result.listen(lambda p, s=slot: self._complete(s, p))
         elif result is not None:
@@ -238,18 +252,18 @@ class KafkaConnection(asyncio.BufferedProtocol):
     def _unsupported(self, frame: bytes, api_key: int, version: int):
         if api_key == ApiKey.API_VERSIONS and len(frame) >= 8:
             correlation_id, = _CORR.unpack_from(frame, 4)
-            self._queue_ready([unsupported_version_response(correlation_id)])
+            self._queue_ready([unsupported_version_response(correlation_id)], api_key, version, correlation_id)
         else:
             # Kafka's Processor.parseRequestHeader throws UnsupportedVersionException /
             # InvalidRequestException here, which closes the connection.
             name = API_BY_KEY[api_key].request.__name__[:-7] if api_key in API_BY_KEY else "unknown"
             self._abort(f"UNSUPPORTED_VERSION: request for api key {api_key} ({name}) version {version}")
 
-    def _queue_ready(self, pieces):
+    def _queue_ready(self, pieces, api_key, version, correlation_id):
         if not self.slots:
             self.out += pieces
         else:
-            self.slots.append([pieces, None])
+            self.slots.append(_Slot(pieces, None, api_key, version, correlation_id))
 
     def _send(self):
         if self.out and not self.closed:
@@ -261,18 +275,19 @@ class KafkaConnection(asyncio.BufferedProtocol):
             return
         exc = pending.error
         if exc is not None:
-            log.error("request api key %d from %s failed", slot[2], self.peer, exc_info=exc)
+            log.error("request api key %d from %s failed", slot.api_key, self.peer, exc_info=exc)
             self._abort("internal error while handling the request")
             return
         result = pending.response
         try:
-            slot[0] = encode_response(slot[2], slot[3], slot[4], result) if result is not None else []
+            slot.pieces = ([] if result is None else
+                           encode_response(slot.api_key, slot.api_version, slot.correlation_id, result))
         except Exception:
-            log.exception("cannot encode the response to api key %d v%d (request from %s)", slot[2], slot[3],
-                          self.peer)
+            log.exception("cannot encode the response to api key %d v%d (request from %s)", slot.api_key,
+                          slot.api_version, self.peer)
             self._abort("internal error while handling the request")
             return
-        slot[1] = None
+        slot.pending = None
         self._flush()
         # One write for every answer completed in this loop iteration (a group commit's fsync
         # answers many pipelined requests at once), not one write each.
@@ -286,7 +301,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def _flush(self):
         slots = self.slots
-        while slots and slots[0][1] is None:
-            self.out += slots.popleft()[0]
+        while slots and slots[0].pending is None:
+            self.out += slots.popleft().pieces
         if not slots:
             self.broker.connection_idle(self)

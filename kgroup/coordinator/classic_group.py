@@ -116,7 +116,7 @@ class ClassicGroupMember:
         self.awaiting_join = None
         self.awaiting_sync = None
         self.is_new = False
-        self.heartbeat_timer = None     # (timer key, expiry op), made once: a heartbeat reuses them
+        self.heartbeat_timer = None     # timer.MemberTimer, made once: a heartbeat reuses it
 
     @property
     def is_static(self) -> bool:

@@ -17,7 +17,7 @@ from . import coordinator_records as rec
 from .classic_group import ClassicGroup, ClassicGroupState as S
 from .join import JoinGroupMixin
 from .responses import join_member, join_response, sync_response
-from .timer import heartbeat_key, initial_delay_key, join_key, pending_key, sync_key
+from .timer import MemberTimer, heartbeat_key, initial_delay_key, join_key, pending_key, sync_key
 
 CLASSIC = "classic"
 
@@ -106,13 +106,12 @@ class GroupMetadataManager(JoinGroupMixin):
 
     # == timers ===================================================================================
     def reschedule_heartbeat(self, group, member, timeout_ms=None) -> None:
-        key_op = member.heartbeat_timer
-        if key_op is None:
+        timer = member.heartbeat_timer
+        if timer is None:
             gid, mid = group.group_id, member.member_id
-            key_op = member.heartbeat_timer = (heartbeat_key(gid, mid),
-                                               lambda res: self.expire_heartbeat(gid, mid, res))
-        self.timer.schedule(key_op[0], member.session_timeout_ms if timeout_ms is None else timeout_ms,
-                            key_op[1])
+            timer = member.heartbeat_timer = MemberTimer(heartbeat_key(gid, mid),
+                                                         lambda res: self.expire_heartbeat(gid, mid, res))
+        self.timer.schedule(timer.key, member.session_timeout_ms if timeout_ms is None else timeout_ms, timer.op)
 
     def expire_heartbeat(self, group_id, member_id, res) -> None:
         group = self.groups.get(group_id)

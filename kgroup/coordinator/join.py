@@ -44,8 +44,8 @@ class JoinGroupMixin:
                 return
             group = ClassicGroup(gid, self.now)
             self.groups[gid] = group
-        records_before = len(res.decoded_records)
-        replies_before = len(res.responses)
+        records_before = len(res.records)
+        replies_before = res.reply_count()
 
         if not self._accept_joining_member(group, member_id):
             group.remove(member_id)
@@ -55,7 +55,7 @@ class JoinGroupMixin:
         else:
             self._join_existing_member(group, req, version, token, client_id, client_host, res)
 
-        if is_new_group and len(res.decoded_records) == records_before:
+        if is_new_group and len(res.records) == records_before:
             self._write_new_group(group, version, token, replies_before, res)
 
     def _write_new_group(self, group, version, token, replies_before, res) -> None:

@@ -5,7 +5,7 @@ Flow (one shard, one operation at a time)::
     result = shard.handle_xxx(request, version, now_ms, token, ...)   # or shard.poll_timers(now_ms)
     if result.records:
         try:
-            log.append(result.records)              # list of (key_bytes, value_bytes | None)
+            log.append([(r.key, r.value) for r in result.records])
         except AppendFailure as e:
             to_send = shard.abort(result, e.error_code)
         else:
@@ -25,6 +25,7 @@ of other members, each paired with the opaque token the runtime gave when it par
 from __future__ import annotations
 
 from ..protocol.errors import ErrorCode
+from .coordinator_records import OFFSET_COMMIT
 
 
 def append_error_to_response_error(error: ErrorCode) -> ErrorCode:
@@ -43,40 +44,51 @@ def append_error_to_response_error(error: ErrorCode) -> ErrorCode:
 
 
 class Result:
-    """Records plus responses of one operation.
+    """Records plus responses of one operation: what a handler builds and the runtime reads.
 
-    ``records``   list of (key_bytes, value_bytes | None) in Kafka's exact format, append order.
-    ``responses`` list of (token, response) sent after a successful write (inspection helper;
-                  the authoritative list is what ``commit``/``abort`` return).
+    ``now_ms``   the operation's time (the records' timestamp).
+    ``records``  the coordinator records to append, in order (``coordinator_records.Record``:
+                 ``key``/``value`` bytes in Kafka's exact format plus their decoded form).
+    Everything else goes through methods: ``committed``/``aborted`` are what the shard's
+    ``commit``/``abort`` send; ``is_plain_offset_commit`` says whether it may be batched.
     """
 
-    __slots__ = ("now_ms", "_records", "_replies", "_on_commit", "_on_abort")
+    __slots__ = ("now_ms", "records", "_answers", "_on_failure", "_on_commit", "_on_abort")
 
     def __init__(self, now_ms: int = 0):
         self.now_ms = now_ms
-        self._records = []          # kgroup.coordinator.coordinator_records.Record
-        self._replies = []          # (token, response, on_failure | None)
+        self.records = []           # kgroup.coordinator.coordinator_records.Record
+        self._answers = []          # (token, response), in reply order
+        self._on_failure = None     # {index in _answers: fn(error) -> response}, once there is one
         self._on_commit = ()        # fn(Result) -> None, after replay (a list once there is one)
         self._on_abort = ()         # fn(Result, ErrorCode) -> None
 
     # -- building ---------------------------------------------------------------------------
     def add_record(self, record) -> None:
-        self._records.append(record)
+        self.records.append(record)
 
     def reply(self, token, response, on_failure=None) -> None:
         """Answer ``token``. ``on_failure(error) -> response`` replaces the answer if the write
         fails; without it the answer is sent either way (e.g. a member fenced meanwhile)."""
-        self._replies.append((token, response, on_failure))
+        self._answers.append((token, response))
+        if on_failure is not None:
+            if self._on_failure is None:
+                self._on_failure = {}
+            self._on_failure[len(self._answers) - 1] = on_failure
+
+    def reply_count(self) -> int:
+        return len(self._answers)
 
     def set_failure(self, token, on_failure, start: int = 0) -> bool:
         """Give the replies to ``token`` (from index ``start``) a failure form; True if any."""
         found = False
-        for i in range(start, len(self._replies)):
-            t, resp, f = self._replies[i]
+        for i in range(start, len(self._answers)):
+            t = self._answers[i][0]
             if t is token or t == token:
                 found = True
-                if f is None:
-                    self._replies[i] = (t, resp, on_failure)
+                if self._on_failure is None:
+                    self._on_failure = {}
+                self._on_failure.setdefault(i, on_failure)
         return found
 
     def on_commit(self, fn) -> None:
@@ -91,25 +103,44 @@ class Result:
         else:
             self._on_abort = [fn]
 
-    def merge(self, other: "Result") -> "Result":
-        self._records.extend(other._records)
-        self._replies.extend(other._replies)
-        self._on_commit = [*self._on_commit, *other._on_commit]
-        self._on_abort = [*self._on_abort, *other._on_abort]
-        return self
-
     # -- reading ----------------------------------------------------------------------------
-    @property
-    def records(self) -> list[tuple[bytes, bytes | None]]:
-        return [(r.key, r.value) for r in self._records]
+    def is_plain_offset_commit(self) -> bool:
+        """Only offset-commit records and no post-write steps: the runtime may write it in one
+        batch with its neighbours (replaying offset commits never changes group membership)."""
+        if self._on_commit or self._on_abort or not self.records:
+            return False
+        for r in self.records:
+            if r.record_type != OFFSET_COMMIT or r.value is None:
+                return False
+        return True
 
-    @property
-    def decoded_records(self):
-        return list(self._records)
+    def committed(self, now_ms: int) -> list:
+        """What to send once the records are replayed: (token, response) of every reply, then
+        those of the post-write steps, which run now (the list is the Result's own)."""
+        answers = self._answers
+        if not self._on_commit:
+            return answers
+        extra = Result(now_ms)
+        for fn in self._on_commit:
+            fn(extra)
+        return answers + extra._answers
+
+    def aborted(self, error: ErrorCode, now_ms: int) -> list:
+        """What to send after a failed write (``error`` already mapped): every reply, in its
+        failure form where it has one, then what undoing the operation sends (newest first)."""
+        failures = self._on_failure or {}
+        out = [(t, failures[i](error) if i in failures else r) for i, (t, r) in enumerate(self._answers)]
+        if self._on_abort:
+            extra = Result(now_ms)
+            for fn in reversed(self._on_abort):
+                fn(extra, error)
+            out += extra._answers
+        return out
 
     @property
     def responses(self) -> list:
-        return [(t, r) for t, r, _ in self._replies]
+        """(token, response) of every reply, for inspection (a copy)."""
+        return list(self._answers)
 
     def __repr__(self) -> str:
-        return f"Result(records={len(self._records)}, responses={len(self._replies)})"
+        return f"Result(records={len(self.records)}, responses={len(self._answers)})"

@@ -105,29 +105,17 @@ class GroupCoordinatorShard:
     def commit(self, result: Result, now_ms: int | None = None) -> list:
         """The records of ``result`` are in the log: replay them, run post-write steps, and
         return every (token, response) to send."""
-        self.timer.now = result.now_ms if now_ms is None else now_ms
-        for record in result._records:
+        now = self.timer.now = result.now_ms if now_ms is None else now_ms
+        for record in result.records:
             self._apply(record)
-        out = [(t, r) for t, r, _ in result._replies]
-        if result._on_commit:
-            extra = Result(self.timer.now)
-            for fn in result._on_commit:
-                fn(extra)
-            out.extend(extra.responses)
-        return out
+        return result.committed(now)
 
     def abort(self, result: Result, error=ErrorCode.KAFKA_STORAGE_ERROR, now_ms: int | None = None) -> list:
         """Appending ``result.records`` failed with ``error``: nothing durable changes; return
         the responses to send, failures mapped as Kafka maps append errors."""
-        self.timer.now = result.now_ms if now_ms is None else now_ms
+        now = self.timer.now = result.now_ms if now_ms is None else now_ms
         mapped = append_error_to_response_error(error)
-        out = [(t, f(mapped) if f is not None else r) for t, r, f in result._replies]
-        if result._on_abort:
-            extra = Result(self.timer.now)
-            for fn in reversed(result._on_abort):
-                fn(extra, mapped)
-            out.extend(extra.responses)
-        return out
+        return result.aborted(mapped, now)
 
     # == timers ==================================================================================
     def poll_timers(self, now_ms: int) -> Result:

@@ -15,8 +15,17 @@ from __future__ import annotations
 
 import heapq
 import itertools
+from typing import Callable, NamedTuple
 
 EXPIRE_GROUP_METADATA_KEY = "expire-group-metadata"
+
+
+class MemberTimer(NamedTuple):
+    """A member's timer key and the operation it runs, made once: each heartbeat reschedules
+    the same pair instead of formatting the key and making a closure again."""
+
+    key: str
+    op: Callable
 
 
 def heartbeat_key(group_id: str, member_id: str) -> str:

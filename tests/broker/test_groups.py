@@ -418,15 +418,15 @@ def test_runtime_rearms_its_wakeup_only_for_an_earlier_deadline(tmp_path):
         base = shard.timer.now = now_ms()
         shard.timer.schedule("late", 600_000, lambda res: None)
         rt._reschedule(shard)
-        first = rt._timers[0]
-        assert first[0] <= base + 600_000
+        first = rt._timers[0].handle
+        assert rt._timers[0].deadline <= base + 600_000
         shard.timer.schedule("early", 1_000, lambda res: None)        # earlier: re-armed
         rt._reschedule(shard)
-        assert rt._timers[0][0] == base + 1_000 and rt._timers[0][1] is not first[1]
-        armed = rt._timers[0]
+        assert rt._timers[0].deadline == base + 1_000 and rt._timers[0].handle is not first
+        armed = rt._timers[0].handle
         shard.timer.schedule("early", 5_000, lambda res: None)        # later (a heartbeat): kept
         rt._reschedule(shard)
-        assert rt._timers[0] is armed
+        assert rt._timers[0].handle is armed and rt._timers[0].deadline == base + 1_000
         await asyncio.sleep(1.2)                                       # fires, re-arms for the rest
-        assert 0 in rt._timers and rt._timers[0][0] == shard.next_deadline()
+        assert 0 in rt._timers and rt._timers[0].deadline == shard.next_deadline()
     _inproc(tmp_path, scenario)

@@ -79,7 +79,7 @@ class Ctx:
         if result.records and self.fail_writes is not None:
             out = self.shard.abort(result, self.fail_writes)
         else:
-            self.log.extend(result.records)
+            self.log.extend((r.key, r.value) for r in result.records)
             out = self.shard.commit(result)
         self.sent.extend(out)
         if self.check:

@@ -221,7 +221,7 @@ def test_s06_leader_assignment_written_before_anyone_is_answered():
                            protocol_name="range", assignments=[A(member_id=a, assignment=b"A"),
                                                                A(member_id=b, assignment=b"B")])
     res = c.shard.handle_sync_group(req, 5, c.now, "leader-sync")
-    assert res.responses == [] and len(res.records) == 1 and res.records[0][0][:2] == b"\x00\x02"
+    assert res.responses == [] and len(res.records) == 1 and res.records[0].key[:2] == b"\x00\x02"
     assert c.state("g") == "CompletingRebalance"
     c.run(res)
     assert c.answer("leader-sync").assignment == (b"A" if leader == a else b"B")
