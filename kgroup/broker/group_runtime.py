@@ -37,9 +37,8 @@ import time
 
 from ..clock import now_ms
 from ..coordinator import CoordinatorLoadError, GroupCoordinatorConfig, GroupCoordinatorShard, group_partition
-from ..protocol.errors import ErrorCode
-from ..protocol.records import Record, RecordBatchError, build_batch, decode_records
-from ..storage.errors import LogError
+from ..protocol.errors import ErrorCode, KafkaError
+from ..protocol.records import Record, build_batch, decode_records
 from ..storage.producer_state import AppendOrigin
 from .metadata import OFFSETS_TOPIC
 from .pending import PendingResponse
@@ -233,8 +232,8 @@ class GroupRuntime:
                                  for res in results for r in res.records])
             plog.append(batch, origin=AppendOrigin.COORDINATOR)
         except Exception as e:     # nothing was written: every operation fails, nothing changes
-            if isinstance(e, (LogError, RecordBatchError)):
-                error = ErrorCode(e.error_code)
+            if isinstance(e, KafkaError):      # a storage or record-format error: its code
+                error = e.code
                 log.warning("write to %s-%d failed: %s", OFFSETS_TOPIC, shard.partition, e)
             elif isinstance(e, LookupError):
                 error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION

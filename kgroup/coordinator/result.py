@@ -7,7 +7,7 @@ Flow (one shard, one operation at a time)::
         try:
             log.append([(r.key, r.value) for r in result.records])
         except AppendFailure as e:
-            to_send = shard.abort(result, e.error_code)
+            to_send = shard.abort(result, e.code)
         else:
             to_send = shard.commit(result)
     else:

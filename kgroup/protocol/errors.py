@@ -147,11 +147,26 @@ class ErrorCode(enum.IntEnum):
 
 
 class KafkaError(Exception):
-    """An error that answers a request with a Kafka error code."""
+    """An error that answers a request with a Kafka error code: the root of kgroup's one error
+    family. Protocol and coordinator errors raise it with a code; record-format errors
+    (``protocol.records.RecordBatchError``) and partition-log errors (``storage.errors.LogError``)
+    are subclasses that fix their code as a class attribute."""
 
-    def __init__(self, code: ErrorCode, message: str | None = None):
-        super().__init__(message or code.message or code.name)
-        self.code = code
+    code = ErrorCode.UNKNOWN_SERVER_ERROR
+
+    def __init__(self, code: ErrorCode | None = None, message: str | None = None):
+        if code is not None:
+            self.code = ErrorCode(code)
+        super().__init__(message or self.code.message or self.code.name)
+
+    @property
+    def error_code(self) -> int:
+        """The code as a response's ``error_code`` field."""
+        return int(self.code)
+
+    @property
+    def error_name(self) -> str:
+        return self.code.name
 
 
 _META = {

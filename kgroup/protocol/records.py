@@ -34,6 +34,7 @@ from typing import Iterator, NamedTuple, Sequence
 
 import crcmod.predefined
 
+from kgroup.protocol.errors import ErrorCode, KafkaError
 from kgroup.protocol.primitives import (
     INT16,
     INT32,
@@ -98,31 +99,25 @@ class TimestampType(IntEnum):
 # --- errors -------------------------------------------------------------------------------
 
 
-class RecordBatchError(ValueError):
-    """Base of record validation failures; ``error_code``/``error_name`` are Kafka's.
+class RecordBatchError(KafkaError, ValueError):
+    """Base of record validation failures, each a KafkaError with Kafka's code.
     ``record_errors`` lists ``(batch_index, message)`` for ProduceResponse v8+."""
 
-    error_code = -1
-    error_name = "UNKNOWN_SERVER_ERROR"
-
     def __init__(self, message: str, record_errors: Sequence[tuple[int, str]] = ()):
-        super().__init__(message)
+        super().__init__(None, message)
         self.record_errors = list(record_errors)
 
 
 class CorruptRecordError(RecordBatchError):
-    error_code = 2
-    error_name = "CORRUPT_MESSAGE"
+    code = ErrorCode.CORRUPT_MESSAGE
 
 
 class InvalidRecordError(RecordBatchError):
-    error_code = 87
-    error_name = "INVALID_RECORD"
+    code = ErrorCode.INVALID_RECORD
 
 
 class UnsupportedCompressionTypeError(RecordBatchError):
-    error_code = 76
-    error_name = "UNSUPPORTED_COMPRESSION_TYPE"
+    code = ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
 
 
 # --- CRC-32C ------------------------------------------------------------------------------
