@@ -322,18 +322,12 @@ class GroupMetadataManager(JoinGroupMixin):
 
     @staticmethod
     def _validate_sync(group, req):
-        if group.state is S.DEAD:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        try:
-            group.validate_member(req.member_id, req.group_instance_id)
-        except KafkaError as e:
-            return e.code
-        if req.generation_id != group.generation_id:
-            return ErrorCode.ILLEGAL_GENERATION
-        if _inconsistent(req.protocol_type, group.protocol_type) or \
-                _inconsistent(req.protocol_name, group.protocol_name):
+        """Kafka's validateSyncGroup: the member checks Heartbeat makes too, then the protocol."""
+        error = _validate_member_generation(group, req.member_id, req.group_instance_id, req.generation_id)
+        if error is None and (_inconsistent(req.protocol_type, group.protocol_type)
+                              or _inconsistent(req.protocol_name, group.protocol_name)):
             return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
-        return None
+        return error
 
     def _remove_pending_sync_member(self, group, member_id) -> None:
         group.pending_sync_members.discard(member_id)
@@ -348,14 +342,9 @@ class GroupMetadataManager(JoinGroupMixin):
         group = self.groups.get(req.group_id)
         if group is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
-        if group.state is S.DEAD:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        try:
-            group.validate_member(req.member_id, req.group_instance_id)
-        except KafkaError as e:
-            return e.code
-        if req.generation_id != group.generation_id:
-            return ErrorCode.ILLEGAL_GENERATION
+        error = _validate_member_generation(group, req.member_id, req.group_instance_id, req.generation_id)
+        if error is not None:
+            return error
         if group.state is S.EMPTY:
             return ErrorCode.UNKNOWN_MEMBER_ID
         self.reschedule_heartbeat(group, group.members[req.member_id])
@@ -448,6 +437,21 @@ class GroupMetadataManager(JoinGroupMixin):
         """Tombstone the group (its offsets are tombstoned by the offset manager first)."""
         res.add_record(rec.group_metadata_tombstone(group.group_id))
         self.cancel_group_timers(group)
+
+
+def _validate_member_generation(group, member_id, group_instance_id, generation_id) -> ErrorCode | None:
+    """What SyncGroup and Heartbeat both check first (Kafka's validateSyncGroup and
+    validateClassicGroupHeartbeat): the group is not Dead, the member is known (and its static
+    instance id matches), and the generation is the group's."""
+    if group.state is S.DEAD:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    try:
+        group.validate_member(member_id, group_instance_id)
+    except KafkaError as e:
+        return e.code
+    if generation_id != group.generation_id:
+        return ErrorCode.ILLEGAL_GENERATION
+    return None
 
 
 def _inconsistent(requested, current) -> bool:
