@@ -32,6 +32,7 @@ until a shard is loaded its groups' requests get COORDINATOR_LOAD_IN_PROGRESS (f
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import time
 
@@ -156,32 +157,33 @@ class GroupRuntime:
         self._run(shard, handle(shard, req, version, now_ms(), token, *extra), may_hold=offset_commit)
         return token.response if token.answered else token
 
-    def execute_many(self, group_ids, items, build, op, merge):
-        """A multi-group request: ``items`` (one per group id) are split by owning shard,
-        ``build(items)`` makes each shard's sub-request, ``op(shard, sub, now_ms, token)`` runs it,
-        and ``merge(responses)`` combines the answers, grouped by shard as Kafka combines them
-        (at once when every shard answered at once, else as a PendingResponse)."""
+    def execute_split(self, req, field: str | None, handle, version: int, merge, group_id_of=None):
+        """A multi-group request, the one way they are split by shard: the items of
+        ``req.<field>`` (group ids, or entries whose ``group_id_of(item)`` is one) go to their
+        owning shards, in request order; each shard runs ``handle(shard, sub, version, now_ms,
+        token)`` (a shard's ``handle_xxx``, unbound) on a copy of ``req`` holding its items, and
+        ``merge(responses)`` combines the answers, grouped by shard as Kafka combines them. With
+        ``field`` None (ListGroups) every shard runs ``req`` itself. Returns the merged response
+        when every shard answered at once, else a PendingResponse."""
         self.ensure_offsets_topic()
-        by_partition: dict[int, list] = {}
-        for gid, item in zip(group_ids, items):
-            by_partition.setdefault(self.shard_for(gid), []).append(item)
+        if field is None:
+            parts = [(p, req) for p in self.shards]
+        else:
+            by_partition: dict[int, list] = {}
+            for item in getattr(req, field):
+                gid = item if group_id_of is None else group_id_of(item)
+                by_partition.setdefault(self.shard_for(gid), []).append(item)
+            parts = []
+            for p, items in by_partition.items():
+                sub = copy.copy(req)
+                setattr(sub, field, items)
+                parts.append((p, sub))
         tokens = []
-        for p, part in by_partition.items():
+        for p, sub in parts:
             token = PendingResponse()
             self._write_held(p)
             shard = self.shards[p]
-            self._run(shard, op(shard, build(part), now_ms(), token))
-            tokens.append(token)
-        return PendingResponse.gather(tokens, merge)
-
-    def execute_all(self, op, merge):
-        """Run ``op(shard, now_ms, token)`` on every shard (ListGroups) and merge the answers."""
-        self.ensure_offsets_topic()
-        tokens = []
-        for p, shard in self.shards.items():
-            token = PendingResponse()
-            self._write_held(p)
-            self._run(shard, op(shard, now_ms(), token))
+            self._run(shard, handle(shard, sub, version, now_ms(), token))
             tokens.append(token)
         return PendingResponse.gather(tokens, merge)
 

@@ -29,11 +29,3 @@ def utf16_length(s: str) -> int:
 
 def group_partition(group_id: str, n: int = 50) -> int:
     return java_utils_abs(java_string_hash_code(group_id)) % n
-
-
-def split_by_partition(group_ids, n: int = 50) -> dict[int, list[str]]:
-    """Group ids keyed by owning partition, each list in request order (for multi-group APIs)."""
-    out: dict[int, list[str]] = {}
-    for g in group_ids:
-        out.setdefault(group_partition(g, n), []).append(g)
-    return out

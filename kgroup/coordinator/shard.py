@@ -14,8 +14,8 @@ response. See ``result.py`` for the write/commit/abort protocol. Until ``on_load
 answer COORDINATOR_LOAD_IN_PROGRESS (Heartbeat answers NONE, as Kafka does while loading).
 
 Multi-group requests (DescribeGroups, DeleteGroups, OffsetFetch v8+) are answered for every
-group they name: the runtime splits them by ``partitioner.split_by_partition`` first and
-concatenates the per-shard answers; ListGroups goes to every shard (``merge_list_groups``).
+group they name: the runtime splits them by owning shard first (``GroupRuntime.execute_split``)
+and concatenates the per-shard answers; ListGroups goes to every shard (``merge_list_groups``).
 
 Service-level checks done here, as Kafka's GroupCoordinatorService/KafkaApis do them: empty
 group id -> INVALID_GROUP_ID (OffsetCommit/OffsetFetch/Describe/Delete accept "" for backward

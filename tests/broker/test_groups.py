@@ -430,3 +430,30 @@ def test_runtime_rearms_its_wakeup_only_for_an_earlier_deadline(tmp_path):
         await asyncio.sleep(1.2)                                       # fires, re-arms for the rest
         assert 0 in rt._timers and rt._timers[0].deadline == shard.next_deadline()
     _inproc(tmp_path, scenario)
+
+
+def test_multi_group_requests_are_split_by_owning_shard_and_answer_every_group(tmp_path):
+    """DescribeGroups, OffsetFetch v8, DeleteGroups and ListGroups over groups on several shards:
+    every group is answered once, grouped by shard in order of first mention, request order
+    within a shard; DeleteGroups' tombstones make it wait for their fsync (a gathered answer)."""
+    groups = ["a", "d", "b", "a2", "e", "d2"]
+    shard_of = {g: group_partition(g, 50) for g in groups}
+    assert len(set(shard_of.values())) >= 4
+    by_shard = [g for p in dict.fromkeys(shard_of[g] for g in groups) for g in groups if shard_of[g] == p]
+    Group = OffsetFetchRequest.OffsetFetchRequestGroup
+
+    async def scenario(b):
+        for g in groups:
+            await _answer(_submit(b, commit_request(g, "t", {0: len(g)}), 8))
+        described = await _answer(_submit(b, DescribeGroupsRequest(groups=groups), 5))
+        assert [(g.group_id, g.group_state) for g in described.groups] == [(g, "Empty") for g in by_shard]
+        fetched = await _answer(_submit(b, OffsetFetchRequest(groups=[Group(group_id=g, topics=None)
+                                                                      for g in groups]), 8))
+        assert [(g.group_id, [p.committed_offset for t in g.topics for p in t.partitions])
+                for g in fetched.groups] == [(g, [len(g)]) for g in by_shard]
+        deleted = _submit(b, DeleteGroupsRequest(groups_names=groups), 2)
+        assert type(deleted) is PendingResponse
+        deleted = await _answer(deleted)
+        assert [(r.group_id, r.error_code) for r in deleted.results] == [(g, 0) for g in by_shard]
+        assert (await _answer(_submit(b, ListGroupsRequest(), 4))).groups == []
+    _inproc(tmp_path, scenario)

@@ -7,7 +7,7 @@ import struct
 import pytest
 
 from kgroup.coordinator import CoordinatorLoadError, GroupCoordinatorShard, group_partition, java_string_hash_code
-from kgroup.coordinator.partitioner import java_utils_abs, split_by_partition
+from kgroup.coordinator.partitioner import java_utils_abs
 from kgroup.coordinator.timer import heartbeat_key
 from kgroup.protocol.messages.heartbeat import HeartbeatRequest
 from kgroup.protocol.messages.join_group import JoinGroupRequest
@@ -41,7 +41,6 @@ def test_s20_group_partition():
     assert group_partition("\U0001F600", 7) == (0xD83D * 31 + 0xDE00) % 7
     neg = "console-consumer-1"
     assert group_partition(neg) == abs(java_string_hash_code(neg)) % 50
-    assert split_by_partition(["hello", "polygenelubricants", "hello"]) == {22: ["hello", "hello"], 0: ["polygenelubricants"]}
 
 
 # -- 21. loading ---------------------------------------------------------------------------------------

@@ -1,17 +1,10 @@
 """DeleteGroups (42) v0-2: split across the shards that own the groups (NON_EMPTY_GROUP,
 GROUP_ID_NOT_FOUND come from the shard)."""
-import copy
-
+from ...coordinator import GroupCoordinatorShard as Shard
 from ...protocol.messages.delete_groups import DeleteGroupsResponse
 
 
 def handle(broker, ctx, req, version):
-    def build(groups):
-        sub = copy.copy(req)
-        sub.groups_names = groups
-        return sub
-
-    return broker.group_coordinator.execute_many(
-        req.groups_names, req.groups_names, build,
-        lambda shard, sub, now, token: shard.handle_delete_groups(sub, version, now, token),
+    return broker.group_coordinator.execute_split(
+        req, "groups_names", Shard.handle_delete_groups, version,
         lambda rs: DeleteGroupsResponse(throttle_time_ms=0, results=[g for r in rs for g in r.results]))
