@@ -98,12 +98,6 @@ class Broker:
     def advertised_listener(self) -> tuple[str, int]:
         return self.config.advertised(self.bound_port)
 
-    def connection_idle(self, conn) -> None:
-        pass
-
-    def connection_closed(self, conn) -> None:
-        pass
-
     # -- topics ---------------------------------------------------------------------------------
     def create_topic(self, name: str, num_partitions: int, replication_factor: int,
                      configs: dict[str, str]) -> Topic:

@@ -125,7 +125,6 @@ class KafkaConnection(asyncio.BufferedProtocol):
             if slot.pending is not None:
                 slot.pending.stop_listening()
         self.slots.clear()
-        self.broker.connection_closed(self)
 
     # Backpressure: while the client does not read its responses (the transport's write buffer is
     # above its high-water mark), stop reading its requests.
@@ -303,5 +302,3 @@ class KafkaConnection(asyncio.BufferedProtocol):
         slots = self.slots
         while slots and slots[0].pending is None:
             self.out += slots.popleft().pieces
-        if not slots:
-            self.broker.connection_idle(self)

@@ -255,10 +255,6 @@ class KafkaClient:
             return next((n for n in self.bootstrap if n.node_id == node_id), None)
         return self.nodes.get(node_id)
 
-    def is_ready(self, node_id: int, group: str = "default") -> bool:
-        conn = self._conns.get((group, node_id))
-        return conn is not None and not conn.closed
-
     def in_backoff(self, node_id: int, group: str = "default") -> bool:
         f = self._failures.get((group, node_id))
         return f is not None and now_ms() < f[1]

@@ -24,14 +24,6 @@ from .types import ConsumerRecord
 FETCH_TOPIC_ID_VERSION = 13  # Fetch v13+ names topics by id
 
 
-class FetchPosition:
-    __slots__ = ("offset", "leader_epoch")
-
-    def __init__(self, offset: int, leader_epoch: int | None = None):
-        self.offset = offset
-        self.leader_epoch = leader_epoch
-
-
 def build_fetch(partitions: list[tuple[TopicPartition, int, int]], topic_ids: dict[str, bytes], config,
                 version_cap: int | None) -> tuple[FetchRequest, int | None]:
     """``partitions``: (tp, fetch offset, current leader epoch or -1). Returns the request and

@@ -28,6 +28,7 @@ from typing import Mapping
 from kgroup.protocol.errors import ErrorCode, KafkaError
 from kgroup.protocol.messages.init_producer_id import InitProducerIdRequest
 from kgroup.protocol.messages.produce import ProduceRequest
+from kgroup.protocol.primitives import varint_size
 from kgroup.protocol.records import Compression, Record, build_batch
 
 from .assignors import TopicPartition
@@ -47,25 +48,16 @@ BATCH_OVERHEAD = 61
 MAX_IN_FLIGHT_PER_PARTITION = 5
 
 
-def _varint_size(n: int) -> int:
-    n = (n << 1) ^ (n >> 63)
-    size = 1
-    while n >= 0x80:
-        n >>= 7
-        size += 1
-    return size
-
-
 def record_size(key: bytes | None, value: bytes | None, headers) -> int:
     """DefaultRecord.sizeInBytes with zero deltas (an upper-bound-ish estimate)."""
     body = 1 + 1 + 1
-    body += _varint_size(-1 if key is None else len(key)) + (len(key) if key else 0)
-    body += _varint_size(-1 if value is None else len(value)) + (len(value) if value else 0)
-    body += _varint_size(len(headers))
+    body += varint_size(-1 if key is None else len(key)) + (len(key) if key else 0)
+    body += varint_size(-1 if value is None else len(value)) + (len(value) if value else 0)
+    body += varint_size(len(headers))
     for k, v in headers:
         kb = k.encode() if isinstance(k, str) else k
-        body += _varint_size(len(kb)) + len(kb) + _varint_size(-1 if v is None else len(v)) + (len(v) if v else 0)
-    return body + _varint_size(body)
+        body += varint_size(len(kb)) + len(kb) + varint_size(-1 if v is None else len(v)) + (len(v) if v else 0)
+    return body + varint_size(body)
 
 
 class _Batch:

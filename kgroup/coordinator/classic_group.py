@@ -172,12 +172,6 @@ class ClassicGroup:
         self.record: GroupMetadataValue | None = None   # durable image: last replayed record
 
     # -- basic queries ------------------------------------------------------------------------
-    def is_in_state(self, state) -> bool:
-        return self.state is state
-
-    def has_member(self, member_id) -> bool:
-        return member_id in self.members
-
     def is_leader(self, member_id) -> bool:
         return self.leader_id is not None and self.leader_id == member_id
 
@@ -186,9 +180,6 @@ class ClassicGroup:
 
     def has_all_members_joined(self) -> bool:
         return len(self.members) == self.num_awaiting_join and not self.pending_join_members
-
-    def has_received_sync_from_all_members(self) -> bool:
-        return not self.pending_sync_members
 
     def rebalance_timeout_ms(self) -> int:
         return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)

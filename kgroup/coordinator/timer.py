@@ -155,9 +155,6 @@ class CoordinatorTimer:
         if self._ops.pop(key, None) is not None:
             self.scheduler.cancel(key)
 
-    def is_scheduled(self, key: str) -> bool:
-        return key in self._ops
-
     def deadline(self, key: str) -> int | None:
         e = self._ops.get(key)
         return None if e is None else e[0]

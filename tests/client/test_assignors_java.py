@@ -121,11 +121,6 @@ def verify(flavor: Flavor, subscriptions, assignment, partitions_per_topic):
     return assignment
 
 
-def fully_balanced(assignment) -> bool:
-    sizes = [len(v) for v in assignment.values()]
-    return max(sizes) - min(sizes) <= 1
-
-
 FLAVORS = [pytest.param(StickyAssignor, id="sticky"),
            pytest.param(CooperativeStickyAssignor, id="cooperative")]
 
