@@ -53,7 +53,7 @@ class Broker:
         gc.freeze()
         # A burst of pipelined requests keeps tens of thousands of short-lived objects alive
         # until its group commit answers it; at the default threshold (700) the collector would
-        # scan them dozens of times per burst (~9% of an OffsetCommit's instructions here).
+        # scan them dozens of times per burst (README, "Coordinator", gives the effect).
         gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
         self.server = await loop.create_server(lambda: KafkaConnection(self), host or "0.0.0.0", port,
                                                reuse_address=True)
