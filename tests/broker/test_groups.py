@@ -127,7 +127,7 @@ def test_join_sync_heartbeat_leave_over_the_wire(tmp_path):
 # == loading =========================================================================================
 
 def test_coordinator_load_in_progress_while_a_large_offsets_topic_loads(tmp_path):
-    """Scenario 21: ~200k commit records; right after a restart the group APIs answer
+    """~200k commit records; right after a restart the group APIs answer
     COORDINATOR_LOAD_IN_PROGRESS (Heartbeat answers NONE, as Kafka does), then the offsets are back."""
     b = BrokerProcess(tmp_path / "data").start()
     group, topic, n_parts, n_requests = "loading-group", "big", 100, 2000
@@ -177,7 +177,7 @@ def test_coordinator_load_in_progress_while_a_large_offsets_topic_loads(tmp_path
 # == durability ======================================================================================
 
 def test_acknowledged_commits_survive_sigkill(tmp_path):
-    """Scenario 16/24: 600 pipelined commits on 3 connections; the broker is SIGKILLed while
+    """600 pipelined commits on 3 connections; the broker is SIGKILLed while
     commits are still in flight. After the restart every partition holds at least the last
     acknowledged offset, and only an offset that was sent."""
     b = BrokerProcess(tmp_path / "data").start()
@@ -360,7 +360,7 @@ def test_runtime_commit_to_a_group_created_by_a_held_commit_is_not_validated_bef
 
 
 def test_runtime_failed_write_of_held_commits_aborts_each_and_changes_nothing(tmp_path):
-    """Scenario 16 for a batch: every commit in the failed write gets NOT_COORDINATOR (Kafka's
+    """A failed write of a batch of commits: each gets NOT_COORDINATOR (Kafka's
     mapping of KAFKA_STORAGE_ERROR), the offsets stay as they were, later commits work."""
     async def scenario(b):
         await _answer(_submit(b, commit_request("fails", "t", {0: 1}), 8))

@@ -68,15 +68,15 @@ def test_assign_returns_every_member_in_input_order():
         assert result["a"].partitions == [] and result["m"].partitions == []
 
 
-# ---- the seed documents' worked examples ------------------------------------------------
+# ---- worked examples of Kafka's assignor documentation ----------------------------------
 
-def test_seed_range_example():
+def test_range_gives_the_first_members_the_extra_partition_of_each_topic():
     subs = {"C0": Subscription(["t0", "t1"]), "C1": Subscription(["t0", "t1"])}
     assert run(RangeAssignor(), {"t0": 3, "t1": 3}, subs) == {
         "C0": parts("t0p0 t0p1 t1p0 t1p1"), "C1": parts("t0p2 t1p2")}
 
 
-def test_seed_range_ten_and_eleven_partitions():
+def test_range_splits_ten_and_eleven_partitions_over_three_members():
     subs = {"C1-0": Subscription(["T1"]), "C2-0": Subscription(["T1"]),
             "C2-1": Subscription(["T1"])}
     sizes = {m: [p.partition for p in v] for m, v in run(RangeAssignor(), {"T1": 10}, subs).items()}
@@ -85,7 +85,7 @@ def test_seed_range_ten_and_eleven_partitions():
     assert sizes == {"C1-0": [0, 1, 2, 3], "C2-0": [4, 5, 6, 7], "C2-1": [8, 9, 10]}
 
 
-def test_seed_roundrobin_equal_subscriptions():
+def test_roundrobin_alternates_members_over_all_partitions_with_equal_subscriptions():
     subs = {"C0": Subscription(["t0", "t1"]), "C1": Subscription(["t0", "t1"])}
     assert run(RoundRobinAssignor(), {"t0": 3, "t1": 3}, subs) == {
         "C0": parts("t0p0 t0p2 t1p1"), "C1": parts("t0p1 t1p0 t1p2")}
@@ -96,22 +96,22 @@ UNEQUAL = {"C0": Subscription(["t0"]), "C1": Subscription(["t0", "t1"]),
 UNEQUAL_COUNTS = {"t0": 1, "t1": 2, "t2": 3}
 
 
-def test_seed_roundrobin_unequal_subscriptions():
+def test_roundrobin_skips_members_not_subscribed_to_a_topic():
     assert run(RoundRobinAssignor(), UNEQUAL_COUNTS, UNEQUAL) == {
         "C0": parts("t0p0"), "C1": parts("t1p0"), "C2": parts("t1p1 t2p0 t2p1 t2p2")}
 
 
 @pytest.mark.parametrize("cls", [StickyAssignor, CooperativeStickyAssignor])
-def test_seed_sticky_unequal_subscriptions(cls):
+def test_sticky_balances_unequal_subscriptions(cls):
     assert run(cls(), UNEQUAL_COUNTS, UNEQUAL) == {
         "C0": parts("t0p0"), "C1": parts("t1p0 t1p1"), "C2": parts("t2p0 t2p1 t2p2")}
 
 
-def test_seed_sticky_member_leaves():
+def test_sticky_moves_only_the_partitions_of_a_member_that_left():
     """Three members, four topics of two partitions; C1 leaves.  The others keep what they
-    had and only C1's partitions move (seed 003 example 2, whose table lists t1-1 twice where
-    C1 had t0-1; its final placement is that of pre-2.3 clients - current Kafka, like us, puts
-    t0p1 on C0 and t2p0, t3p1 on C2)."""
+    had and only C1's partitions move (the StickyAssignor documentation's example 2, whose
+    table lists t1-1 twice where C1 had t0-1; its final placement is that of pre-2.3 clients -
+    current Kafka, like us, puts t0p1 on C0 and t2p0, t3p1 on C2)."""
     counts = {"t0": 2, "t1": 2, "t2": 2, "t3": 2}
     topics = list(counts)
     leader = StickyAssignor()
@@ -130,7 +130,7 @@ def test_seed_sticky_member_leaves():
         assert set(first[m]) <= set(second[m])
 
 
-def test_seed_round_robin_vs_sticky_after_removal():
+def test_sticky_keeps_more_placements_than_roundrobin_after_a_member_leaves():
     """StickyAssignor's documented example 2: after C0 leaves, sticky keeps 5 placements."""
     sticky = StickyAssignor()
     first = run(sticky, UNEQUAL_COUNTS, UNEQUAL)

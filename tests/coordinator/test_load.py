@@ -1,5 +1,6 @@
-"""Scenarios 20-22, 24 and 25 at the coordinator level: partition mapping, loading, replay of
-the log, restart."""
+"""The coordinator and its log: which partition owns a group (Java's String.hashCode), requests
+while loading, rebuilding the acknowledged state on restart, replay of unknown records,
+tombstones and undecodable records, and a consumer's close (commit, then leave)."""
 from __future__ import annotations
 
 import struct
@@ -15,18 +16,18 @@ from kgroup.protocol.messages.list_groups import ListGroupsRequest
 from tests.coordinator.support import E, Ctx, fresh_shard, protocols
 
 
-# -- 20. group -> partition ------------------------------------------------------------------------
+# -- group -> partition ------------------------------------------------------------------------
 @pytest.mark.parametrize("s, expected", [
     ("", 0), ("a", 97), ("hello", 99162322),
     ("polygenelubricants", -2**31),          # Integer.MIN_VALUE
     ("é", 233), ("日本", 0x65E5 * 31 + 0x672C),
     ("\U0001F600", 0xD83D * 31 + 0xDE00),     # a surrogate pair counts as two code units
 ])
-def test_s20_java_string_hash_code(s, expected):
+def test_java_string_hash_code(s, expected):
     assert java_string_hash_code(s) == expected
 
 
-def test_s20_java_hash_code_wraps_like_int32():
+def test_java_hash_code_wraps_like_int32():
     s = "x" * 50
     h = 0
     for ch in s:
@@ -34,7 +35,7 @@ def test_s20_java_hash_code_wraps_like_int32():
     assert java_string_hash_code(s) == (h - 2**32 if h >= 2**31 else h)
 
 
-def test_s20_group_partition():
+def test_group_partition():
     assert java_utils_abs(-2**31) == 0 and java_utils_abs(-5) == 5
     assert group_partition("polygenelubricants") == 0
     assert group_partition("hello") == 99162322 % 50
@@ -43,8 +44,8 @@ def test_s20_group_partition():
     assert group_partition(neg) == abs(java_string_hash_code(neg)) % 50
 
 
-# -- 21. loading ---------------------------------------------------------------------------------------
-def test_s21_requests_while_loading_get_load_in_progress():
+# -- loading ---------------------------------------------------------------------------------------
+def test_requests_while_loading_get_load_in_progress():
     shard = GroupCoordinatorShard(3)
     req = JoinGroupRequest(group_id="g", session_timeout_ms=10000, protocol_type="consumer",
                            protocols=protocols("range"))
@@ -57,7 +58,7 @@ def test_s21_requests_while_loading_get_load_in_progress():
     assert shard.handle_join_group(req, 9, 0, "t").responses[0][1].error_code == E.MEMBER_ID_REQUIRED
 
 
-def test_s21_s24_restart_rebuilds_last_acknowledged_state():
+def test_restart_rebuilds_last_acknowledged_state():
     c = Ctx()
     gen, (a, b), leader = c.stable_group("g", 2, session=10000)
     c.commit("g", {("t", 0): 100, ("t", 1): 200}, member_id=a, generation=gen)
@@ -75,7 +76,7 @@ def test_s21_s24_restart_rebuilds_last_acknowledged_state():
     assert restarted.scheduler.deadline(heartbeat_key("g", a)) == c.now + 500 + 10000
 
 
-def test_s21_loaded_members_keep_working_and_expire_without_heartbeats():
+def test_loaded_members_keep_working_and_expire_without_heartbeats():
     c = Ctx()
     gen, (a, b), leader = c.stable_group("g", 2, session=10000)
     c2 = Ctx()
@@ -91,7 +92,7 @@ def test_s21_loaded_members_keep_working_and_expire_without_heartbeats():
     assert c2.state("g") == "PreparingRebalance" and set(c2.group("g").members) == {a}
 
 
-def test_s21_oversized_group_rebalances_after_load():
+def test_oversized_group_rebalances_after_load():
     c = Ctx()
     gen, members, leader = c.stable_group("g", 3)
     shard = GroupCoordinatorShard(7, type(c.config)(max_size=2))
@@ -101,8 +102,8 @@ def test_s21_oversized_group_rebalances_after_load():
     assert str(shard.group_metadata_manager.groups["g"].state) == "PreparingRebalance"
 
 
-# -- 22. replay robustness --------------------------------------------------------------------------
-def test_s22_unknown_record_types_are_ignored():
+# -- replay robustness --------------------------------------------------------------------------
+def test_unknown_record_types_are_ignored():
     c = Ctx()
     c.commit("g", {("t", 0): 5})
     log = list(c.log)
@@ -113,7 +114,7 @@ def test_s22_unknown_record_types_are_ignored():
     assert shard.durable_state() == c.shard.durable_state()
 
 
-def test_s22_tombstones_are_applied():
+def test_tombstones_are_applied():
     c = Ctx()
     c.commit("g", {("t", 0): 5, ("t", 1): 6})
     c.delete_offsets("g", {"t": [0]})
@@ -129,7 +130,7 @@ def test_s22_tombstones_are_applied():
     (b"\x00\x01\x00\x01g\x00\x01t\x00\x00\x00\x00", b"\x00\x09" + bytes(40)),  # unknown value version
     (b"\x00\x02\x00\x01g", b"\x00\x03\x00\x08consumer\xff"),           # truncated group metadata
 ])
-def test_s22_deserialization_error_fails_the_loading(key, value):
+def test_deserialization_error_fails_the_loading(key, value):
     shard = GroupCoordinatorShard(17)
     shard.replay(b"\x00\x02\x00\x01h", None, 0)       # a harmless tombstone first
     with pytest.raises(CoordinatorLoadError) as info:
@@ -138,8 +139,8 @@ def test_s22_deserialization_error_fails_the_loading(key, value):
     assert info.value.partition == 17 and info.value.offset == 41
 
 
-# -- 25. consumer close -------------------------------------------------------------------------------
-def test_s25_close_commits_then_leaves_and_the_group_rebalances_at_once():
+# -- consumer close -------------------------------------------------------------------------------
+def test_close_commits_then_leaves_and_the_group_rebalances_at_once():
     c = Ctx()
     gen, (a, b), leader = c.stable_group("g", 2, session=45000)
     assert c.commit("g", {("t", 0): 9}, member_id=a, generation=gen) == {("t", 0): 0}

@@ -1,4 +1,6 @@
-"""Scenarios 1-12 of shared/scenarios/group-coordinator.md (membership and rebalance), each driven
+"""Membership and rebalance of classic groups: the delayed initial rebalance, KIP-394 member ids,
+leader election, protocol consistency, the join and sync phases, heartbeats and session expiry,
+LeaveGroup, static membership (KIP-345), group.max.size and request validation. Each is driven
 by a fake clock; every operation is followed by the replay-consistency check (see support.py)."""
 from __future__ import annotations
 
@@ -10,8 +12,8 @@ from tests.coordinator.support import E, Ctx, assignment, protocols, subscriptio
 UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 
 
-# -- 1. delayed initial rebalance --------------------------------------------------------------
-def test_s01_delay_initial_rebalance_by_group_initial_rebalance_delay_on_empty_group():
+# -- delayed initial rebalance --------------------------------------------------------------
+def test_delay_initial_rebalance_by_group_initial_rebalance_delay_on_empty_group():
     c = Ctx()
     mid, tok = c.join_dynamic("g")
     assert c.state("g") == "PreparingRebalance"
@@ -23,7 +25,7 @@ def test_s01_delay_initial_rebalance_by_group_initial_rebalance_delay_on_empty_g
     assert c.state("g") == "CompletingRebalance"
 
 
-def test_s01_reset_rebalance_delay_when_new_member_joins_group_during_initial_rebalance():
+def test_reset_rebalance_delay_when_new_member_joins_group_during_initial_rebalance():
     c = Ctx()
     _, t1 = c.join_dynamic("g", rebalance=9000)
     c.advance(2999)
@@ -42,15 +44,15 @@ def test_s01_reset_rebalance_delay_when_new_member_joins_group_during_initial_re
     assert c.now == 9000
 
 
-def test_s01_delay_initial_rebalance_completes_at_delay_without_new_joiners():
+def test_delay_initial_rebalance_completes_at_delay_without_new_joiners():
     c = Ctx()
     _, t1 = c.join_dynamic("g", rebalance=60000)
     c.advance(3000)
     assert c.answer(t1).generation_id == 1
 
 
-# -- 2. KIP-394 member id required ---------------------------------------------------------------
-def test_s02_member_id_required_with_generated_client_id_uuid():
+# -- KIP-394 member id required ---------------------------------------------------------------
+def test_member_id_required_with_generated_client_id_uuid():
     c = Ctx()
     r = c.answer(c.join("g", client_id="my-app", version=4))
     assert r.error_code == E.MEMBER_ID_REQUIRED
@@ -62,7 +64,7 @@ def test_s02_member_id_required_with_generated_client_id_uuid():
     assert c.answer(t) is None and len(c.group("g3").members) == 1
 
 
-def test_s02_heartbeat_expiration_should_remove_pending_member():
+def test_heartbeat_expiration_should_remove_pending_member():
     c = Ctx()
     r = c.answer(c.join("g", session=10000))
     mid = r.member_id
@@ -75,7 +77,7 @@ def test_s02_heartbeat_expiration_should_remove_pending_member():
     assert late.error_code == E.UNKNOWN_MEMBER_ID
 
 
-def test_s02_pending_member_rejoin_is_admitted_and_timer_replaced():
+def test_pending_member_rejoin_is_admitted_and_timer_replaced():
     c = Ctx()
     mid, tok = c.join_dynamic("g")
     assert not c.scheduler.deadline(pending_key("g", mid))
@@ -83,7 +85,7 @@ def test_s02_pending_member_rejoin_is_admitted_and_timer_replaced():
     assert mid in c.group("g").members
 
 
-def test_s02_new_member_join_expiration():
+def test_new_member_join_expiration():
     """A new member parked in a long rebalance is expired after the new-member join timeout."""
     c = Ctx()
     gen, (a, b), leader = c.stable_group("g", 2, rebalance=600000, session=10000)
@@ -103,8 +105,8 @@ def test_s02_new_member_join_expiration():
     assert c.state("g") == "PreparingRebalance"
 
 
-# -- 3. leader election -------------------------------------------------------------------------
-def test_s03_first_joiner_is_leader_and_only_leader_gets_members():
+# -- leader election -------------------------------------------------------------------------
+def test_first_joiner_is_leader_and_only_leader_gets_members():
     c = Ctx()
     ids = [c.join_dynamic("g") for _ in range(3)]
     c.advance(3000)
@@ -121,7 +123,7 @@ def test_s03_first_joiner_is_leader_and_only_leader_gets_members():
             assert r.members == []
 
 
-def test_s03_leader_leaves_another_member_becomes_leader():
+def test_leader_leaves_another_member_becomes_leader():
     c = Ctx()
     gen, members, leader = c.stable_group("g", 3)
     c.leave("g", leader)
@@ -135,8 +137,8 @@ def test_s03_leader_leaves_another_member_becomes_leader():
         assert (r.members != []) == (m == new_leader)
 
 
-# -- 4. protocol consistency --------------------------------------------------------------------
-def test_s04_join_group_inconsistent_protocol_type_and_empty_protocols():
+# -- protocol consistency --------------------------------------------------------------------
+def test_join_group_inconsistent_protocol_type_and_empty_protocols():
     c = Ctx()
     assert c.answer(c.join("g", protocol_type="")).error_code == E.INCONSISTENT_GROUP_PROTOCOL
     assert c.answer(c.join("g", protos=[])).error_code == E.INCONSISTENT_GROUP_PROTOCOL
@@ -144,7 +146,7 @@ def test_s04_join_group_inconsistent_protocol_type_and_empty_protocols():
     assert c.answer(c.join("h", protocol_type="connect")).error_code == E.INCONSISTENT_GROUP_PROTOCOL
 
 
-def test_s04_join_group_inconsistent_group_protocol():
+def test_join_group_inconsistent_group_protocol():
     c = Ctx()
     c.stable_group("g", 2, protos=protocols("range", "roundrobin"))
     bad = c.answer(c.join("g", protos=protocols("sticky")))
@@ -153,8 +155,8 @@ def test_s04_join_group_inconsistent_group_protocol():
     assert ok.error_code == E.MEMBER_ID_REQUIRED
 
 
-# -- 5. join phase completion --------------------------------------------------------------------
-def test_s05_join_completes_when_all_known_members_rejoined():
+# -- join phase completion --------------------------------------------------------------------
+def test_join_completes_when_all_known_members_rejoined():
     c = Ctx()
     gen, (a, b), leader = c.stable_group("g", 2)
     ta = c.join("g", a, protos=protocols("range", topics=("t", "u")))   # changed metadata: rebalance
@@ -163,7 +165,7 @@ def test_s05_join_completes_when_all_known_members_rejoined():
     assert c.answer(ta).generation_id == c.answer(tb).generation_id == gen + 1
 
 
-def test_s05_complete_join_remove_not_yet_rejoined_dynamic_members():
+def test_complete_join_remove_not_yet_rejoined_dynamic_members():
     c = Ctx()
     gen, (a, b, d), leader = c.stable_group("g", 3, session=60000, rebalance=20000)
     ta = c.join("g", a, session=60000, rebalance=20000)     # the leader forces a rebalance
@@ -177,7 +179,7 @@ def test_s05_complete_join_remove_not_yet_rejoined_dynamic_members():
     assert {m.member_id for m in ra.members} == {a, b}
 
 
-def test_s05_static_member_that_did_not_rejoin_is_kept():
+def test_static_member_that_did_not_rejoin_is_kept():
     c = Ctx()
     ts = c.join("g", instance_id="static-1", session=60000, rebalance=20000)
     mid_d, td = c.join_dynamic("g", session=60000, rebalance=20000)
@@ -200,7 +202,7 @@ def test_s05_static_member_that_did_not_rejoin_is_kept():
     assert r.leader == mid_d        # the static leader did not rejoin: a joined member leads
 
 
-# -- 6. SyncGroup ---------------------------------------------------------------------------------
+# -- SyncGroup ---------------------------------------------------------------------------------
 def _completing_group(c, n=2, **kw):
     toks = [c.join_dynamic("g", **kw) for _ in range(n)]
     while any(c.answer(t) is None for _, t in toks):
@@ -209,7 +211,7 @@ def _completing_group(c, n=2, **kw):
     return r0.generation_id, [m for m, _ in toks], r0.leader
 
 
-def test_s06_leader_assignment_written_before_anyone_is_answered():
+def test_leader_assignment_written_before_anyone_is_answered():
     c = Ctx()
     gen, (a, b), leader = _completing_group(c)
     follower = b if leader == a else a
@@ -229,7 +231,7 @@ def test_s06_leader_assignment_written_before_anyone_is_answered():
     assert c.state("g") == "Stable"
 
 
-def test_s06_leader_assignment_write_failure_answers_everyone_with_the_mapped_error():
+def test_leader_assignment_write_failure_answers_everyone_with_the_mapped_error():
     c = Ctx()
     gen, (a, b), leader = _completing_group(c)
     follower = b if leader == a else a
@@ -243,14 +245,14 @@ def test_s06_leader_assignment_write_failure_answers_everyone_with_the_mapped_er
     c.fail_writes = None
 
 
-def test_s06_storage_error_maps_to_not_coordinator():
+def test_storage_error_maps_to_not_coordinator():
     c = Ctx()
     gen, (a, b), leader = _completing_group(c)
     c.fail_writes = E.KAFKA_STORAGE_ERROR
     assert c.answer(c.sync("g", leader, gen, {a: b"A"})).error_code == E.NOT_COORDINATOR
 
 
-def test_s06_rebalance_times_out_when_sync_request_is_not_received_from_followers():
+def test_rebalance_times_out_when_sync_request_is_not_received_from_followers():
     c = Ctx()
     gen, (a, b), leader = _completing_group(c, rebalance=20000, session=60000)
     follower = b if leader == a else a
@@ -261,7 +263,7 @@ def test_s06_rebalance_times_out_when_sync_request_is_not_received_from_follower
     assert c.state("g") == "PreparingRebalance"
 
 
-def test_s06_leader_failure_in_sync_group():
+def test_leader_failure_in_sync_group():
     c = Ctx()
     gen, (a, b, d), leader = _completing_group(c, 3, session=10000)
     followers = [m for m in (a, b, d) if m != leader]
@@ -272,7 +274,7 @@ def test_s06_leader_failure_in_sync_group():
     assert c.state("g") == "PreparingRebalance"
 
 
-def test_s06_sync_group_errors():
+def test_sync_group_errors():
     c = Ctx()
     assert c.answer(c.sync("nope", "m", 1)).error_code == E.UNKNOWN_MEMBER_ID
     gen, (a, b), leader = c.stable_group("g")
@@ -285,8 +287,8 @@ def test_s06_sync_group_errors():
     assert c.answer(c.sync("g", a, gen)).error_code == E.REBALANCE_IN_PROGRESS
 
 
-# -- 7. Heartbeat ----------------------------------------------------------------------------------
-def test_s07_heartbeat_state_rules():
+# -- Heartbeat ----------------------------------------------------------------------------------
+def test_heartbeat_state_rules():
     c = Ctx()
     gen, (a, b), leader = _completing_group(c)
     assert c.heartbeat("g", a, gen) == E.NONE                   # CompletingRebalance
@@ -301,8 +303,8 @@ def test_s07_heartbeat_state_rules():
     assert c.heartbeat("g", a, gen) == E.COORDINATOR_NOT_AVAILABLE
 
 
-# -- 8. session expiry -----------------------------------------------------------------------------
-def test_s08_session_timeout_expiration():
+# -- session expiry -----------------------------------------------------------------------------
+def test_session_timeout_expiration():
     c = Ctx()
     gen, (a, b), leader = c.stable_group("g", 2, session=10000)
     for _ in range(2):
@@ -317,8 +319,8 @@ def test_s08_session_timeout_expiration():
     assert r.generation_id == gen + 1 and [m.member_id for m in r.members] == [a]
 
 
-# -- 9. LeaveGroup ---------------------------------------------------------------------------------
-def test_s09_leave_group_batch_with_per_member_errors():
+# -- LeaveGroup ---------------------------------------------------------------------------------
+def test_leave_group_batch_with_per_member_errors():
     c = Ctx()
     gen, (a, b, d), leader = c.stable_group("g", 3)
     r = c.leave("g", a, "ghost", (b, None), version=5)
@@ -328,7 +330,7 @@ def test_s09_leave_group_batch_with_per_member_errors():
     assert set(c.group("g").members) == {d}
 
 
-def test_s09_leave_group_old_versions_and_unknown_group():
+def test_leave_group_old_versions_and_unknown_group():
     c = Ctx()
     gen, (a, b), leader = c.stable_group("g", 2)
     assert c.leave("g", "ghost", version=0).error_code == E.UNKNOWN_MEMBER_ID
@@ -338,7 +340,7 @@ def test_s09_leave_group_old_versions_and_unknown_group():
     assert c.leave("", "x").error_code == E.INVALID_GROUP_ID
 
 
-def test_s09_last_member_leaving_empties_the_group_durably():
+def test_last_member_leaving_empties_the_group_durably():
     c = Ctx()
     gen, (a, b), leader = c.stable_group("g", 2)
     c.leave("g", a, b)
@@ -347,14 +349,14 @@ def test_s09_last_member_leaving_empties_the_group_durably():
     assert durable["generation"] == gen + 1 and durable["members"] == {}
 
 
-def test_s09_leave_group_pending_member():
+def test_leave_group_pending_member():
     c = Ctx()
     r = c.answer(c.join("g"))
     assert c.leave("g", r.member_id).members[0].error_code == 0
     assert not c.group("g").is_pending_member(r.member_id)
 
 
-# -- 10. static membership (KIP-345) ---------------------------------------------------------------
+# -- static membership (KIP-345) ---------------------------------------------------------------
 def _static_stable(c, n=2, **kw):
     toks = [c.join("g", instance_id=f"i{k}", **kw) for k in range(n)]
     while any(c.answer(t) is None for t in toks):
@@ -369,7 +371,7 @@ def _static_stable(c, n=2, **kw):
     return gen, ids, leader
 
 
-def test_s10_replace_static_member_in_stable_state_no_error():
+def test_replace_static_member_in_stable_state_no_error():
     c = Ctx()
     gen, (m0, m1), leader = _static_stable(c)
     before = c.group("g").members[m1].assignment
@@ -385,7 +387,7 @@ def test_s10_replace_static_member_in_stable_state_no_error():
     assert s.assignment == before
 
 
-def test_s10_static_leader_rejoin_v9_skip_assignment():
+def test_static_leader_rejoin_v9_skip_assignment():
     c = Ctx()
     gen, (m0, m1), leader = _static_stable(c)
     k = (m0, m1).index(leader)
@@ -395,7 +397,7 @@ def test_s10_static_leader_rejoin_v9_skip_assignment():
     assert r8.skip_assignment is False and r8.members == [] and r8.leader == r.member_id
 
 
-def test_s10_join_group_replace_static_member_fences_parked_join():
+def test_join_group_replace_static_member_fences_parked_join():
     c = Ctx()
     t_old = c.join("g", instance_id="i0")
     c.join("g", instance_id="i1")
@@ -407,7 +409,7 @@ def test_s10_join_group_replace_static_member_fences_parked_join():
     assert c.answer(t_new).error_code == 0 and c.answer(t_new).member_id != old.member_id
 
 
-def test_s10_static_member_with_changed_protocols_in_stable_rebalances():
+def test_static_member_with_changed_protocols_in_stable_rebalances():
     c = Ctx()
     gen, (m0, m1), leader = _static_stable(c)
     c.join("g", instance_id="i1", protos=protocols("roundrobin", "range"))
@@ -423,7 +425,7 @@ def test_s10_static_member_with_changed_protocols_in_stable_rebalances():
     assert c2.state("g") == "CompletingRebalance"
 
 
-def test_s10_leave_group_with_fenced_instance_id():
+def test_leave_group_with_fenced_instance_id():
     c = Ctx()
     gen, (m0, m1), leader = _static_stable(c)
     r = c.leave("g", ("wrong-member", "i0"), ("", "i1"), ("x", "unknown-instance"))
@@ -431,7 +433,7 @@ def test_s10_leave_group_with_fenced_instance_id():
     assert set(c.group("g").members) == {m0}
 
 
-def test_s10_static_replace_write_failure_restores_old_member():
+def test_static_replace_write_failure_restores_old_member():
     c = Ctx()
     gen, (m0, m1), leader = _static_stable(c)
     c.fail_writes = E.NOT_ENOUGH_REPLICAS
@@ -442,8 +444,8 @@ def test_s10_static_replace_write_failure_restores_old_member():
     assert c.heartbeat("g", m1, gen, instance_id="i1") == E.NONE
 
 
-# -- 11. group.max.size ----------------------------------------------------------------------------
-def test_s11_group_max_size_reached():
+# -- group.max.size ----------------------------------------------------------------------------
+def test_group_max_size_reached():
     c = Ctx(**{"group.max.size": 2})
     gen, (a, b), leader = c.stable_group("g", 2)
     r = c.answer(c.join("g", version=3))
@@ -452,7 +454,7 @@ def test_s11_group_max_size_reached():
     assert c.answer(c.join("g", version=9)).error_code == E.GROUP_MAX_SIZE_REACHED
 
 
-def test_s11_group_max_size_during_initial_join():
+def test_group_max_size_during_initial_join():
     c = Ctx(**{"group.max.size": 2})
     toks = [c.join("g", version=3) for _ in range(3)]
     assert c.answer(toks[2]).error_code == E.GROUP_MAX_SIZE_REACHED
@@ -461,8 +463,8 @@ def test_s11_group_max_size_during_initial_join():
     assert [c.answer(t).error_code for t in toks[:2]] == [0, 0]
 
 
-# -- 12. request validation -------------------------------------------------------------------------
-def test_s12_invalid_session_timeout_and_group_id():
+# -- request validation -------------------------------------------------------------------------
+def test_invalid_session_timeout_and_group_id():
     c = Ctx()
     assert c.answer(c.join("g", session=5999)).error_code == E.INVALID_SESSION_TIMEOUT
     assert c.answer(c.join("g", session=1800001)).error_code == E.INVALID_SESSION_TIMEOUT
@@ -472,7 +474,7 @@ def test_s12_invalid_session_timeout_and_group_id():
     assert c.answer(c.sync("", "m", 1)).error_code == E.INVALID_GROUP_ID
 
 
-def test_s12_configured_session_bounds():
+def test_configured_session_bounds():
     c = Ctx(**{"group.min.session.timeout.ms": "1000", "group.max.session.timeout.ms": "2000"})
     assert c.answer(c.join("g", session=999)).error_code == E.INVALID_SESSION_TIMEOUT
     assert c.answer(c.join("g", session=1500)).error_code == E.MEMBER_ID_REQUIRED

@@ -1,4 +1,6 @@
-"""Scenarios 13-19 (offsets) with a fake clock and the replay-consistency check after every step."""
+"""Offsets: commits during a rebalance, generation and member validation, the metadata size limit,
+failed appends, OffsetFetch, expiry (KIP-211), DeleteGroups and OffsetDelete; with a fake clock
+and the replay-consistency check after every step."""
 from __future__ import annotations
 
 from tests.coordinator.support import E, Ctx, protocols
@@ -8,8 +10,8 @@ RETENTION = 7 * DAY          # offsets.retention.minutes = 10080
 CHECK = 600000               # offsets.retention.check.interval.ms
 
 
-# -- 13. commits during a rebalance ---------------------------------------------------------------
-def test_s13_commit_in_completing_rebalance_is_refused_and_nothing_written():
+# -- commits during a rebalance ---------------------------------------------------------------
+def test_commit_in_completing_rebalance_is_refused_and_nothing_written():
     c = Ctx()
     toks = [c.join_dynamic("g") for _ in range(2)]
     while any(c.answer(t) is None for _, t in toks):
@@ -21,7 +23,7 @@ def test_s13_commit_in_completing_rebalance_is_refused_and_nothing_written():
     assert len(c.log) == before
 
 
-def test_s13_commit_in_preparing_rebalance_from_current_generation_is_allowed():
+def test_commit_in_preparing_rebalance_from_current_generation_is_allowed():
     c = Ctx()
     gen, (a, b), leader = c.stable_group("g", 2)
     c.join("g", leader, protos=protocols("range", topics=("t", "u")))
@@ -31,8 +33,8 @@ def test_s13_commit_in_preparing_rebalance_from_current_generation_is_allowed():
     assert c.fetched("g", {"t": [0]}) == {("t", 0): (42, 0)}
 
 
-# -- 14. generation and member validation -----------------------------------------------------------
-def test_s14_commit_validation_rules():
+# -- generation and member validation -----------------------------------------------------------
+def test_commit_validation_rules():
     c = Ctx()
     gen, (a, b), leader = c.stable_group("g", 2)
     assert c.commit("g", {("t", 0): 1}, member_id=a, generation=gen - 1) == {("t", 0): E.ILLEGAL_GENERATION}
@@ -53,15 +55,15 @@ def test_s14_commit_validation_rules():
     assert c.commit("g", {("t", 1): 9}) == {("t", 1): E.COORDINATOR_NOT_AVAILABLE}
 
 
-def test_s14_listed_simple_group():
+def test_listed_simple_group():
     c = Ctx()
     c.commit("simple", {("t", 0): 7})
     (g,) = c.list_groups().groups
     assert (g.group_id, g.protocol_type, g.group_state, g.group_type) == ("simple", "", "Empty", "classic")
 
 
-# -- 15. metadata size -------------------------------------------------------------------------------
-def test_s15_offset_metadata_too_large_only_for_that_partition():
+# -- metadata size -------------------------------------------------------------------------------
+def test_offset_metadata_too_large_only_for_that_partition():
     c = Ctx()
     c.commit("g", {("t", 0): 1})
     from kgroup.protocol.messages.offset_commit import OffsetCommitRequest
@@ -79,8 +81,8 @@ def test_s15_offset_metadata_too_large_only_for_that_partition():
     assert got == {("t", 0): (1, 0), ("t", 1): (11, 0), ("t", 2): (12, 0), ("t", 3): (-1, 0)}
 
 
-# -- 16. failed appends ------------------------------------------------------------------------------
-def test_s16_commit_acknowledged_only_after_write_and_failed_write_changes_nothing():
+# -- failed appends ------------------------------------------------------------------------------
+def test_commit_acknowledged_only_after_write_and_failed_write_changes_nothing():
     c = Ctx()
     assert c.commit("g", {("t", 0): 5}) == {("t", 0): 0}
     for append_error, expected in [(E.NOT_ENOUGH_REPLICAS, E.COORDINATOR_NOT_AVAILABLE),
@@ -93,7 +95,7 @@ def test_s16_commit_acknowledged_only_after_write_and_failed_write_changes_nothi
         assert c.fetched("g", {"t": [0], "u": [1]}) == {("t", 0): (5, 0), ("u", 1): (-1, 0)}
 
 
-def test_s16_commit_result_holds_no_answer_before_commit():
+def test_commit_result_holds_no_answer_before_commit():
     c = Ctx()
     from kgroup.protocol.messages.offset_commit import OffsetCommitRequest
     T = OffsetCommitRequest.OffsetCommitRequestTopic
@@ -105,7 +107,7 @@ def test_s16_commit_result_holds_no_answer_before_commit():
     assert c.fetched("g", {"t": [0]}) == {("t", 0): (3, 0)}
 
 
-def test_s16_failed_empty_group_write_keeps_kafka_semantics():
+def test_failed_empty_group_write_keeps_kafka_semantics():
     """A failed write of the Empty-generation record leaves the group Empty in memory (Kafka only
     logs), but the log, and so a reload, still has the previous generation."""
     c = Ctx()
@@ -118,8 +120,8 @@ def test_s16_failed_empty_group_write_keeps_kafka_semantics():
     assert c.shard.durable_state()["groups"]["g"]["generation"] == gen
 
 
-# -- 17. OffsetFetch --------------------------------------------------------------------------------
-def test_s17_fetch_never_invents_offsets_and_null_topics_means_all():
+# -- OffsetFetch --------------------------------------------------------------------------------
+def test_fetch_never_invents_offsets_and_null_topics_means_all():
     c = Ctx()
     assert c.fetched("nope", {"t": [0, 1]}) == {("t", 0): (-1, 0), ("t", 1): (-1, 0)}
     assert c.fetch("nope").topics == []
@@ -129,7 +131,7 @@ def test_s17_fetch_never_invents_offsets_and_null_topics_means_all():
     assert (p.committed_leader_epoch, p.metadata) == (3, "m")
 
 
-def test_s17_fetch_multiple_groups_v8_and_require_stable():
+def test_fetch_multiple_groups_v8_and_require_stable():
     c = Ctx()
     c.commit("a", {("t", 0): 1})
     c.commit("b", {("t", 0): 2})
@@ -146,7 +148,7 @@ def test_s17_fetch_multiple_groups_v8_and_require_stable():
     assert c.answer("tok").to_bytes(8)
 
 
-def test_s17_group_errors_per_version():
+def test_group_errors_per_version():
     """Before v2 a group error goes into every partition; v2-7 top level; v8+ per group."""
     from kgroup.coordinator import GroupCoordinatorShard
     from kgroup.protocol.messages.offset_fetch import OffsetFetchRequest
@@ -160,8 +162,8 @@ def test_s17_group_errors_per_version():
     assert v1.to_bytes(1) and v3.to_bytes(3)
 
 
-# -- 18. expiry (KIP-211) -----------------------------------------------------------------------------
-def test_s18_offsets_expire_retention_after_group_became_empty():
+# -- expiry (KIP-211) -----------------------------------------------------------------------------
+def test_offsets_expire_retention_after_group_became_empty():
     c = Ctx()
     gen, (a, b), leader = c.stable_group("g", 2)
     c.commit("g", {("t", 0): 5}, member_id=a, generation=gen)
@@ -180,7 +182,7 @@ def test_s18_offsets_expire_retention_after_group_became_empty():
     assert c.log[-1][1] is None and c.log[-1][0][:2] == b"\x00\x02"
 
 
-def test_s18_subscribed_group_keeps_subscribed_topics_only():
+def test_subscribed_group_keeps_subscribed_topics_only():
     c = Ctx()
     gen, (a,), leader = c.stable_group("g", 1, session=1800000)
     c.commit("g", {("t", 0): 5, ("other", 0): 6}, member_id=a, generation=gen)
@@ -191,7 +193,7 @@ def test_s18_subscribed_group_keeps_subscribed_topics_only():
     assert c.fetched("g", {"t": [0], "other": [0]}) == {("t", 0): (5, 0), ("other", 0): (-1, 0)}
 
 
-def test_s18_simple_group_offsets_expire_from_commit_time_and_retention_time_v2():
+def test_simple_group_offsets_expire_from_commit_time_and_retention_time_v2():
     c = Ctx()
     c.commit("s", {("t", 0): 1})
     c.commit("s", {("t", 1): 2}, version=2, retention=DAY)      # explicit retention: value v1
@@ -205,8 +207,8 @@ def test_s18_simple_group_offsets_expire_from_commit_time_and_retention_time_v2(
     assert c.state("s") == "Dead"
 
 
-# -- 19. DeleteGroups / OffsetDelete ------------------------------------------------------------------
-def test_s19_delete_groups_only_empty_groups_and_tombstones():
+# -- DeleteGroups / OffsetDelete ------------------------------------------------------------------
+def test_delete_groups_only_empty_groups_and_tombstones():
     c = Ctx()
     gen, (a, b), leader = c.stable_group("g", 2)
     c.commit("g", {("t", 0): 5}, member_id=a, generation=gen)
@@ -223,7 +225,7 @@ def test_s19_delete_groups_only_empty_groups_and_tombstones():
     assert c.state("e") == "Empty"
 
 
-def test_s19_offset_delete_refuses_subscribed_topics():
+def test_offset_delete_refuses_subscribed_topics():
     c = Ctx()
     gen, (a, b), leader = c.stable_group("g", 2)
     c.commit("g", {("t", 0): 5, ("x", 0): 6}, member_id=a, generation=gen)
@@ -236,7 +238,7 @@ def test_s19_offset_delete_refuses_subscribed_topics():
     assert c.delete_offsets("", {"t": [0]}).error_code == E.INVALID_GROUP_ID
 
 
-def test_s19_offset_delete_non_consumer_group_must_be_empty():
+def test_offset_delete_non_consumer_group_must_be_empty():
     c = Ctx()
     gen, (a,), leader = c.stable_group("g", 1, protocol_type="connect")
     assert c.delete_offsets("g", {"t": [0]}).error_code == E.NON_EMPTY_GROUP

@@ -1,4 +1,4 @@
-"""Seed 000: protocol selection by vote. Candidates are the protocols every member supports; each
+"""Protocol selection by vote. Candidates are the protocols every member supports; each
 member votes for its first supported candidate; the most votes wins. Expected Java values below
 were produced with OpenJDK 17 (String.hashCode, HashMap iteration, Stream.max)."""
 from __future__ import annotations
@@ -29,11 +29,11 @@ def group_with(*member_protocols):
     ([["cooperative-sticky", "range"], ["cooperative-sticky", "range"], ["range", "cooperative-sticky"]],
      "cooperative-sticky"),
 ])
-def test_seed000_vote(members, expected):
+def test_the_most_voted_protocol_every_member_supports_wins(members, expected):
     assert group_with(*members).select_protocol() == expected
 
 
-def test_seed000_tie_is_broken_like_kafka():
+def test_a_tied_vote_is_broken_like_kafka():
     # 1-1 tie: Kafka's HashMap iterates [range, roundrobin] and Stream.max keeps the first max.
     assert group_with(["roundrobin", "range"], ["range", "roundrobin"]).select_protocol() == "range"
     assert group_with(["range", "roundrobin"], ["roundrobin", "range"]).select_protocol() == "range"
@@ -56,7 +56,7 @@ def test_java_string_hash_code_matches_openjdk():
     assert group_partition("my-group") == 12
 
 
-def test_seed000_vote_through_the_coordinator():
+def test_the_coordinator_answers_joins_with_the_voted_protocol():
     c = Ctx()
     t1 = c.join("g", version=3, protos=protocols("range", "roundrobin"))
     t2 = c.join("g", version=3, protos=protocols("roundrobin", "range"))

@@ -1,4 +1,4 @@
-"""Scenario 26: thousands of members reach Stable; per-join work does not grow with the group.
+"""Thousands of members reach Stable; per-join work does not grow with the group.
 (The replay check runs at the end only: after every one of 6000 joins it would be quadratic.)"""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from tests.coordinator.support import Ctx, assert_replay_consistent
 N = 3000
 
 
-def test_s26_thousands_of_members_reach_stable():
+def test_thousands_of_members_reach_stable():
     c = Ctx(check=False)
     tokens, durations = [], []
     for i in range(N):

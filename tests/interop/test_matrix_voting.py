@@ -1,5 +1,5 @@
 """Matrix, cross-cutting: the protocol vote across clients with different assignor lists, as
-seed 000 states it: candidates = the protocols every member supports; each member votes for the
+Kafka's classic group decides it: candidates = the protocols every member supports; each member votes for the
 first candidate in its own list; the most votes wins. A member sharing no protocol with the
 group gets INCONSISTENT_GROUP_PROTOCOL, and its client must surface it.
 
@@ -50,7 +50,7 @@ def test_protocol_vote_across_clients(broker, tmp_path, record_property):
     def step(expected, n):
         state, protocol, by_member = wait_stable(broker.bootstrap, group, n, everything, members=members, timeout=60)
         steps.append((n, protocol))
-        assert protocol == expected, f"{n} members voted {protocol!r}, seed 000's rule gives {expected!r}"
+        assert protocol == expected, f"{n} members voted {protocol!r}, the vote rule gives {expected!r}"
         if expected == "roundrobin":  # the winning assignor really ran: 6 partitions dealt evenly
             sizes = sorted(len(p) for _, _, p in by_member.values())
             assert max(sizes) - min(sizes) <= 1, by_member
