@@ -12,16 +12,21 @@ $(VENV)/bin/python:
 	@echo "==> creating virtual environment in $(VENV)"
 	$(PYTHON) -m venv $(VENV)
 
+# Editable installs in compat mode put the checkout on sys.path (a .pth file), so PySpark's
+# lookup of installed pyspark_* modules finds pyspark_kgroup; the default mode's import hook
+# hides top-level modules from that lookup.
+EDITABLE := --config-settings editable_mode=compat -e
+
 $(VENV)/.installed: pyproject.toml | $(VENV)/bin/python
 	@echo "==> installing kgroup (editable) into $(VENV)"
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e .
+	$(PY) -m pip install --quiet $(EDITABLE) .
 	@touch $@
 
 $(VENV)/.installed-test: pyproject.toml scripts/install-test-deps.sh scripts/install-interop-deps.sh \
 		tests/interop/node/package-lock.json $(VENV)/.installed
 	@echo "==> installing test dependencies (pytest, hypothesis, real Kafka clients, pyspark, kcat, Java, kafkajs, Burrow)"
-	$(PY) -m pip install --quiet -e '.[test,spark]'
+	$(PY) -m pip install --quiet $(EDITABLE) '.[test,spark]'
 	bash scripts/install-test-deps.sh
 	@touch $@
 

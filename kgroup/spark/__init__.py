@@ -1,9 +1,8 @@
 """PySpark (4.x) data source for Kafka topics, read with kgroup's own client.
 
-Usage::
+Usage (installing kgroup installs ``pyspark_kgroup``, which PySpark 4 finds and registers by
+itself; ``register(spark)`` does the same explicitly)::
 
-    from kgroup.spark import register
-    register(spark)                       # spark.dataSource.register(KgroupDataSource)
     df = (spark.read.format("kgroup")
           .option("kafka.bootstrap.servers", "127.0.0.1:9092")
           .option("subscribe", "orders")
