@@ -15,13 +15,25 @@ import sys
 
 
 def _serve(args) -> int:
+    import os
+
     from .broker.broker import Broker
     from .broker.config import BrokerConfig, ConfigError
+    from .storage.fs import check_data_dir
     try:
         config = BrokerConfig.load(args.config, args.override or [])
     except (ConfigError, OSError) as e:
         print(f"kgroup: {e}", file=sys.stderr)
         return 2
+    data_dir = os.path.abspath(config.log_dir)
+    try:
+        check_data_dir(data_dir)
+    except OSError as e:
+        # One line and a non-zero exit, as Kafka's "none of the specified log dirs ... can be
+        # created or read": never a traceback for an operator's mistake.
+        print(f"kgroup: cannot use log.dirs {data_dir}: {e.strerror or e} "
+              f"({e.filename or data_dir})", file=sys.stderr)
+        return 1
 
     async def main() -> int:
         broker = Broker(config)

@@ -41,3 +41,21 @@ def syncfs(fd: int) -> None:
     if _syncfs(fd) != 0:
         err = ctypes.get_errno()
         raise OSError(err, os.strerror(err))
+
+
+def check_data_dir(path: str) -> None:
+    """Make sure ``path`` can hold logs before anything is loaded: it exists (created if
+    missing), is a directory, and a file can be created, written, synced and removed in it.
+    Raises OSError naming the path, as Kafka's LogManager refuses a log directory it cannot create
+    or write at start-up."""
+    probe = os.path.join(path, f".kgroup-write-check-{os.getpid()}")
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise NotADirectoryError(20, "Not a directory", path)
+    os.makedirs(path, exist_ok=True)
+    fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, b"k")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+        os.unlink(probe)
