@@ -209,6 +209,8 @@ def _new_struct_class(name: str, fields: list[Field], base=Message):
                 body.append(f"    self.{f.name} = [] if {f.name} is _MISSING else {f.name}")
             elif f.is_array:
                 body.append(f"    self.{f.name} = None if {f.name} is _MISSING else {f.name}")
+            elif f.default == "null":   # a nullable struct whose default is null
+                body.append(f"    self.{f.name} = None if {f.name} is _MISSING else {f.name}")
             else:
                 env[f"_S{i}"] = f.struct
                 body.append(f"    self.{f.name} = _S{i}() if {f.name} is _MISSING else {f.name}")
@@ -320,6 +322,13 @@ def _emit_read_value(g, L, ind, f: Field, typ: str, target: str, v: int, flex: b
         return
     # struct
     d = g.name("_dec", f.struct._DECODERS[v])
+    if nullable:
+        # A nullable struct is preceded by an int8 marker: -1 null, 1 present (Kafka's generator).
+        L.append(f"{ind}if buf[pos] >= 128:   # any negative marker")
+        L.append(f"{ind}    {target} = None; pos += 1")
+        L.append(f"{ind}else:")
+        L.append(f"{ind}    {target}, pos = {d}(buf, pos + 1)")
+        return
     L.append(f"{ind}{target}, pos = {d}(buf, pos)")
 
 
@@ -464,6 +473,13 @@ def _emit_write_value(g, L, ind, f: Field, typ: str, src: str, v: int, flex: boo
         L.append(f"{ind}    out.append(e)")
         return
     e = g.name("_enc", f.struct._ENCODERS[v])
+    if _in(f.nullable, v) and not elem:
+        L.append(f"{ind}if {src} is None:")
+        L.append(f"{ind}    out.append(b'\\xff')")
+        L.append(f"{ind}else:")
+        L.append(f"{ind}    out.append(b'\\x01')")
+        L.append(f"{ind}    {e}({src}, out)")
+        return
     L.append(f"{ind}{e}({src}, out)")
 
 
