@@ -17,6 +17,7 @@ MESSAGES += [(header_defs.RequestHeader, "messages"), (header_defs.ResponseHeade
 MESSAGES += [(getattr(offsets_records, n), "records") for n in
              ("OffsetCommitKey", "OffsetCommitValue", "GroupMetadataKey", "GroupMetadataValue",
               "TransactionLogKey", "TransactionLogValue")]
+MESSAGES += [(cls, "records") for pair in offsets_records.CONSUMER_GROUP_RECORDS.values() for cls in pair]
 
 
 def _default(spec_field):
