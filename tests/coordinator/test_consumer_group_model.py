@@ -8,13 +8,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kgroup.coordinator.assignor import ASSIGNORS, SubscriptionType, hash_map_put_order
+from kgroup.coordinator.assignor import SubscriptionType, hash_map_put_order
 from kgroup.coordinator.consumer_group import records as rec
 from kgroup.coordinator.consumer_group.current_assignment import reconcile
 from kgroup.coordinator.consumer_group.group import (ConsumerGroup, ConsumerGroupState, IllegalReplayState,
                                                      TopicMetadata, group_deletion_records,
                                                      member_removal_records, replay)
 from kgroup.coordinator.consumer_group.member import ConsumerGroupMember, MemberState, freeze
+from kgroup.coordinator.consumer_group.target_assignment import build_target_assignment
 from kgroup.coordinator.records import RecordDecodeError, UnknownRecordType
 
 G = "group"
@@ -63,11 +64,8 @@ class Coordinator:
         subscribed = {t for m in group.members.values() for t in ConsumerGroup.resolve_subscription(m, self.topics)}
         self.write([rec.subscription_metadata_record(G, {t: self.topics[t] for t in subscribed if t in self.topics}),
                     rec.group_epoch_record(G, epoch)])
-        spec, counts = group.group_spec(self.topics)
-        target = {m: freeze(a) for m, a in ASSIGNORS[self.assignor](spec, counts).items()}
-        changes = [rec.target_assignment_record(G, m, target.get(m, {})) for m in sorted(group.members)
-                   if group.target_assignment.get(m) != target.get(m, {})]
-        self.write(changes + [rec.target_assignment_epoch_record(G, epoch)])
+        records, _ = build_target_assignment(self.group, epoch, self.assignor, self.topics)
+        self.write(records)
 
     def join(self, member_id: str, topics=(), regex=None, instance_id=None, assignor=None) -> None:
         m = ConsumerGroupMember(member_id, instance_id=instance_id, client_id="c", client_host="/127.0.0.1",
@@ -175,13 +173,46 @@ def test_subscription_type_assignors_and_classic_count():
     assert c.group.members["m4"].classic_member_metadata == (45000, (("range", b"\x00\x01"),))
 
 
-def test_group_spec_orders_members_as_kafkas_hash_map():
+def test_target_assignment_records_in_kafkas_member_order_and_only_for_changes():
     c = Coordinator({"a": topic("a", 4)})
-    for mid in ("zeta", "alpha", "m-17", "B"):
+    for mid in ("zeta", "alpha", "m-17"):
         c.join(mid, topics=["a"])
-    spec, counts = c.group.group_spec(c.topics)
-    assert list(spec.members) == hash_map_put_order(c.group.members)
-    assert counts == {topic("a", 4).topic_id: 4}
+    g = c.group
+    newcomer = ConsumerGroupMember("B", subscribed_topic_names=frozenset({"a"}))
+    records, target = build_target_assignment(g, g.group_epoch + 1, "uniform", c.topics, {"B": newcomer})
+    order = hash_map_put_order(list(g.members) + ["B"])
+    assert list(target) == order
+    changed = [r.key_struct.member_id for r in records[:-1]]
+    assert changed == [m for m in order if g.target_assignment.get(m) != target[m]]
+    assert "B" in changed and len(changed) < 4                # members keeping their target get no record
+    assert records[-1].value_struct.assignment_epoch == g.group_epoch + 1
+    assert sorted(sum(map(len, a.values())) for a in target.values()) == [1, 1, 1, 1]
+
+
+def test_static_member_rejoining_under_a_new_id_starts_from_the_old_target():
+    c = Coordinator({"a": topic("a", 6)})
+    c.join("m1", topics=["a"], instance_id="i1")
+    c.join("m2", topics=["a"], instance_id="i2")
+    for _ in range(3):
+        c.heartbeat("m1"), c.heartbeat("m2")
+    g = c.group
+    before = g.target_assignment["m1"]
+    # i1 rejoins as m1b while m1 is still in the group (its records go in the same write)
+    replacement = ConsumerGroupMember("m1b", instance_id="i1", subscribed_topic_names=frozenset({"a"}))
+    _, target = build_target_assignment(g, g.group_epoch + 1, "uniform", c.topics,
+                                        {"m1": None, "m1b": replacement})
+    assert target["m1b"] == before and "m1" not in target
+
+
+def test_subscription_type_counts_names_not_topic_ids():
+    """{a, missing} and {a}: heterogeneous for Kafka (names differ) though both resolve to topic a;
+    the target still covers every partition of a once."""
+    c = Coordinator({"a": topic("a", 3)}, assignor="range")
+    c.join("m1", topics=["a", "missing"])
+    c.join("m2", topics=["a"])
+    assert c.group.subscription_type() is SubscriptionType.HETEROGENEOUS
+    _, target = build_target_assignment(c.group, c.group.group_epoch + 1, "range", c.topics)
+    assert sorted(p for a in target.values() for ps in a.values() for p in ps) == [0, 1, 2]
 
 
 # -- replay rules --------------------------------------------------------------------------------

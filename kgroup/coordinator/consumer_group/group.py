@@ -22,7 +22,7 @@ import re
 from collections import Counter
 from typing import Iterable, Mapping, NamedTuple
 
-from ..assignor import GroupSpec, MemberSpec, SubscriptionType, hash_map_put_order
+from ..assignor import SubscriptionType, hash_map_put_order
 from ..records import Record
 from . import records as rec
 from .member import ConsumerGroupMember, MemberState, freeze
@@ -117,19 +117,6 @@ class ConsumerGroup:
             pattern = re.compile(member.subscribed_topic_regex)
             names.update(t for t in topic_names if pattern.fullmatch(t))
         return frozenset(names)
-
-    def group_spec(self, topics_by_name: Mapping[str, TopicMetadata]) -> tuple[GroupSpec, dict[bytes, int]]:
-        """The assignor's input: members (in the order of Kafka's HashMap of member specs) with their
-        subscribed topics that exist and their current target; and each topic's partition count."""
-        members = {}
-        for member_id in hash_map_put_order(self.members):
-            m = self.members[member_id]
-            ids = frozenset(topics_by_name[t].topic_id for t in self.resolve_subscription(m, topics_by_name)
-                            if t in topics_by_name)
-            members[member_id] = MemberSpec(ids, self.target_assignment.get(member_id, {}), m.instance_id,
-                                            m.rack_id)
-        counts = {t.topic_id: t.num_partitions for t in topics_by_name.values()}
-        return GroupSpec.of(members), counts
 
     def durable_view(self) -> dict:
         """Everything records determine, canonical, for live == replayed comparisons."""
