@@ -69,7 +69,8 @@ def main() -> None:
             group = GroupSpec.of(specs)
             full_s, first = best(lambda: assign(group, counts), rounds)
             lo, hi = check(first, counts)
-            java = f"~{KAFKA_JAVA_MS:g} ms (10k x 10 each)" if name == "uniform" and not hetero and not args.quick else ""
+            kafka_row = name == "uniform" and not hetero and not args.quick
+            java = f"~{KAFKA_JAVA_MS:g} ms (10k x 10 each)" if kafka_row else ""
             kind = "heterogeneous" if hetero else "homogeneous"
             print(f"{name:8} {kind:14} {'FULL':12} {full_s * 1000:9.1f}  {lo:>8}/{hi:<9}  {java}")
             # INCREMENTAL: everyone holds its target, one member joins

@@ -130,7 +130,8 @@ class _Heterogeneous:
             for topic_id in group.members[member_id].subscribed_topic_ids:
                 if topic_partitions.get(topic_id, -1) == -1:
                     raise PartitionAssignorError(
-                        f"Members are subscribed to topic {topic_id.hex()} which doesn't exist in the topic metadata.")
+                        f"Members are subscribed to topic {topic_id.hex()} which doesn't exist in the "
+                        f"topic metadata.")
                 subs = self.subscribers.get(topic_id)
                 if subs is None:
                     self.subscribers[topic_id] = [index]

@@ -165,9 +165,10 @@ class ConsumerGroup:
     def _count(self, m: ConsumerGroupMember | None, delta: int) -> None:
         if m is None:
             return
+        regex, assignor = m.subscribed_topic_regex, m.server_assignor_name
         for counter, keys in ((self.subscribed_topic_names, m.subscribed_topic_names),
-                              (self.subscribed_regexes, (m.subscribed_topic_regex,) if m.subscribed_topic_regex else ()),
-                              (self.server_assignors, (m.server_assignor_name,) if m.server_assignor_name else ())):
+                              (self.subscribed_regexes, (regex,) if regex else ()),
+                              (self.server_assignors, (assignor,) if assignor else ())):
             for k in keys:
                 counter[k] += delta
                 if counter[k] <= 0:
