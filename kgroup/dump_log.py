@@ -18,7 +18,8 @@ Kafka's camelCase field names, a consumer group's member subscriptions and assig
 decoded, a tombstone as ``<DELETE>``, an unknown record type as ``Unknown record type N at
 offset O, skipping.``; KIP-848's consumer group records (types 3-8) print the same way.
 Bytes that do not form a batch at the end of the file are reported as ``Found N invalid bytes
-at the end of FILE``. Offset (``.index``) and time (``.timeindex``) indexes print their entries. Only reads: safe to run against a live broker's files.
+at the end of FILE``. Offset (``.index``) and time (``.timeindex``) indexes print their entries.
+Only reads: safe to run against a live broker's files.
 """
 from __future__ import annotations
 
