@@ -301,3 +301,27 @@ def test_random_group_lives_replay_to_the_same_state(data):
     c.write(member_removal_records(G, next(iter(c.group.members))))
     c.delete()
     assert c.groups == {}
+
+
+def test_describe_reports_epochs_states_and_both_assignments():
+    from kgroup.coordinator.consumer_group.describe import describe_group, group_not_found
+    from kgroup.protocol.messages.consumer_group_describe import ConsumerGroupDescribeResponse
+    c = Coordinator({"a": topic("a", 4)})
+    c.join("m1", topics=["a"], instance_id="i1", assignor="range")
+    c.heartbeat("m1")
+    c.join("m2", topics=["a"])
+    c.heartbeat("m1", revoke=False)             # m1 keeps what it must give up: reconciling
+    d = describe_group(c.group, "uniform", {t.topic_id: n for n, t in c.topics.items()})
+    assert (d.group_id, d.group_state, d.group_epoch, d.assignment_epoch, d.assignor_name) == (
+        G, "Reconciling", 2, 2, "range")
+    m1 = next(m for m in d.members if m.member_id == "m1")
+    assert (m1.instance_id, m1.member_epoch, m1.subscribed_topic_names, m1.client_host) == ("i1", 1, ["a"], "/127.0.0.1")
+    assert [(tp.topic_name, tp.partitions) for tp in m1.assignment.topic_partitions] == [
+        ("a", sorted(c.group.members["m1"].assigned_partitions[topic("a", 0).topic_id]))]
+    assert len(m1.target_assignment.topic_partitions[0].partitions) == 2
+    # it encodes as the v0 response
+    raw = ConsumerGroupDescribeResponse(groups=[d, group_not_found("x"), group_not_found("cls", True)]).to_bytes(0)
+    back = ConsumerGroupDescribeResponse.from_bytes(raw, 0)
+    assert back.groups[0] == d
+    assert [(g.error_code, g.error_message) for g in back.groups[1:]] == [
+        (69, "Group x not found."), (69, "Group cls is not a consumer group.")]
