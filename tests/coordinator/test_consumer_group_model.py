@@ -325,3 +325,41 @@ def test_describe_reports_epochs_states_and_both_assignments():
     assert back.groups[0] == d
     assert [(g.error_code, g.error_message) for g in back.groups[1:]] == [
         (69, "Group x not found."), (69, "Group cls is not a consumer group.")]
+
+
+def test_offset_commit_and_fetch_validation():
+    from kgroup.protocol.errors import ErrorCode, KafkaError
+
+    def code(fn, *args):
+        try:
+            fn(*args)
+        except KafkaError as e:
+            return e.code, str(e)
+        return None
+
+    g = ConsumerGroup(G)
+    assert code(g.validate_offset_commit, "", None, -1, False, 9) is None     # empty group: simple commits
+    assert code(g.validate_delete_group) is None
+    c = Coordinator({"a": topic("a", 2)})
+    c.join("m1", topics=["a"])
+    c.heartbeat("m1")
+    g = c.group
+    assert g.members["m1"].member_epoch == 1
+    assert code(g.validate_offset_commit, "m1", None, 1, False, 9) is None
+    assert code(g.validate_offset_commit, "m1", None, 0, False, 9) == (
+        ErrorCode.STALE_MEMBER_EPOCH, "The received member epoch 0 does not match the expected member epoch 1.")
+    assert code(g.validate_offset_commit, "m1", None, 2, False, 9)[0] == ErrorCode.STALE_MEMBER_EPOCH
+    assert code(g.validate_offset_commit, "m1", None, 1, False, 8)[0] == ErrorCode.UNSUPPORTED_VERSION
+    assert code(g.validate_offset_commit, "m1", None, 1, True, 3) is None        # TxnOffsetCommit
+    assert code(g.validate_offset_commit, "", None, -1, False, 9) == (
+        ErrorCode.UNKNOWN_MEMBER_ID, "Member  is not a member of group group.")
+    assert code(g.validate_offset_fetch, None, -1) is None
+    assert code(g.validate_offset_fetch, "m1", 1) is None
+    assert code(g.validate_offset_fetch, "nobody", 1)[0] == ErrorCode.UNKNOWN_MEMBER_ID
+    assert code(g.validate_offset_fetch, "m1", 0)[0] == ErrorCode.STALE_MEMBER_EPOCH
+    assert code(g.validate_delete_group)[0] == ErrorCode.NON_EMPTY_GROUP
+    # a classic member inside a consumer group (online migration) commits with its generation
+    classic = ConsumerGroupMember("c1", subscribed_topic_names=frozenset({"a"}), classic_member_metadata=(45000, ()))
+    c.write([rec.member_subscription_record(G, classic)])
+    assert code(c.group.validate_offset_commit, "c1", None, 0, False, 7) is None
+    assert code(c.group.validate_offset_commit, "c1", None, 5, False, 7)[0] == ErrorCode.ILLEGAL_GENERATION

@@ -22,6 +22,7 @@ import re
 from collections import Counter
 from typing import Iterable, Mapping, NamedTuple
 
+from ...protocol.errors import ErrorCode, KafkaError
 from ..assignor import SubscriptionType, hash_map_put_order
 from ..records import Record
 from . import records as rec
@@ -117,6 +118,45 @@ class ConsumerGroup:
             pattern = re.compile(member.subscribed_topic_regex)
             names.update(t for t in topic_names if pattern.fullmatch(t))
         return frozenset(names)
+
+    # -- offsets of a consumer-protocol group (Kafka's ConsumerGroup.validateOffset*) ---------------
+    def _member_or_unknown(self, member_id: str | None) -> ConsumerGroupMember:
+        m = self.members.get(member_id)
+        if m is None:
+            raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group "
+                                                          f"{self.group_id}.")
+        return m
+
+    @staticmethod
+    def _check_epoch(received: int, expected: int, classic: bool) -> None:
+        if received != expected:
+            if classic:     # a classic member inside a consumer group commits with its generation
+                raise KafkaError(ErrorCode.ILLEGAL_GENERATION, f"The received generation id {received} does not "
+                                                               f"match the expected member epoch {expected}.")
+            raise KafkaError(ErrorCode.STALE_MEMBER_EPOCH, f"The received member epoch {received} does not "
+                                                           f"match the expected member epoch {expected}.")
+
+    def validate_offset_commit(self, member_id: str, instance_id: str | None, member_epoch: int,
+                               is_transactional: bool, api_version: int) -> None:
+        """OffsetCommit (and TxnOffsetCommit, ``is_transactional``) against this group."""
+        if member_epoch < 0 and not self.members:
+            return      # the admin client or a consumer without group management: an empty group
+        m = self._member_or_unknown(member_id)
+        if not is_transactional and m.classic_member_metadata is None and api_version < 9:
+            raise KafkaError(ErrorCode.UNSUPPORTED_VERSION, "OffsetCommit version 9 or above must be used "
+                                                            "by members using the modern group protocol")
+        self._check_epoch(member_epoch, m.member_epoch, m.classic_member_metadata is not None)
+
+    def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> None:
+        """OffsetFetch v9+ with a member id and epoch (require the member's current epoch)."""
+        if member_id is None and member_epoch < 0:
+            return      # the admin client, or a client that gives neither
+        m = self._member_or_unknown(member_id)
+        self._check_epoch(member_epoch, m.member_epoch, m.classic_member_metadata is not None)
+
+    def validate_delete_group(self) -> None:
+        if self.state is not ConsumerGroupState.EMPTY:
+            raise KafkaError(ErrorCode.NON_EMPTY_GROUP)
 
     def durable_view(self) -> dict:
         """Everything records determine, canonical, for live == replayed comparisons."""
