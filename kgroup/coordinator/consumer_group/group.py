@@ -79,7 +79,7 @@ class ConsumerGroup:
         if self.group_epoch > self.assignment_epoch:
             return ConsumerGroupState.ASSIGNING
         for m in self.members.values():
-            if m.state is not MemberState.STABLE or m.member_epoch != self.assignment_epoch:
+            if not m.is_reconciled_to(self.assignment_epoch):
                 return ConsumerGroupState.RECONCILING
         return ConsumerGroupState.STABLE
 

@@ -71,6 +71,6 @@ class ConsumerGroupMember:
     def replace(self, **changes) -> "ConsumerGroupMember":
         return dataclasses.replace(self, **changes)
 
-    @property
-    def is_reconciled_to(self) -> bool:
-        return self.state is MemberState.STABLE
+    def is_reconciled_to(self, assignment_epoch: int) -> bool:
+        """Kafka's isReconciledTo: STABLE at the group's assignment epoch."""
+        return self.state is MemberState.STABLE and self.member_epoch == assignment_epoch
