@@ -52,6 +52,7 @@ bench: install-test
 	@echo "==> running the benchmarks (each prints kgroup next to its peer, same run)"
 	$(PY) benchmarks/codec_bench.py
 	$(PY) benchmarks/assignor_bench.py
+	$(PY) benchmarks/server_assignor_bench.py
 	$(PY) benchmarks/data_path_bench.py
 	$(PY) benchmarks/coordinator_bench.py
 	$(PY) benchmarks/spark_read_bench.py

@@ -16,9 +16,10 @@ both) decodes ``__consumer_offsets`` records as Kafka's OffsetsMessageParser doe
 ``{"type":"<record type>","data":{...}}``, the value as ``{"version":"<v>","data":{...}}`` with
 Kafka's camelCase field names, a consumer group's member subscriptions and assignments
 decoded, a tombstone as ``<DELETE>``, an unknown record type as ``Unknown record type N at
-offset O, skipping.``. Bytes that do not form a batch at the end of the file are reported as
-``Found N invalid bytes at the end of FILE``. Offset (``.index``) and time (``.timeindex``)
-indexes print their entries. Only reads: safe to run against a live broker's files.
+offset O, skipping.``; KIP-848's consumer group records (types 3-8) print the same way.
+Bytes that do not form a batch at the end of the file are reported as ``Found N invalid bytes
+at the end of FILE``. Offset (``.index``) and time (``.timeindex``) indexes print their entries.
+Only reads: safe to run against a live broker's files.
 """
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ import struct
 import sys
 
 from .protocol.consumer_protocol import ConsumerProtocolAssignment, ConsumerProtocolSubscription
-from .protocol.offsets_records import GroupMetadataKey, GroupMetadataValue, OffsetCommitKey, OffsetCommitValue
+from .protocol.offsets_records import (CONSUMER_GROUP_RECORDS, GroupMetadataKey, GroupMetadataValue,
+                                       OffsetCommitKey, OffsetCommitValue)
 from .protocol.records import (CONTROL_ABORT, CONTROL_COMMIT, Compression,
                                RecordBatchError, TimestampType, decode_records, increment_sequence,
                                iter_batches, read_end_transaction_marker, validate_batch)
@@ -40,6 +42,8 @@ _TIMESTAMP_TYPE = {TimestampType.CREATE_TIME: "CreateTime", TimestampType.LOG_AP
 # __consumer_offsets key type -> (key schema, key version, value schema)
 _OFFSETS_RECORDS = {0: (OffsetCommitKey, 0, OffsetCommitValue), 1: (OffsetCommitKey, 1, OffsetCommitValue),
                     2: (GroupMetadataKey, 2, GroupMetadataValue)}
+# KIP-848 consumer group records: types 3-8, each its own key version
+_OFFSETS_RECORDS.update({t: (key, t, value) for t, (key, value) in CONSUMER_GROUP_RECORDS.items()})
 
 
 # -- JSON as Kafka's generated JsonConverters write it ---------------------------------------------
@@ -55,12 +59,16 @@ def _in(rng, v: int) -> bool:
 
 def to_json(obj, version: int) -> dict:
     """The fields of ``obj`` present at ``version``, camelCase, bytes as base64 (Jackson's
-    BinaryNode), nested structs and arrays recursively."""
+    BinaryNode), nested structs and arrays recursively. A tagged field appears only when it is not
+    its default, as in Kafka's generated JsonConverters."""
     out = {}
     for f in type(obj).FIELDS:
         if not _in(f.versions, version):
             continue
         value = getattr(obj, f.name)
+        if _in(f.tagged, version) and value == (f.struct() if f.is_struct and not f.is_array
+                                                 and f.default != "null" else f.default_value()):
+            continue
         out[_camel(f.name)] = _json_value(f, value, version)
     return out
 

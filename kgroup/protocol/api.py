@@ -17,7 +17,8 @@ import struct
 from typing import NamedTuple
 
 from .header_defs import RequestHeader, ResponseHeader
-from .messages import (api_versions, create_topics, delete_groups, delete_topics, describe_cluster,
+from .messages import (api_versions, consumer_group_describe, consumer_group_heartbeat,
+                       create_topics, delete_groups, delete_topics, describe_cluster,
                        describe_configs, describe_groups, fetch, find_coordinator, heartbeat,
                        init_producer_id, join_group, leave_group, list_groups, list_offsets,
                        metadata, offset_commit, offset_delete, offset_fetch, produce, sync_group)
@@ -52,6 +53,8 @@ class ApiKey(enum.IntEnum):
     DELETE_GROUPS = 42
     OFFSET_DELETE = 47
     DESCRIBE_CLUSTER = 60
+    CONSUMER_GROUP_HEARTBEAT = 68
+    CONSUMER_GROUP_DESCRIBE = 69
 
 
 class Api(NamedTuple):
@@ -86,6 +89,10 @@ API_BY_KEY: dict[int, Api] = {a.key: a for a in (
     _api(ApiKey.DELETE_GROUPS, delete_groups, "DeleteGroups"),
     _api(ApiKey.OFFSET_DELETE, offset_delete, "OffsetDelete"),
     _api(ApiKey.DESCRIBE_CLUSTER, describe_cluster, "DescribeCluster"),
+    # KIP-848: declared (and conformance-checked) ahead of their handlers; ApiVersions advertises
+    # only what the handler table answers, so these stay unadvertised until the coordinator serves them.
+    _api(ApiKey.CONSUMER_GROUP_HEARTBEAT, consumer_group_heartbeat, "ConsumerGroupHeartbeat"),
+    _api(ApiKey.CONSUMER_GROUP_DESCRIBE, consumer_group_describe, "ConsumerGroupDescribe"),
 )}
 
 

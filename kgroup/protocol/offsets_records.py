@@ -65,3 +65,128 @@ TransactionLogValue = message('TransactionLogValue', None, '0-1', flexible='1+',
         F('transaction_start_timestamp_ms', 'int64', '0+'),
         F('client_transaction_version', 'int16', '1+', tag=2, tagged='1+', default=0),
 ])
+
+
+# -- KIP-848 consumer group records (key versions 3-8 are their record types) ------------------------
+# One group is several records so a change rewrites only what changed: the group epoch (3), the
+# subscribed topics' metadata (4), each member's subscription (5), the target assignment's epoch (6)
+# and per-member target (7), and each member's current assignment and reconciliation state (8). Kafka
+# writes a group's records in the order 5/4/3 (members, metadata, epoch), then 7/6 (target), then 8,
+# and tombstones them in the reverse order when a member or the group goes away.
+
+ConsumerGroupMetadataKey = message('ConsumerGroupMetadataKey', None, '3', flexible='none',
+    fields=[
+        F('group_id', 'string', '3'),
+])
+
+ConsumerGroupMetadataValue = message('ConsumerGroupMetadataValue', None, '0', flexible='0+',
+    fields=[
+        F('epoch', 'int32', '0+'),
+])
+
+ConsumerGroupPartitionMetadataKey = message('ConsumerGroupPartitionMetadataKey', None, '4', flexible='none',
+    fields=[
+        F('group_id', 'string', '4'),
+])
+
+ConsumerGroupPartitionMetadataValue = message('ConsumerGroupPartitionMetadataValue', None, '0', flexible='0+',
+    fields=[
+        F('topics', '[]TopicMetadata', '0+', fields=[
+            F('topic_id', 'uuid', '0+'),
+            F('topic_name', 'string', '0+'),
+            F('num_partitions', 'int32', '0+'),
+            F('partition_metadata', '[]PartitionMetadata', '0+', fields=[
+                F('partition', 'int32', '0+'),
+                F('racks', '[]string', '0+'),
+            ]),
+        ]),
+])
+
+ConsumerGroupMemberMetadataKey = message('ConsumerGroupMemberMetadataKey', None, '5', flexible='none',
+    fields=[
+        F('group_id', 'string', '5'),
+        F('member_id', 'string', '5'),
+])
+
+ConsumerGroupMemberMetadataValue = message('ConsumerGroupMemberMetadataValue', None, '0', flexible='0+',
+    fields=[
+        F('instance_id', 'string', '0+', nullable='0+'),
+        F('rack_id', 'string', '0+', nullable='0+'),
+        F('client_id', 'string', '0+'),
+        F('client_host', 'string', '0+'),
+        F('subscribed_topic_names', '[]string', '0+'),
+        F('subscribed_topic_regex', 'string', '0+', nullable='0+'),
+        F('rebalance_timeout_ms', 'int32', '0+', default=-1),
+        F('server_assignor', 'string', '0+', nullable='0+'),
+        # A classic-protocol member inside a consumer group (online migration) keeps its JoinGroup
+        # data here; Kafka writes the tag even when null (marker 0), absent means an empty struct.
+        F('classic_member_metadata', 'ClassicMemberMetadata', '0+', nullable='0+', tag=0,
+          tagged='0+', fields=[
+            F('session_timeout_ms', 'int32', '0+'),
+            F('supported_protocols', '[]ClassicProtocol', '0+', fields=[
+                F('name', 'string', '0+'),
+                F('metadata', 'bytes', '0+'),
+            ]),
+        ]),
+])
+
+ConsumerGroupTargetAssignmentMetadataKey = message('ConsumerGroupTargetAssignmentMetadataKey', None, '6',
+                                                   flexible='none',
+    fields=[
+        F('group_id', 'string', '6'),
+])
+
+ConsumerGroupTargetAssignmentMetadataValue = message('ConsumerGroupTargetAssignmentMetadataValue', None, '0',
+                                                     flexible='0+',
+    fields=[
+        F('assignment_epoch', 'int32', '0+'),
+])
+
+ConsumerGroupTargetAssignmentMemberKey = message('ConsumerGroupTargetAssignmentMemberKey', None, '7',
+                                                 flexible='none',
+    fields=[
+        F('group_id', 'string', '7'),
+        F('member_id', 'string', '7'),
+])
+
+ConsumerGroupTargetAssignmentMemberValue = message('ConsumerGroupTargetAssignmentMemberValue', None, '0',
+                                                   flexible='0+',
+    fields=[
+        F('topic_partitions', '[]TopicPartition', '0+', fields=[
+            F('topic_id', 'uuid', '0+'),
+            F('partitions', '[]int32', '0+'),
+        ]),
+])
+
+ConsumerGroupCurrentMemberAssignmentKey = message('ConsumerGroupCurrentMemberAssignmentKey', None, '8',
+                                                  flexible='none',
+    fields=[
+        F('group_id', 'string', '8'),
+        F('member_id', 'string', '8'),
+])
+
+ConsumerGroupCurrentMemberAssignmentValue = message('ConsumerGroupCurrentMemberAssignmentValue', None, '0',
+                                                    flexible='0+',
+    common=[
+        ('TopicPartitions', [
+            F('topic_id', 'uuid', '0+'),
+            F('partitions', '[]int32', '0+'),
+        ]),
+    ],
+    fields=[
+        F('member_epoch', 'int32', '0+'),
+        F('previous_member_epoch', 'int32', '0+'),
+        F('state', 'int8', '0+'),
+        F('assigned_partitions', '[]TopicPartitions', '0+'),
+        F('partitions_pending_revocation', '[]TopicPartitions', '0+'),
+])
+
+# record type (the key's version) -> (key schema, value schema), for the KIP-848 records
+CONSUMER_GROUP_RECORDS = {
+    3: (ConsumerGroupMetadataKey, ConsumerGroupMetadataValue),
+    4: (ConsumerGroupPartitionMetadataKey, ConsumerGroupPartitionMetadataValue),
+    5: (ConsumerGroupMemberMetadataKey, ConsumerGroupMemberMetadataValue),
+    6: (ConsumerGroupTargetAssignmentMetadataKey, ConsumerGroupTargetAssignmentMetadataValue),
+    7: (ConsumerGroupTargetAssignmentMemberKey, ConsumerGroupTargetAssignmentMemberValue),
+    8: (ConsumerGroupCurrentMemberAssignmentKey, ConsumerGroupCurrentMemberAssignmentValue),
+}

@@ -209,6 +209,8 @@ def _new_struct_class(name: str, fields: list[Field], base=Message):
                 body.append(f"    self.{f.name} = [] if {f.name} is _MISSING else {f.name}")
             elif f.is_array:
                 body.append(f"    self.{f.name} = None if {f.name} is _MISSING else {f.name}")
+            elif f.default == "null":   # a nullable struct whose default is null
+                body.append(f"    self.{f.name} = None if {f.name} is _MISSING else {f.name}")
             else:
                 env[f"_S{i}"] = f.struct
                 body.append(f"    self.{f.name} = _S{i}() if {f.name} is _MISSING else {f.name}")
@@ -291,7 +293,8 @@ def _emit_read_len(L, ind, var, compact, wide):
         L.append(f"{ind}{var}, = _H.unpack_from(buf, pos); pos += 2")
 
 
-def _emit_read_value(g, L, ind, f: Field, typ: str, target: str, v: int, flex: bool, elem=False):
+def _emit_read_value(g, L, ind, f: Field, typ: str, target: str, v: int, flex: bool, elem=False,
+                     in_tag=False):
     """Emit code reading one value of type `typ` (a primitive or a struct name) into `target`."""
     compact = _flexible(f, flex)
     nullable = _in(f.nullable, v) and not elem
@@ -320,12 +323,20 @@ def _emit_read_value(g, L, ind, f: Field, typ: str, target: str, v: int, flex: b
         return
     # struct
     d = g.name("_dec", f.struct._DECODERS[v])
+    if nullable:
+        # A nullable struct is preceded by a marker (Kafka's generator): an int8, -1 null and 1
+        # present; inside a tagged field an unsigned varint, 0 null and 1 present.
+        L.append(f"{ind}if buf[pos] == 0:" if in_tag else f"{ind}if buf[pos] >= 128:   # any negative marker")
+        L.append(f"{ind}    {target} = None; pos += 1")
+        L.append(f"{ind}else:")
+        L.append(f"{ind}    {target}, pos = {d}(buf, pos + 1)")
+        return
     L.append(f"{ind}{target}, pos = {d}(buf, pos)")
 
 
-def _emit_read_field(g, L, ind, f: Field, target: str, v: int, flex: bool):
+def _emit_read_field(g, L, ind, f: Field, target: str, v: int, flex: bool, in_tag=False):
     if not f.is_array:
-        _emit_read_value(g, L, ind, f, f.type, target, v, flex)
+        _emit_read_value(g, L, ind, f, f.type, target, v, flex, in_tag=in_tag)
         return
     n = g.tmp("n")
     _emit_read_len(L, ind, n, _flexible(f, flex), wide=True)
@@ -397,7 +408,7 @@ def _gen_decoder(cls, v: int, flex: bool):
         for f in tagged:
             L.append(f"{ind}    if tag == {f.tag}:")
             # A tagged field is always encoded in the flexible (compact) form.
-            _emit_read_field(g, L, ind + "        ", f, targets[f.name], v, True)
+            _emit_read_field(g, L, ind + "        ", f, targets[f.name], v, True, in_tag=True)
         L.append(f"{ind}    pos = end")
     g.env["_MISSING"] = _MISSING
     c = g.name("_cls", cls)
@@ -407,7 +418,7 @@ def _gen_decoder(cls, v: int, flex: bool):
         if t is not None and (f.is_array or f.is_struct) and f.name in {x.name for x in tagged}:
             # a tagged array/struct that was absent keeps its fresh default
             fresh = "[]" if f.is_array and f.default_value() is not None else (
-                "None" if f.is_array else g.name("_S", f.struct) + "()")
+                "None" if f.is_array or f.default == "null" else g.name("_S", f.struct) + "()")
             L.append(f"{ind}o.{f.name} = {fresh} if {t} is _MISSING else {t}")
         elif t is not None:
             L.append(f"{ind}o.{f.name} = {t}")
@@ -432,7 +443,8 @@ def _emit_write_len(L, ind, expr, compact, wide):
         L.append(f"{ind}out.append(_H.pack({expr}))")
 
 
-def _emit_write_value(g, L, ind, f: Field, typ: str, src: str, v: int, flex: bool, elem=False):
+def _emit_write_value(g, L, ind, f: Field, typ: str, src: str, v: int, flex: bool, elem=False,
+                      in_tag=False):
     compact = _flexible(f, flex)
     if typ in _FIXED:
         s = g.name("_s", struct.Struct(">" + _FIXED[typ]))
@@ -464,12 +476,20 @@ def _emit_write_value(g, L, ind, f: Field, typ: str, src: str, v: int, flex: boo
         L.append(f"{ind}    out.append(e)")
         return
     e = g.name("_enc", f.struct._ENCODERS[v])
+    if _in(f.nullable, v) and not elem:
+        L.append(f"{ind}if {src} is None:")
+        null_marker = b"\x00" if in_tag else b"\xff"
+        L.append(f"{ind}    out.append({null_marker!r})")
+        L.append(f"{ind}else:")
+        L.append(f"{ind}    out.append(b'\\x01')")
+        L.append(f"{ind}    {e}({src}, out)")
+        return
     L.append(f"{ind}{e}({src}, out)")
 
 
-def _emit_write_field(g, L, ind, f: Field, src: str, v: int, flex: bool):
+def _emit_write_field(g, L, ind, f: Field, src: str, v: int, flex: bool, in_tag=False):
     if not f.is_array:
-        _emit_write_value(g, L, ind, f, f.type, src, v, flex)
+        _emit_write_value(g, L, ind, f, f.type, src, v, flex, in_tag=in_tag)
         return
     compact = _flexible(f, flex)
     a = g.tmp("a")
@@ -531,10 +551,11 @@ def _gen_encoder(cls, v: int, flex: bool):
         else:
             L.append(f"{ind}tags = []")
             for f in tagged:
-                d = g.name("_d", f.default_value() if not f.is_struct or f.is_array else f.struct())
+                d = g.name("_d", f.default_value() if not f.is_struct or f.is_array or f.default == "null"
+                           else f.struct())
                 L.append(f"{ind}if o.{f.name} != {d}:")
                 L.append(f"{ind}    outer, out = out, []")
-                _emit_write_field(g, L, ind + "    ", f, "o." + f.name, v, True)
+                _emit_write_field(g, L, ind + "    ", f, "o." + f.name, v, True, in_tag=True)
                 L.append(f"{ind}    data = b''.join(out); out = outer")
                 L.append(f"{ind}    tags.append(_wuv({f.tag}) + _wuv(len(data)) + data)")
             L.append(f"{ind}out.append(_wuv(len(tags)))")

@@ -145,7 +145,7 @@ def test_dump_log_tombstones_unknown_types_text_and_producer_fields(tmp_path):
     from kgroup.coordinator.coordinator_records import group_metadata_tombstone, offset_commit_record
     oc = offset_commit_record("g", "t", 3, 42, -1, "", 1000, None)
     tomb = group_metadata_tombstone("g")
-    unknown = (5).to_bytes(2, "big") + b"whatever"
+    unknown = (99).to_bytes(2, "big") + b"whatever"
     first = build_batch([Record(key=oc.key, value=oc.value, timestamp=1000),
                          Record(key=tomb.key, value=None, timestamp=1001),
                          Record(key=unknown, value=b"\x00\x00", timestamp=1002)], base_offset=7)
@@ -160,7 +160,7 @@ def test_dump_log_tombstones_unknown_types_text_and_producer_fields(tmp_path):
                              '{"version":"3","data":{"offset":42,"leaderEpoch":-1,"metadata":"","commitTimestamp":1000}}')
     assert lines[4].endswith('key: {"type":"2","data":{"group":"g"}} payload: <DELETE>')
     assert "keySize: 10 valueSize: 2" in lines[5]
-    assert lines[5].endswith("key: Unknown record type 5 at offset 9, skipping.")
+    assert lines[5].endswith("key: Unknown record type 99 at offset 9, skipping.")
     assert re.match(r"baseOffset: 10 lastOffset: 10 count: 1 baseSequence: 40 lastSequence: 40 producerId: 17 "
                     r"producerEpoch: 2 .* position: %d CreateTime: 1003 " % len(first), lines[6])
     plain = run(path, "--print-data-log").splitlines()

@@ -72,7 +72,7 @@ class _Reader:
         return (z >> 1) ^ -(z & 1)
 
 
-_FIXED = {"int8": "b", "int16": "h", "int32": "i", "int64": "q", "bool": "?"}
+_FIXED = {"int8": "b", "int16": "h", "int32": "i", "int64": "q", "bool": "?", "uuid": "16s"}
 
 
 def spec_decode(schema: dict, version: int, buf) -> dict:
@@ -82,7 +82,7 @@ def spec_decode(schema: dict, version: int, buf) -> dict:
     structs = {s["name"]: s for s in schema.get("commonStructs", [])}
     flexible = _in(schema.get("flexibleVersions"), version)
 
-    def value(typ, nullable, fields):
+    def value(typ, nullable, fields, in_tag=False):
         if typ in _FIXED:
             return r.fixed(_FIXED[typ])
         if typ in ("string", "bytes"):
@@ -99,19 +99,32 @@ def spec_decode(schema: dict, version: int, buf) -> dict:
                 return None
             inner = typ[2:]
             return [value(inner, False, fields or structs.get(inner, {}).get("fields")) for _ in range(n)]
+        if nullable:    # a nullable struct's marker: int8 -1 / 1 (an unsigned varint 0 / 1 if tagged)
+            if (r.uvarint() == 0) if in_tag else (r.fixed("b") < 0):
+                return None
         return struct_(fields or structs[typ]["fields"])
 
     def struct_(fields):
         out = {}
+        by_tag = {}
         for f in fields:
             if not _in(f["versions"], version) or ("tag" in f and flexible):
                 out[f["name"]] = f.get("default")
+                if "tag" in f and flexible and _in(f["versions"], version):
+                    by_tag[f["tag"]] = f
                 continue
             out[f["name"]] = value(f["type"], _in(f.get("nullableVersions"), version), f.get("fields"))
         if flexible:
             for _ in range(r.uvarint()):
-                r.uvarint()
-                r.take(r.uvarint())
+                tag, size = r.uvarint(), r.uvarint()
+                f = by_tag.get(tag)
+                if f is None:
+                    r.take(size)
+                    continue
+                end = r.pos + size
+                out[f["name"]] = value(f["type"], _in(f.get("nullableVersions"), version), f.get("fields"),
+                                       in_tag=True)
+                assert r.pos == end, "tagged field size mismatch"
         return out
 
     result = struct_(schema["fields"])
@@ -119,14 +132,23 @@ def spec_decode(schema: dict, version: int, buf) -> dict:
     return result
 
 
+_CONSUMER_GROUP_RECORDS = {3: "ConsumerGroupMetadata", 4: "ConsumerGroupPartitionMetadata",
+                           5: "ConsumerGroupMemberMetadata", 6: "ConsumerGroupTargetAssignmentMetadata",
+                           7: "ConsumerGroupTargetAssignmentMember", 8: "ConsumerGroupCurrentMemberAssignment"}
+
+
 def spec_decode_offsets_record(key: bytes, value: bytes | None):
     """(kind, key dict, value dict | None) for a ``__consumer_offsets`` record, kinds named as
-    kafka-dump-log's offsets decoder names them (offset_commit, group_metadata)."""
+    kafka-dump-log's offsets decoder names them (offset_commit, group_metadata; a KIP-848 record by
+    its schema's name without Key/Value, e.g. ConsumerGroupMemberMetadata)."""
     record_type = struct.unpack_from(">h", key)[0]
     if record_type in (0, 1):
         kind, key_schema, value_schema, key_version = "offset_commit", "OffsetCommitKey", "OffsetCommitValue", record_type
     elif record_type == 2:
         kind, key_schema, value_schema, key_version = "group_metadata", "GroupMetadataKey", "GroupMetadataValue", 2
+    elif record_type in _CONSUMER_GROUP_RECORDS:    # KIP-848
+        kind = _CONSUMER_GROUP_RECORDS[record_type]
+        key_schema, value_schema, key_version = kind + "Key", kind + "Value", record_type
     else:
         raise ValueError(f"unknown record type {record_type}")
     k = spec_decode(_spec(key_schema), key_version, key[2:])

@@ -1,0 +1,360 @@
+"""The consumer-protocol group (Kafka's ConsumerGroup) and the replay of its records.
+
+State changes only by replaying records (types 3-8), at load and live alike: ``replay(groups,
+record)`` is Kafka's GroupMetadataManager.replay for these records. A group holds:
+
+- its group epoch (bumped by the handlers on membership, subscription or topic-metadata change)
+  and the subscribed topics' metadata it was computed against;
+- the target assignment and its epoch (the assignment epoch); the group is ASSIGNING while the
+  group epoch is ahead of it;
+- its members with their epochs, reconciliation state and current assignment, and per partition
+  the epoch of its current owner: adding an owner to a partition that has one is refused, so
+  replay itself enforces that no partition is owned by two members;
+- static members by instance id, and counts of subscribed topic names, regexes and server
+  assignors (the subscription type and the assignor choice come from these).
+
+Pure: no I/O, no clock.
+"""
+from __future__ import annotations
+
+import enum
+import re
+from collections import Counter
+from typing import Iterable, Mapping, NamedTuple
+
+from ...protocol.errors import ErrorCode, KafkaError
+from ..assignor import SubscriptionType, hash_map_put_order
+from ..records import Record
+from . import records as rec
+from .member import ConsumerGroupMember, MemberState, freeze
+
+LEAVE_GROUP_MEMBER_EPOCH = -1
+
+
+class IllegalReplayState(Exception):
+    """Kafka's IllegalStateException during replay: the records contradict each other."""
+
+
+class ConsumerGroupState(enum.Enum):
+    EMPTY = "Empty"
+    ASSIGNING = "Assigning"
+    RECONCILING = "Reconciling"
+    STABLE = "Stable"
+    DEAD = "Dead"
+
+
+class TopicMetadata(NamedTuple):
+    """A subscribed topic as the group saw it (PartitionMetadata record): racks per partition."""
+
+    topic_id: bytes
+    name: str
+    num_partitions: int
+    racks: tuple = ()       # ((partition, (rack, ...)), ...)
+
+
+class ConsumerGroup:
+    __slots__ = ("group_id", "group_epoch", "members", "static_members", "subscription_metadata",
+                 "assignment_epoch", "target_assignment", "partition_epochs", "subscribed_topic_names",
+                 "subscribed_regexes", "server_assignors", "classic_members")
+
+    def __init__(self, group_id: str):
+        self.group_id = group_id
+        self.group_epoch = 0
+        self.members: dict[str, ConsumerGroupMember] = {}
+        self.static_members: dict[str, str] = {}             # instance id -> member id
+        self.subscription_metadata: dict[str, TopicMetadata] = {}
+        self.assignment_epoch = 0
+        self.target_assignment: dict[str, dict[bytes, frozenset]] = {}
+        self.partition_epochs: dict[bytes, dict[int, int]] = {}
+        self.subscribed_topic_names: Counter = Counter()
+        self.subscribed_regexes: Counter = Counter()
+        self.server_assignors: Counter = Counter()
+        self.classic_members = 0
+
+    # -- reads -------------------------------------------------------------------------------------
+    @property
+    def state(self) -> ConsumerGroupState:
+        if not self.members:
+            return ConsumerGroupState.EMPTY
+        if self.group_epoch > self.assignment_epoch:
+            return ConsumerGroupState.ASSIGNING
+        for m in self.members.values():
+            if not m.is_reconciled_to(self.assignment_epoch):
+                return ConsumerGroupState.RECONCILING
+        return ConsumerGroupState.STABLE
+
+    def current_partition_epoch(self, topic_id: bytes, partition: int) -> int:
+        """The epoch of the partition's current owner, or -1 when nobody holds it."""
+        epochs = self.partition_epochs.get(topic_id)
+        return -1 if epochs is None else epochs.get(partition, -1)
+
+    def static_member_id(self, instance_id: str) -> str | None:
+        return self.static_members.get(instance_id)
+
+    def subscription_type(self) -> SubscriptionType:
+        """HOMOGENEOUS when every subscribed topic name is subscribed by every member."""
+        n = len(self.members)
+        if all(c == n for c in self.subscribed_topic_names.values()):
+            return SubscriptionType.HOMOGENEOUS
+        return SubscriptionType.HETEROGENEOUS
+
+    def preferred_server_assignor(self, default: str) -> str:
+        """The assignor most members ask for, else the default; a tie goes to the first in Kafka's
+        HashMap order (Stream.max keeps the first of equal maxima)."""
+        if not self.server_assignors:
+            return default
+        best = None
+        for name in _string_map_order(self.server_assignors):
+            if best is None or self.server_assignors[name] > self.server_assignors[best]:
+                best = name
+        return best
+
+    @staticmethod
+    def resolve_subscription(member: ConsumerGroupMember, topic_names: Iterable[str]) -> frozenset:
+        """The member's topics: its names plus the existing topics its regex matches whole
+        (Kafka matches with RE2/J; Python's ``re`` accepts the common syntax)."""
+        names = set(member.subscribed_topic_names)
+        if member.subscribed_topic_regex:
+            pattern = re.compile(member.subscribed_topic_regex)
+            names.update(t for t in topic_names if pattern.fullmatch(t))
+        return frozenset(names)
+
+    # -- offsets of a consumer-protocol group (Kafka's ConsumerGroup.validateOffset*) ---------------
+    def _member_or_unknown(self, member_id: str | None) -> ConsumerGroupMember:
+        m = self.members.get(member_id)
+        if m is None:
+            raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group "
+                                                          f"{self.group_id}.")
+        return m
+
+    @staticmethod
+    def _check_epoch(received: int, expected: int, classic: bool) -> None:
+        if received != expected:
+            if classic:     # a classic member inside a consumer group commits with its generation
+                raise KafkaError(ErrorCode.ILLEGAL_GENERATION, f"The received generation id {received} does not "
+                                                               f"match the expected member epoch {expected}.")
+            raise KafkaError(ErrorCode.STALE_MEMBER_EPOCH, f"The received member epoch {received} does not "
+                                                           f"match the expected member epoch {expected}.")
+
+    def validate_offset_commit(self, member_id: str, instance_id: str | None, member_epoch: int,
+                               is_transactional: bool, api_version: int) -> None:
+        """OffsetCommit (and TxnOffsetCommit, ``is_transactional``) against this group."""
+        if member_epoch < 0 and not self.members:
+            return      # the admin client or a consumer without group management: an empty group
+        m = self._member_or_unknown(member_id)
+        if not is_transactional and m.classic_member_metadata is None and api_version < 9:
+            raise KafkaError(ErrorCode.UNSUPPORTED_VERSION, "OffsetCommit version 9 or above must be used "
+                                                            "by members using the modern group protocol")
+        self._check_epoch(member_epoch, m.member_epoch, m.classic_member_metadata is not None)
+
+    def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> None:
+        """OffsetFetch v9+ with a member id and epoch (require the member's current epoch)."""
+        if member_id is None and member_epoch < 0:
+            return      # the admin client, or a client that gives neither
+        m = self._member_or_unknown(member_id)
+        self._check_epoch(member_epoch, m.member_epoch, m.classic_member_metadata is not None)
+
+    def validate_delete_group(self) -> None:
+        if self.state is not ConsumerGroupState.EMPTY:
+            raise KafkaError(ErrorCode.NON_EMPTY_GROUP)
+
+    def durable_view(self) -> dict:
+        """Everything records determine, canonical, for live == replayed comparisons."""
+        def a(x):
+            return {t.hex(): sorted(p) for t, p in sorted(x.items())}
+        return {
+            "group_epoch": self.group_epoch, "assignment_epoch": self.assignment_epoch,
+            "state": self.state.value,
+            "subscription_metadata": {k: tuple(v) for k, v in sorted(self.subscription_metadata.items())},
+            "target": {m: a(x) for m, x in sorted(self.target_assignment.items())},
+            "members": {mid: (m.member_epoch, m.previous_member_epoch, int(m.state), m.instance_id, m.rack_id,
+                              m.rebalance_timeout_ms, m.client_id, m.client_host, sorted(m.subscribed_topic_names),
+                              m.subscribed_topic_regex, m.server_assignor_name, m.classic_member_metadata,
+                              a(m.assigned_partitions), a(m.partitions_pending_revocation))
+                        for mid, m in sorted(self.members.items())},
+            "static_members": dict(sorted(self.static_members.items())),
+            "partition_epochs": {t.hex(): sorted(e.items()) for t, e in sorted(self.partition_epochs.items())},
+            "subscribed_topic_names": dict(sorted(self.subscribed_topic_names.items())),
+            "subscribed_regexes": dict(sorted(self.subscribed_regexes.items())),
+            "server_assignors": dict(sorted(self.server_assignors.items())),
+            "classic_members": self.classic_members,
+        }
+
+    # -- changes (only from replay) ------------------------------------------------------------------
+    def _update_member(self, new: ConsumerGroupMember) -> None:
+        old = self.members.get(new.member_id)
+        self.members[new.member_id] = new
+        self._count(old, -1)
+        self._count(new, +1)
+        if old is not None:
+            self._remove_epochs(old)
+        self._add_epochs(new.assigned_partitions, new.member_epoch)
+        self._add_epochs(new.partitions_pending_revocation, new.member_epoch)
+        if new.instance_id is not None:
+            self.static_members[new.instance_id] = new.member_id
+
+    def _remove_member(self, member_id: str) -> None:
+        old = self.members.pop(member_id)
+        self._count(old, -1)
+        self._remove_epochs(old)
+        if old.instance_id is not None:
+            # unconditionally, as Kafka does: a replacing static member's records come after
+            # the old member's tombstones
+            self.static_members.pop(old.instance_id, None)
+
+    def _count(self, m: ConsumerGroupMember | None, delta: int) -> None:
+        if m is None:
+            return
+        regex, assignor = m.subscribed_topic_regex, m.server_assignor_name
+        for counter, keys in ((self.subscribed_topic_names, m.subscribed_topic_names),
+                              (self.subscribed_regexes, (regex,) if regex else ()),
+                              (self.server_assignors, (assignor,) if assignor else ())):
+            for k in keys:
+                counter[k] += delta
+                if counter[k] <= 0:
+                    del counter[k]
+        if m.classic_member_metadata is not None:
+            self.classic_members += delta
+
+    def _add_epochs(self, assignment, epoch: int) -> None:
+        for topic_id, parts in assignment.items():
+            epochs = self.partition_epochs.setdefault(topic_id, {})
+            for p in parts:
+                prev = epochs.get(p)
+                if prev is not None:
+                    raise IllegalReplayState(f"Cannot set the epoch of {topic_id.hex()}-{p} to {epoch} because "
+                                             f"the partition is still owned at epoch {prev}")
+                epochs[p] = epoch
+
+    def _remove_epochs(self, m: ConsumerGroupMember) -> None:
+        for assignment in (m.assigned_partitions, m.partitions_pending_revocation):
+            for topic_id, parts in assignment.items():
+                epochs = self.partition_epochs.get(topic_id)
+                if epochs is None:
+                    raise IllegalReplayState(f"Cannot remove the epoch {m.member_epoch} from {topic_id.hex()} "
+                                             f"because it does not have any epoch")
+                for p in parts:
+                    prev = epochs.pop(p, None)
+                    if prev != m.member_epoch:
+                        raise IllegalReplayState(
+                            f"Cannot remove the epoch {m.member_epoch} from {topic_id.hex()}-{p} because the "
+                            f"partition is still owned at a different epoch {prev}")
+                if not epochs:
+                    del self.partition_epochs[topic_id]
+
+
+def _string_map_order(keys) -> list[str]:
+    return hash_map_put_order(sorted(keys))
+
+
+def _classic(value) -> tuple | None:
+    c = value.classic_member_metadata
+    if c is None:
+        return None
+    return (c.session_timeout_ms, tuple((p.name, bytes(p.metadata)) for p in c.supported_protocols))
+
+
+def _assignment(topic_partitions) -> dict[bytes, frozenset]:
+    return freeze({tp.topic_id: tp.partitions for tp in topic_partitions})
+
+
+def replay(groups: dict[str, ConsumerGroup], record: Record) -> None:
+    """Apply one KIP-848 record to the consumer groups of a shard (Kafka's replay of types 3-8).
+    A tombstone for a group or member that does not exist is ignored, as in Kafka."""
+    t, key, value = record.record_type, record.key_struct, record.value_struct
+    group = groups.get(key.group_id)
+    if group is None:
+        if value is None:
+            return
+        group = groups[key.group_id] = ConsumerGroup(key.group_id)
+
+    if t == rec.MEMBER_METADATA:
+        old = group.members.get(key.member_id)
+        if value is not None:
+            base = old if old is not None else ConsumerGroupMember(key.member_id)
+            group._update_member(base.replace(
+                instance_id=value.instance_id, rack_id=value.rack_id, client_id=value.client_id,
+                client_host=value.client_host, subscribed_topic_names=frozenset(value.subscribed_topic_names),
+                subscribed_topic_regex=value.subscribed_topic_regex, rebalance_timeout_ms=value.rebalance_timeout_ms,
+                server_assignor_name=value.server_assignor, classic_member_metadata=_classic(value)))
+        elif old is not None:
+            if old.member_epoch != LEAVE_GROUP_MEMBER_EPOCH:
+                raise IllegalReplayState(f"Received a tombstone record to delete member {key.member_id} but did "
+                                         f"not receive ConsumerGroupCurrentMemberAssignmentValue tombstone.")
+            if key.member_id in group.target_assignment:
+                raise IllegalReplayState(f"Received a tombstone record to delete member {key.member_id} but did "
+                                         f"not receive ConsumerGroupTargetAssignmentMetadataValue tombstone.")
+            group._remove_member(key.member_id)
+    elif t == rec.CURRENT_MEMBER_ASSIGNMENT:
+        old = group.members.get(key.member_id)
+        if value is not None:
+            base = old if old is not None else ConsumerGroupMember(key.member_id)
+            group._update_member(base.replace(
+                member_epoch=value.member_epoch, previous_member_epoch=value.previous_member_epoch,
+                state=MemberState.from_value(value.state),
+                assigned_partitions=_assignment(value.assigned_partitions),
+                partitions_pending_revocation=_assignment(value.partitions_pending_revocation)))
+        elif old is not None:
+            group._update_member(old.replace(member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
+                                             previous_member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
+                                             assigned_partitions={}, partitions_pending_revocation={}))
+    elif t == rec.TARGET_ASSIGNMENT_MEMBER:
+        if value is not None:
+            group.target_assignment[key.member_id] = _assignment(value.topic_partitions)
+        else:
+            group.target_assignment.pop(key.member_id, None)
+    elif t == rec.TARGET_ASSIGNMENT_METADATA:
+        if value is not None:
+            group.assignment_epoch = value.assignment_epoch
+        else:
+            if group.target_assignment:
+                raise IllegalReplayState(f"Received a tombstone record to delete target assignment of "
+                                         f"{key.group_id} but the assignment still has "
+                                         f"{len(group.target_assignment)} members.")
+            group.assignment_epoch = -1
+    elif t == rec.PARTITION_METADATA:
+        if value is not None:
+            group.subscription_metadata = {
+                tm.topic_name: TopicMetadata(tm.topic_id, tm.topic_name, tm.num_partitions,
+                                             tuple((pm.partition, tuple(pm.racks)) for pm in tm.partition_metadata))
+                for tm in value.topics}
+        else:
+            group.subscription_metadata = {}
+    elif t == rec.GROUP_METADATA:
+        if value is not None:
+            group.group_epoch = value.epoch
+        else:
+            if group.members:
+                raise IllegalReplayState(f"Received a tombstone record to delete group {key.group_id} but the "
+                                         f"group still has {len(group.members)} members.")
+            if group.target_assignment:
+                raise IllegalReplayState(f"Received a tombstone record to delete group {key.group_id} but the "
+                                         f"target assignment still has {len(group.target_assignment)} members.")
+            if group.assignment_epoch != -1:
+                raise IllegalReplayState(f"Received a tombstone record to delete group {key.group_id} but did "
+                                         f"not receive ConsumerGroupTargetAssignmentMetadataValue tombstone.")
+            del groups[key.group_id]
+    else:
+        raise ValueError(f"not a consumer group record type: {t}")
+
+
+# -- the record sequences Kafka writes for removals --------------------------------------------------
+
+def member_removal_records(group_id: str, member_id: str) -> list[Record]:
+    """A member leaves or is fenced: its current assignment, target and subscription, in that order."""
+    return [rec.current_assignment_tombstone(group_id, member_id),
+            rec.target_assignment_tombstone(group_id, member_id),
+            rec.member_subscription_tombstone(group_id, member_id)]
+
+
+def group_deletion_records(group: ConsumerGroup) -> list[Record]:
+    """Deleting a group (Kafka's ConsumerGroup.createGroupTombstoneRecords): current assignments,
+    targets, the assignment epoch, subscriptions, topic metadata, then the group epoch."""
+    gid, ids = group.group_id, sorted(group.members)
+    out = [rec.current_assignment_tombstone(gid, m) for m in ids]
+    out += [rec.target_assignment_tombstone(gid, m) for m in sorted(group.target_assignment)]
+    out.append(rec.target_assignment_epoch_tombstone(gid))
+    out += [rec.member_subscription_tombstone(gid, m) for m in ids]
+    out.append(rec.subscription_metadata_tombstone(gid))
+    out.append(rec.group_epoch_tombstone(gid))
+    return out

@@ -1,0 +1,80 @@
+"""ConsumerGroupHeartbeat request validation, as Kafka 4.0's
+``throwIfConsumerGroupHeartbeatRequestIsInvalid`` (checked in this order, before any group state is
+read), and the regex check it applies when a member's regex changes.
+
+- v1+ (KIP-1082: the client generates its member id), an epoch > 0 and a leave (-1) need a member
+  id; group, instance and rack ids must not be blank when given;
+- a join (epoch 0) needs a rebalance timeout, an empty owned-partitions list and a subscription
+  (names or a regex);
+- a static member's temporary leave (-2) needs its instance id; any epoch below -2 is invalid;
+- a server assignor the broker does not have is UNSUPPORTED_ASSIGNOR;
+- a regex that does not compile is INVALID_REGULAR_EXPRESSION.
+"""
+from __future__ import annotations
+
+import re
+from typing import Iterable
+
+from ...protocol.errors import ErrorCode, KafkaError
+
+JOIN_GROUP_MEMBER_EPOCH = 0
+LEAVE_GROUP_MEMBER_EPOCH = -1
+LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
+CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION = 1
+
+# RE2/J (Kafka's regex engine) has no lookaround and no backreferences; Python's re has both.
+_NOT_RE2 = re.compile(r"\(\?<?[=!]|\(\?P=|\\[1-9]")
+
+
+def _invalid(message: str) -> KafkaError:
+    return KafkaError(ErrorCode.INVALID_REQUEST, message)
+
+
+def _blank(value: str | None) -> bool:
+    return value is not None and not value.strip()
+
+
+def validate_heartbeat(req, version: int, assignors: Iterable[str]) -> None:
+    """Raise KafkaError (INVALID_REQUEST or UNSUPPORTED_ASSIGNOR) for a request Kafka refuses."""
+    epoch = req.member_epoch
+    if (version >= CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION or epoch > 0
+            or epoch == LEAVE_GROUP_MEMBER_EPOCH) and _blank(req.member_id):
+        raise _invalid("MemberId can't be empty.")
+    if _blank(req.group_id):
+        raise _invalid("GroupId can't be empty.")
+    if _blank(req.instance_id):
+        raise _invalid("InstanceId can't be empty.")
+    if _blank(req.rack_id):
+        raise _invalid("RackId can't be empty.")
+    if epoch == JOIN_GROUP_MEMBER_EPOCH:
+        if req.rebalance_timeout_ms == -1:
+            raise _invalid("RebalanceTimeoutMs must be provided in first request.")
+        if req.topic_partitions is None or req.topic_partitions:
+            raise _invalid("TopicPartitions must be empty when (re-)joining.")
+        if not req.subscribed_topic_names and not req.subscribed_topic_regex:
+            raise _invalid("SubscribedTopicNames or SubscribedTopicRegex must be set in first request.")
+    elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+        if req.instance_id is None:
+            raise _invalid("InstanceId can't be null.")
+    elif epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+        raise _invalid("MemberEpoch is invalid.")
+    assignors = list(assignors)
+    if req.server_assignor is not None and req.server_assignor not in assignors:
+        raise KafkaError(ErrorCode.UNSUPPORTED_ASSIGNOR,
+                         f"ServerAssignor {req.server_assignor} is not supported. "
+                         f"Supported assignors: {', '.join(assignors)}.")
+
+
+def check_regex(regex: str) -> re.Pattern:
+    """The compiled subscription regex, or INVALID_REGULAR_EXPRESSION (Kafka's
+    throwIfRegularExpressionIsInvalid; the description is Python's, not RE2/J's)."""
+    bad = _NOT_RE2.search(regex)
+    if bad is not None:
+        raise KafkaError(ErrorCode.INVALID_REGULAR_EXPRESSION,
+                         f"SubscribedTopicRegex `{regex}` is not a valid regular expression: "
+                         f"unsupported construct `{bad.group()}`.")
+    try:
+        return re.compile(regex)
+    except re.error as e:
+        raise KafkaError(ErrorCode.INVALID_REGULAR_EXPRESSION,
+                         f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {e}.") from None
