@@ -68,7 +68,11 @@ def test_issue_version_ranges():
             "Fetch": 17, "ListOffsets": 10, "FindCoordinator": 6, "JoinGroup": 9, "SyncGroup": 5,
             "Heartbeat": 4, "LeaveGroup": 5, "OffsetCommit": 9, "OffsetFetch": 9,
             "DescribeGroups": 5, "ListGroups": 5, "DeleteGroups": 2, "OffsetDelete": 0,
-            "InitProducerId": 5, "DescribeConfigs": 4, "DescribeCluster": 1}
+            "InitProducerId": 5, "DescribeConfigs": 4, "DescribeCluster": 1,
+            # Transactions (issue 13): registered for conformance and round-trips; the broker's
+            # handler table decides when they are advertised.
+            "AddPartitionsToTxn": 5, "AddOffsetsToTxn": 4, "EndTxn": 5, "WriteTxnMarkers": 1,
+            "TxnOffsetCommit": 4, "DescribeTransactions": 0, "ListTransactions": 1}
     got = {a.request.__name__[:-len("Request")]: a.request.VERSIONS for a in API_BY_KEY.values()}
     assert got == {k: (0, v) for k, v in want.items()}
     assert consumer_protocol.ConsumerProtocolSubscription.VERSIONS == (0, 3)
