@@ -464,8 +464,15 @@ class PartitionLog:
         result = self.read(fetch_offset, max_bytes, min_one_batch, max_offset=self.last_stable_offset)
         if not len(result.records):
             return result, []
-        last = read_batch_header(result.records, self._last_batch_position(result.records))
-        return result, self.collect_aborted_transactions(fetch_offset, last.next_offset)
+        # Searched up to the log end first: usually nothing is found and the exact bound (the
+        # offset after the last returned batch, one walk over the batches) is never needed. The
+        # wider search finds the same overlapping entries: an entry whose LSO reaches a bound
+        # was written when no transaction starting before that bound was still open.
+        aborted = self.collect_aborted_transactions(fetch_offset, result.log_end_offset)
+        if aborted:
+            upper = read_batch_header(result.records, self._last_batch_position(result.records)).next_offset
+            aborted = [a for a in aborted if a.first_offset < upper]
+        return result, aborted
 
     @staticmethod
     def _last_batch_position(records: memoryview) -> int:

@@ -254,3 +254,51 @@ def test_deleting_a_segment_deletes_its_txn_index(tmp_path, clock):
     assert not os.path.exists(os.path.join(plog.directory, "00000000000000000000.txnindex"))
     plog.delete()
     assert not any(n.endswith(".txnindex") for n in os.listdir(plog.directory))
+
+
+# -- read_committed against Kafka's exact-bound search, on random histories ------------------------
+
+def _ops():
+    from hypothesis import strategies as st
+    return st.lists(st.tuples(st.sampled_from(["send", "plain", "commit", "abort", "roll"]),
+                              st.integers(1, 3), st.integers(1, 3)), min_size=1, max_size=40)
+
+
+def test_read_committed_matches_kafkas_exact_search():
+    import tempfile
+
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(ops=_ops(), data=st.data())
+    def check(ops, data):
+        with tempfile.TemporaryDirectory() as d:
+            plog = PartitionLog(os.path.join(d, "t-0"))
+            producers = {pid: Producer(plog, pid) for pid in (1, 2, 3)}
+            open_txns = set()
+            for op, pid, n in ops:
+                p = producers[pid]
+                if op == "send":
+                    p.send(n)
+                    open_txns.add(pid)
+                elif op == "plain":
+                    plog.append(batch(n))
+                elif op == "roll":
+                    plog.roll()
+                elif pid in open_txns:
+                    p.end(op == "commit")
+                    open_txns.discard(pid)
+            if plog.log_end_offset == 0:
+                return
+            fetch_offset = data.draw(st.integers(0, plog.log_end_offset - 1))
+            max_bytes = data.draw(st.integers(1, 2000))
+            result, aborted = plog.read_committed(fetch_offset, max_bytes)
+            if not len(result.records):
+                assert aborted == []
+                return
+            upper = [read_batch_header(v) for v in result.batches()][-1].next_offset
+            assert upper <= plog.last_stable_offset
+            assert aborted == plog.collect_aborted_transactions(fetch_offset, upper)
+            plog.close()
+    check()
