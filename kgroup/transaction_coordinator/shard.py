@@ -228,12 +228,14 @@ class TransactionCoordinatorShard:
         """InitProducerId with a transactional id (the null-id idempotent case is not ours)."""
         res = self._begin(now_ms)
         tid, timeout = req.transactional_id, req.transaction_timeout_ms
+        if tid is None:
+            raise ValueError("InitProducerId without a transactional id is the idempotent path, not a shard's")
         expected_pid = getattr(req, "producer_id", NO_PRODUCER_ID) if version >= 3 else NO_PRODUCER_ID
         expected_epoch = getattr(req, "producer_epoch", NO_PRODUCER_EPOCH) if version >= 3 else NO_PRODUCER_EPOCH
 
-        def answer(error, pid=NO_PRODUCER_ID, epoch=NO_PRODUCER_EPOCH, on_failure=True):
-            fail = (lambda err: _init_pid_response(err, version=version)) if on_failure else None
-            res.reply(token, _init_pid_response(error, pid, epoch, version), fail)
+        def answer(error, pid=NO_PRODUCER_ID, epoch=NO_PRODUCER_EPOCH):
+            res.reply(token, _init_pid_response(error, pid, epoch, version),
+                      lambda err: _init_pid_response(err, version=version))
             return res
 
         if (expected_pid == NO_PRODUCER_ID) != (expected_epoch == NO_PRODUCER_EPOCH):

@@ -486,3 +486,11 @@ def test_state_names_and_ids_are_kafkas():
     assert [(int(s), s.kafka_name) for s in S] == [
         (0, "Empty"), (1, "Ongoing"), (2, "PrepareCommit"), (3, "PrepareAbort"), (4, "CompleteCommit"),
         (5, "CompleteAbort"), (6, "Dead"), (7, "PrepareEpochFence")]
+
+
+def test_init_without_a_transactional_id_is_not_a_shards_request():
+    from kgroup.protocol.messages.init_producer_id import InitProducerIdRequest
+    c = Ctx()
+    with pytest.raises(ValueError, match="idempotent"):
+        c.shard.handle_init_producer_id(InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=1000),
+                                        4, c.now, "t")
