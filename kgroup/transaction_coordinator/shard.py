@@ -330,31 +330,52 @@ class TransactionCoordinatorShard:
 
     def handle_add_partitions_to_txn(self, req, version: int, now_ms: int, token,
                                      partition_exists: Callable[[str, int], bool] | None = None) -> Result:
-        """Versions 0-3 (clients). ``partition_exists`` is the broker's metadata check: any unknown
-        partition fails the whole request, the others answer OPERATION_NOT_ATTEMPTED."""
+        """Versions 0-3 come from clients (one transaction); 4+ (KIP-890) from brokers, batching
+        transactions, each either added or, with ``verify_only``, checked (verify_partitions).
+        ``partition_exists`` is the broker's metadata check: an unknown partition fails its whole
+        transaction, the other partitions answering OPERATION_NOT_ATTEMPTED (KafkaApis)."""
         res = self._begin(now_ms)
-        if version >= 4:
-            raise ValueError("AddPartitionsToTxn v4+ (broker verification) is answered by verify_partitions")
         R = AddPartitionsToTxnResponse
-        wanted = [(t.name, p) for t in req.v3_and_below_topics for p in t.partitions]
 
-        def response(errors: dict) -> AddPartitionsToTxnResponse:
+        def topic_results(errors: dict) -> list:
             by_topic: dict = {}
             for (t, p), err in errors.items():
                 by_topic.setdefault(t, []).append(R.AddPartitionsToTxnPartitionResult(
                     partition_index=p, partition_error_code=_fenced(err, version, 2)))
-            return R(results_by_topic_v3_and_below=[
-                R.AddPartitionsToTxnTopicResult(name=t, results_by_partition=ps) for t, ps in by_topic.items()])
+            return [R.AddPartitionsToTxnTopicResult(name=t, results_by_partition=ps) for t, ps in by_topic.items()]
 
-        unknown = {tp for tp in wanted if partition_exists is not None and not partition_exists(*tp)}
-        if unknown:
-            res.reply(token, response({tp: E.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown
-                                       else E.OPERATION_NOT_ATTEMPTED for tp in wanted}))
+        def one(tid, pid, epoch, topics, verify_only=False) -> tuple[dict, bool]:
+            """(errors by partition, whether records were written for it)."""
+            wanted = [(t.name, p) for t in topics for p in t.partitions]
+            unknown = {tp for tp in wanted if partition_exists is not None and not partition_exists(*tp)}
+            if unknown:
+                return {tp: E.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else E.OPERATION_NOT_ATTEMPTED
+                        for tp in wanted}, False
+            if verify_only:
+                return self.verify_partitions(tid, pid, epoch, wanted), False
+            written = len(res._records)
+            error = self._add_partitions(res, tid, pid, epoch, frozenset(wanted), now_ms)
+            return {tp: error for tp in wanted}, len(res._records) > written
+
+        if version < 4:
+            errors, wrote = one(req.v3_and_below_transactional_id, req.v3_and_below_producer_id,
+                                req.v3_and_below_producer_epoch, req.v3_and_below_topics)
+            res.reply(token, R(results_by_topic_v3_and_below=topic_results(errors)),
+                      (lambda err: R(results_by_topic_v3_and_below=topic_results(dict.fromkeys(errors, err))))
+                      if wrote else None)
             return res
-        error = self._add_partitions(res, req.v3_and_below_transactional_id, req.v3_and_below_producer_id,
-                                     req.v3_and_below_producer_epoch, frozenset(wanted), now_ms)
-        res.reply(token, response({tp: error for tp in wanted}),
-                  lambda err: response({tp: err for tp in wanted}))
+        answers = []            # (transactional id, errors, wrote)
+        for txn in req.transactions:
+            errors, wrote = one(txn.transactional_id, txn.producer_id, txn.producer_epoch, txn.topics,
+                                txn.verify_only)
+            answers.append((txn.transactional_id, errors, wrote))
+
+        def response(append_error=None) -> AddPartitionsToTxnResponse:
+            return R(results_by_transaction=[R.AddPartitionsToTxnResult(
+                transactional_id=tid, topic_results=topic_results(
+                    dict.fromkeys(errors, append_error) if wrote and append_error is not None else errors))
+                for tid, errors, wrote in answers])
+        res.reply(token, response(), response)
         return res
 
     def handle_add_offsets_to_txn(self, req, version: int, now_ms: int, token) -> Result:

@@ -494,3 +494,45 @@ def test_init_without_a_transactional_id_is_not_a_shards_request():
     with pytest.raises(ValueError, match="idempotent"):
         c.shard.handle_init_producer_id(InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=1000),
                                         4, c.now, "t")
+
+
+def add_v4(c, *txns, exists=None, version=5):
+    """txns: (tid, pid, epoch, partitions, verify_only). Returns {tid: {(t, p): error}}."""
+    from kgroup.protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest as Req
+    T = Req.AddPartitionsToTxnTransaction
+    req = Req(transactions=[T(transactional_id=tid, producer_id=pid, producer_epoch=epoch, verify_only=verify,
+                              topics=[Req.AddPartitionsToTxnTopic(name=t, partitions=[p]) for t, p in parts])
+                            for tid, pid, epoch, parts, verify in txns])
+    resp = c.call(c.shard.handle_add_partitions_to_txn, req, version, partition_exists=exists)
+    assert resp.error_code == 0 and resp.results_by_topic_v3_and_below == []
+    return {r.transactional_id: {(t.name, p.partition_index): p.partition_error_code
+                                 for t in r.topic_results for p in t.results_by_partition}
+            for r in resp.results_by_transaction}
+
+
+def test_add_partitions_v4_batches_adds_and_verifications():
+    c = Ctx()
+    a = c.init("a")
+    pid_b, epoch_b = c.ongoing("b", [("t", 0)])
+    got = add_v4(c, ("a", a.producer_id, 0, [("t", 1)], False),
+                 ("b", pid_b, epoch_b, [("t", 0), ("t", 9)], True),
+                 ("nobody", 1, 0, [("t", 0)], True))
+    assert got == {"a": {("t", 1): E.NONE},
+                   "b": {("t", 0): E.NONE, ("t", 9): E.TRANSACTION_ABORTABLE},
+                   "nobody": {("t", 0): E.INVALID_PRODUCER_ID_MAPPING}}
+    assert c.txn("a").partitions == {("t", 1)} and c.txn("b").partitions == {("t", 0)}
+    assert add_v4(c, ("b", pid_b, epoch_b + 1, [("t", 0)], True)) == {"b": {("t", 0): E.PRODUCER_FENCED}}
+    c.end("b", pid_b, epoch_b, True)
+    assert add_v4(c, ("b", pid_b, epoch_b, [("t", 0)], True)) == {"b": {("t", 0): E.CONCURRENT_TRANSACTIONS}}
+    assert add_v4(c, ("a", a.producer_id, 0, [("gone", 0), ("t", 2)], False), exists=lambda t, p: t != "gone") == \
+        {"a": {("gone", 0): E.UNKNOWN_TOPIC_OR_PARTITION, ("t", 2): E.OPERATION_NOT_ATTEMPTED}}
+
+
+def test_add_partitions_v4_failed_write_fails_only_the_writers():
+    c = Ctx()
+    a = c.init("a")
+    c.init("b")
+    c.fail_writes = E.NOT_LEADER_OR_FOLLOWER
+    got = add_v4(c, ("a", a.producer_id, 0, [("t", 1)], False), ("b", 99, 0, [("t", 1)], False))
+    assert got == {"a": {("t", 1): E.NOT_COORDINATOR}, "b": {("t", 1): E.INVALID_PRODUCER_ID_MAPPING}}
+    assert c.txn("a").state is S.EMPTY
