@@ -18,8 +18,9 @@ Kafka's camelCase field names, a consumer group's member subscriptions and assig
 decoded, a tombstone as ``<DELETE>``, an unknown record type as ``Unknown record type N at
 offset O, skipping.``; KIP-848's consumer group records (types 3-8) print the same way.
 Bytes that do not form a batch at the end of the file are reported as ``Found N invalid bytes
-at the end of FILE``. Offset (``.index``) and time (``.timeindex``) indexes print their entries.
-Only reads: safe to run against a live broker's files.
+at the end of FILE``. Offset (``.index``) and time (``.timeindex``) indexes print their entries,
+aborted transaction indexes (``.txnindex``) their aborted transactions. Only reads: safe to run
+against a live broker's files.
 """
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ from .protocol.offsets_records import (CONSUMER_GROUP_RECORDS, GroupMetadataKey,
 from .protocol.records import (CONTROL_ABORT, CONTROL_COMMIT, Compression,
                                RecordBatchError, TimestampType, decode_records, increment_sequence,
                                iter_batches, read_end_transaction_marker, validate_batch)
+from .storage.txn_index import ENTRY as TXN_ENTRY
 
 _H = struct.Struct(">h")
 _TIMESTAMP_TYPE = {TimestampType.CREATE_TIME: "CreateTime", TimestampType.LOG_APPEND_TIME: "LogAppendTime"}
@@ -233,11 +235,21 @@ def dump_index(path: str, out, entry: struct.Struct, line) -> None:
         out.write(line(base, a, b) + "\n")
 
 
+def dump_txn_index(path: str, out) -> None:
+    """The aborted transactions of a ``.txnindex`` file, as DumpLogSegments.dumpTxnIndex prints them."""
+    with open(path, "rb") as f:
+        data = f.read()
+    for pos in range(0, len(data) - TXN_ENTRY.size + 1, TXN_ENTRY.size):
+        version, pid, first, last, lso = TXN_ENTRY.unpack_from(data, pos)
+        out.write(f"version: {version} producerId: {pid} firstOffset: {first} lastOffset: {last} "
+                  f"lastStableOffset: {lso}\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="kgroup dump-log",
                                 description="Print the batches and records of log segments and indexes "
                                             "(like kafka-dump-log.sh).")
-    p.add_argument("paths", nargs="*", metavar="PATH", help="segment (.log), .index or .timeindex files")
+    p.add_argument("paths", nargs="*", metavar="PATH", help="segment (.log), .index, .timeindex or .txnindex files")
     p.add_argument("--files", nargs="+", default=[], metavar="PATH", help="the same, Kafka's spelling")
     p.add_argument("--print-data-log", action="store_true", help="print each record's key and payload")
     p.add_argument("--deep-iteration", action="store_true", help="print each record's metadata")
@@ -264,6 +276,8 @@ def main(argv: list[str] | None = None) -> int:
             elif path.endswith(".timeindex"):
                 dump_index(path, out, struct.Struct(">qi"), lambda base, ts, rel:
                            f"timestamp: {ts} offset: {base + rel}")
+            elif path.endswith(".txnindex"):
+                dump_txn_index(path, out)
             else:
                 print(f"Ignoring unknown file {path}", file=sys.stderr)
         except OSError as e:

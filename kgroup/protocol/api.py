@@ -17,11 +17,13 @@ import struct
 from typing import NamedTuple
 
 from .header_defs import RequestHeader, ResponseHeader
-from .messages import (api_versions, consumer_group_describe, consumer_group_heartbeat,
-                       create_topics, delete_groups, delete_topics, describe_cluster,
-                       describe_configs, describe_groups, fetch, find_coordinator, heartbeat,
-                       init_producer_id, join_group, leave_group, list_groups, list_offsets,
-                       metadata, offset_commit, offset_delete, offset_fetch, produce, sync_group)
+from .messages import (add_offsets_to_txn, add_partitions_to_txn, api_versions,
+                       consumer_group_describe, consumer_group_heartbeat, create_topics,
+                       delete_groups, delete_topics, describe_cluster, describe_configs,
+                       describe_groups, describe_transactions, end_txn, fetch, find_coordinator,
+                       heartbeat, init_producer_id, join_group, leave_group, list_groups,
+                       list_offsets, list_transactions, metadata, offset_commit, offset_delete,
+                       offset_fetch, produce, sync_group, txn_offset_commit, write_txn_markers)
 from .primitives import DecodeError
 from .schema import DECODE_FAILURES, is_flexible
 
@@ -49,10 +51,17 @@ class ApiKey(enum.IntEnum):
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
     INIT_PRODUCER_ID = 22
+    ADD_PARTITIONS_TO_TXN = 24
+    ADD_OFFSETS_TO_TXN = 25
+    END_TXN = 26
+    WRITE_TXN_MARKERS = 27
+    TXN_OFFSET_COMMIT = 28
     DESCRIBE_CONFIGS = 32
     DELETE_GROUPS = 42
     OFFSET_DELETE = 47
     DESCRIBE_CLUSTER = 60
+    DESCRIBE_TRANSACTIONS = 65
+    LIST_TRANSACTIONS = 66
     CONSUMER_GROUP_HEARTBEAT = 68
     CONSUMER_GROUP_DESCRIBE = 69
 
@@ -85,10 +94,17 @@ API_BY_KEY: dict[int, Api] = {a.key: a for a in (
     _api(ApiKey.CREATE_TOPICS, create_topics, "CreateTopics"),
     _api(ApiKey.DELETE_TOPICS, delete_topics, "DeleteTopics"),
     _api(ApiKey.INIT_PRODUCER_ID, init_producer_id, "InitProducerId"),
+    _api(ApiKey.ADD_PARTITIONS_TO_TXN, add_partitions_to_txn, "AddPartitionsToTxn"),
+    _api(ApiKey.ADD_OFFSETS_TO_TXN, add_offsets_to_txn, "AddOffsetsToTxn"),
+    _api(ApiKey.END_TXN, end_txn, "EndTxn"),
+    _api(ApiKey.WRITE_TXN_MARKERS, write_txn_markers, "WriteTxnMarkers"),
+    _api(ApiKey.TXN_OFFSET_COMMIT, txn_offset_commit, "TxnOffsetCommit"),
     _api(ApiKey.DESCRIBE_CONFIGS, describe_configs, "DescribeConfigs"),
     _api(ApiKey.DELETE_GROUPS, delete_groups, "DeleteGroups"),
     _api(ApiKey.OFFSET_DELETE, offset_delete, "OffsetDelete"),
     _api(ApiKey.DESCRIBE_CLUSTER, describe_cluster, "DescribeCluster"),
+    _api(ApiKey.DESCRIBE_TRANSACTIONS, describe_transactions, "DescribeTransactions"),
+    _api(ApiKey.LIST_TRANSACTIONS, list_transactions, "ListTransactions"),
     # KIP-848: declared (and conformance-checked) ahead of their handlers; ApiVersions advertises
     # only what the handler table answers, so these stay unadvertised until the coordinator serves them.
     _api(ApiKey.CONSUMER_GROUP_HEARTBEAT, consumer_group_heartbeat, "ConsumerGroupHeartbeat"),

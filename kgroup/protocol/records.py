@@ -844,6 +844,18 @@ _CONTROL_KEY = struct.Struct(">hh")
 _MARKER_VALUE = struct.Struct(">hi")
 
 
+class ControlRecordType(IntEnum):
+    """Kafka's ControlRecordType: the int16 after the version in a control record's key. Only
+    ABORT and COMMIT end transactions; the others are KRaft's (a broker never sees them)."""
+    ABORT = CONTROL_ABORT
+    COMMIT = CONTROL_COMMIT
+    LEADER_CHANGE = 2
+    SNAPSHOT_HEADER = 3
+    SNAPSHOT_FOOTER = 4
+    KRAFT_VERSION = 5
+    KRAFT_VOTERS = 6
+
+
 class EndTransactionMarker(NamedTuple):
     control_type: int
     coordinator_epoch: int
@@ -859,3 +871,41 @@ def read_end_transaction_marker(record: Record) -> EndTransactionMarker:
     _, control_type = _CONTROL_KEY.unpack_from(record.key)
     _, coordinator_epoch = _MARKER_VALUE.unpack_from(record.value)
     return EndTransactionMarker(control_type, coordinator_epoch)
+
+
+def build_end_txn_marker_batch(producer_id: int, producer_epoch: int, committed: bool, coordinator_epoch: int,
+                               timestamp: int, *, base_offset: int = 0,
+                               partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH) -> bytes:
+    """The control batch that ends a transaction on one partition (Kafka's
+    MemoryRecords.withEndTransactionMarker): transactional + control attribute bits, the
+    producer's id and epoch, no sequence, one record whose key is the ControlRecordType and
+    whose value is the EndTransactionMarker."""
+    record = end_transaction_marker_record(CONTROL_COMMIT if committed else CONTROL_ABORT,
+                                           coordinator_epoch, timestamp)
+    return build_batch([record], base_offset=base_offset, producer_id=producer_id,
+                       producer_epoch=producer_epoch, base_sequence=NO_SEQUENCE, is_transactional=True,
+                       is_control=True, partition_leader_epoch=partition_leader_epoch)
+
+
+def control_record_type(key) -> int:
+    """ControlRecordType.parse: the type in a control record's key (unknown types are returned
+    as they are; a key shorter than version + type is invalid)."""
+    if key is None or len(key) < 4:
+        raise InvalidRecordError("Invalid value size found for control record key")
+    version, kind = _CONTROL_KEY.unpack_from(key)
+    if version < 0:
+        raise InvalidRecordError(f"Invalid version found for control record: {version}")
+    return kind
+
+
+def read_end_txn_marker_batch(batch, header: BatchHeader | None = None) -> EndTransactionMarker | None:
+    """The EndTransactionMarker of a COMMIT/ABORT control batch; None for any other batch
+    (data, another control type, or a marker the cleaner emptied)."""
+    if header is None:
+        header = read_batch_header(batch)
+    if not header.is_control or header.records_count == 0:
+        return None
+    records = decode_records(batch, header)
+    if not records or control_record_type(records[0].key) not in (CONTROL_ABORT, CONTROL_COMMIT):
+        return None
+    return read_end_transaction_marker(records[0])

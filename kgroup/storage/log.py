@@ -53,9 +53,11 @@ from kgroup.storage.segment import (
     LOG_SUFFIX,
     SWAP_SUFFIX,
     TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
     LogSegment,
     now_ms,
 )
+from kgroup.storage.txn_index import AbortedTxn
 
 log = logging.getLogger(__name__)
 
@@ -188,7 +190,7 @@ class PartitionLog:
             if len(stem) == 20 and stem.isdigit():
                 if ext == LOG_SUFFIX:
                     bases.append(int(stem))
-                elif ext in (INDEX_SUFFIX, TIME_INDEX_SUFFIX) and not os.path.exists(
+                elif ext in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX) and not os.path.exists(
                         os.path.join(self.directory, stem + LOG_SUFFIX)):
                     os.unlink(os.path.join(self.directory, name))  # orphaned index
         bases.sort()
@@ -198,8 +200,14 @@ class PartitionLog:
         for i in range(len(segments) - 1):
             if segments[i + 1].base_offset <= recovery_point:
                 first_unflushed = i + 1
+        # The aborted transaction index of every recovered segment is rebuilt from the log
+        # (Kafka's LogSegment.recover resets it and replays the producer state through it).
+        txn_rebuild_from = None
         for i, seg in enumerate(segments):
             if not clean and i >= first_unflushed:
+                if txn_rebuild_from is None:
+                    txn_rebuild_from = seg.base_offset
+                seg.txn_index.reset()
                 cut = seg.recover()
                 if cut and i < len(segments) - 1:
                     for later in segments[i + 1:]:
@@ -223,9 +231,17 @@ class PartitionLog:
             start = self.log_start_offset
             self._truncate_fully_and_start_at(start)
         self.recovery_point = self._leo if clean else min(recovery_point, self._leo)
-        self._rebuild_producer_state()
+        if txn_rebuild_from is not None and txn_rebuild_from < self._leo:
+            # Replay from a snapshot at or before the first recovered segment, through it.
+            for offset in [o for o in self.producer_state.snapshots if o > txn_rebuild_from]:
+                self.producer_state.delete_snapshot(offset)
+            self._rebuild_producer_state(txn_rebuild_from)
+        else:
+            self._rebuild_producer_state()
 
-    def _rebuild_producer_state(self) -> None:
+    def _rebuild_producer_state(self, txn_rebuild_from: int | None = None) -> None:
+        """Reload the newest producer snapshot and replay the log after it; aborted
+        transactions whose markers lie at or after ``txn_rebuild_from`` go to the txn index."""
         psm = self.producer_state
         psm.truncate_and_reload(self.log_start_offset, self._leo, self._clock())
         start = max(psm.map_end_offset, self.log_start_offset)
@@ -236,7 +252,11 @@ class PartitionLog:
                     if header.last_offset < start:
                         continue
                     batch = seg.read_batch(pos, header.size) if header.is_control else None
-                    psm.replay(header, batch)
+                    done = psm.replay(header, batch)
+                    if (done is not None and done[0].is_aborted and txn_rebuild_from is not None
+                            and header.base_offset >= txn_rebuild_from):
+                        txn, lso = done
+                        seg.txn_index.append(AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset, lso))
         psm.update_map_end_offset(self._leo)
 
     # --- appends ---------------------------------------------------------------------------
@@ -314,12 +334,23 @@ class PartitionLog:
             raise KafkaStorageError(f"Error while appending records to {self.directory}: {e}") from e
         self._leo = next_offset
         for info in pending.values():
+            if info.completed_transactions:
+                self._index_aborted(segment, info)
             psm.update(info)
         psm.update_map_end_offset(next_offset)
         if self.unflushed_messages >= cfg.flush_messages:
             self.flush()
         return AppendResult(first_offset, last_offset, now if cfg.log_append_time else -1,
                             self.log_start_offset, max_ts, record_count, valid)
+
+    def _index_aborted(self, segment: LogSegment, info: ProducerAppendInfo) -> None:
+        """An ABORT marker was appended to ``segment``: record the transaction in its txn index
+        with the LSO after it (before ``update`` forgets the transaction, as Kafka orders it)."""
+        psm = self.producer_state
+        for txn in info.completed_transactions:
+            if txn.is_aborted:
+                segment.txn_index.append(AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset,
+                                                    psm.last_stable_offset(txn)))
 
     def _validate_batch_records(self, buf: bytearray, pos: int, header: BatchHeader, origin: AppendOrigin,
                                 now: int) -> int:
@@ -424,6 +455,45 @@ class PartitionLog:
                     first = got.first_header.base_offset if len(got.records) else -1
                     return ReadResult(got.records, fetch_offset, leo, start, leo, first)
         return ReadResult(memoryview(b""), fetch_offset, leo, start, leo, -1)
+
+    def read_committed(self, fetch_offset: int, max_bytes: int, min_one_batch: bool = True
+                       ) -> tuple[ReadResult, list[AbortedTxn]]:
+        """A read_committed (isolation_level=1) read: nothing at or beyond the last stable
+        offset, plus the aborted transactions overlapping what is returned, which the client
+        uses to drop their records (Kafka's UnifiedLog.read with FetchIsolation.TXN_COMMITTED)."""
+        result = self.read(fetch_offset, max_bytes, min_one_batch, max_offset=self.last_stable_offset)
+        if not len(result.records):
+            return result, []
+        # Searched up to the log end first: usually nothing is found and the exact bound (the
+        # offset after the last returned batch, one walk over the batches) is never needed. The
+        # wider search finds the same overlapping entries: an entry whose LSO reaches a bound
+        # was written when no transaction starting before that bound was still open.
+        aborted = self.collect_aborted_transactions(fetch_offset, result.log_end_offset)
+        if aborted:
+            upper = read_batch_header(result.records, self._last_batch_position(result.records)).next_offset
+            aborted = [a for a in aborted if a.first_offset < upper]
+        return result, aborted
+
+    @staticmethod
+    def _last_batch_position(records: memoryview) -> int:
+        pos = last = 0
+        while len(records) - pos >= LOG_OVERHEAD:
+            last = pos
+            pos += INT32.unpack_from(records, pos + 8)[0] + LOG_OVERHEAD
+        return last
+
+    def collect_aborted_transactions(self, fetch_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
+        """Aborted transactions overlapping [fetch_offset, upper_bound_offset): the txn indexes
+        of the segment holding ``fetch_offset`` and of later ones, until an entry's LSO shows
+        that nothing later can overlap."""
+        out: list[AbortedTxn] = []
+        i = max(0, bisect_right(self._bases, fetch_offset) - 1)
+        for seg in self._segments[i:]:
+            found = seg.txn_index.collect_aborted_txns(fetch_offset, upper_bound_offset)
+            out += found.aborted_transactions
+            if found.is_complete:
+                break
+        return out
 
     def iter_batches(self, start_offset: int | None = None) -> Iterator[tuple[BatchHeader, memoryview]]:
         """Every stored batch from the one holding ``start_offset`` (default: log start)."""

@@ -279,6 +279,13 @@ class ProducerStateManager:
     def first_unstable_offset(self) -> int | None:
         return min(self.ongoing_txns) if self.ongoing_txns else None
 
+    def last_stable_offset(self, completed: CompletedTxn) -> int:
+        """The LSO once ``completed`` is done (call before ``update`` removes it): the first
+        offset of another producer's open transaction, else the offset after the marker
+        (ProducerStateManager.lastStableOffset; the aborted transaction index records it)."""
+        others = [first for first, pid in self.ongoing_txns.items() if pid != completed.producer_id]
+        return min(others) if others else completed.last_offset + 1
+
     # --- appends ---------------------------------------------------------------------------
 
     def prepare_update(self, producer_id: int, origin: AppendOrigin) -> ProducerAppendInfo:
@@ -312,13 +319,18 @@ class ProducerStateManager:
         for txn in info.completed_transactions:
             self.ongoing_txns.pop(txn.first_offset, None)
 
-    def replay(self, header: BatchHeader, batch=None) -> None:
-        """Apply a batch already in the log (load/recovery): no sequence validation."""
+    def replay(self, header: BatchHeader, batch=None) -> tuple[CompletedTxn, int] | None:
+        """Apply a batch already in the log (load/recovery): no sequence validation. For a
+        marker that ends a transaction, returns it with the LSO after it (for the txn index)."""
+        done = None
         if header.has_producer_id:
             info = self.prepare_update(header.producer_id, AppendOrigin.REPLICATION)
-            info.append(header, batch)
+            completed = info.append(header, batch)
+            if completed is not None:
+                done = completed, self.last_stable_offset(completed)
             self.update(info)
         self.last_map_offset = header.next_offset
+        return done
 
     def update_map_end_offset(self, offset: int) -> None:
         self.last_map_offset = offset

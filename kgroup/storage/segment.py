@@ -25,6 +25,7 @@ from kgroup.protocol.records import (
     decode_records,
 )
 from kgroup.storage.index import OffsetIndex, TimeIndex
+from kgroup.storage.txn_index import TransactionIndex
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +84,7 @@ class LogSegment:
         self.log_path = prefix + LOG_SUFFIX
         self.index = OffsetIndex(prefix + INDEX_SUFFIX, base_offset, max_index_size)
         self.time_index = TimeIndex(prefix + TIME_INDEX_SUFFIX, base_offset, max_index_size)
+        self.txn_index = TransactionIndex(prefix + TXN_INDEX_SUFFIX, base_offset)
         self.index_interval_bytes = index_interval_bytes
         self._clock = clock
         flags = os.O_RDWR | (os.O_CREAT | os.O_TRUNC if create else 0)
@@ -102,6 +104,7 @@ class LogSegment:
             # Kafka creates both index files with the segment; a missing one means "rebuild".
             self.index.reset()
             self.time_index.reset()
+            self.txn_index.reset()      # only a leftover file costs more than a stat
 
     def __repr__(self) -> str:
         return f"LogSegment(base_offset={self.base_offset}, size={self.size}, next_offset={self.next_offset})"
@@ -251,6 +254,7 @@ class LogSegment:
         found = self.translate_offset(offset)
         self.index.truncate_to(offset)
         self.time_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
         if found is None:
             return 0
         position = found[0]
@@ -391,6 +395,7 @@ class LogSegment:
         """Closed segments keep only their log descriptor open (indexes are read on demand)."""
         self.index.close()
         self.time_index.close()
+        self.txn_index.close()
 
     @property
     def dirty(self) -> bool:
@@ -406,6 +411,7 @@ class LogSegment:
         if indexes:
             self.index.flush()
             self.time_index.flush()
+            self.txn_index.flush()
 
     def sync_mark(self) -> tuple:
         """The write counters of this segment's files, for ``synced``."""
@@ -433,6 +439,7 @@ class LogSegment:
             self._fd = -1
         self.index.close()
         self.time_index.close()
+        self.txn_index.close()
 
     def delete(self) -> None:
         self.close_handlers()

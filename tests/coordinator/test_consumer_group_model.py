@@ -16,7 +16,7 @@ from kgroup.coordinator.consumer_group.group import (ConsumerGroup, ConsumerGrou
                                                      member_removal_records, replay)
 from kgroup.coordinator.consumer_group.member import ConsumerGroupMember, MemberState, freeze
 from kgroup.coordinator.consumer_group.target_assignment import build_target_assignment
-from kgroup.coordinator.records import RecordDecodeError, UnknownRecordType
+from kgroup.coordinator.coordinator_records import RecordDecodeError, UnknownRecordType
 
 G = "group"
 

@@ -70,6 +70,10 @@ def test_issue_version_ranges():
             "Heartbeat": 4, "LeaveGroup": 5, "OffsetCommit": 9, "OffsetFetch": 9,
             "DescribeGroups": 5, "ListGroups": 5, "DeleteGroups": 2, "OffsetDelete": 0,
             "InitProducerId": 5, "DescribeConfigs": 4, "DescribeCluster": 1,
+            # Transactions (issue 13): registered for conformance and round-trips; the broker's
+            # handler table decides when they are advertised.
+            "AddPartitionsToTxn": 5, "AddOffsetsToTxn": 4, "EndTxn": 5, "WriteTxnMarkers": 1,
+            "TxnOffsetCommit": 4, "DescribeTransactions": 0, "ListTransactions": 1,
             # KIP-848 (registered, not advertised yet); the facts table has ConsumerGroupDescribe v0 only
             "ConsumerGroupHeartbeat": 1, "ConsumerGroupDescribe": 0}
     got = {a.request.__name__[:-len("Request")]: a.request.VERSIONS for a in API_BY_KEY.values()}

@@ -8,7 +8,9 @@ Limits (KIP-74): partitions are filled in request order up to ``max_bytes`` and 
 ``partition_max_bytes``; the first non-empty partition returns at least one whole batch even when
 that batch is larger, so a large batch always makes progress. Sessions (KIP-227): the broker never
 creates one (``session_id`` 0 in the response), so every fetch is a full fetch, which every client
-handles. read_committed equals read_uncommitted until transactions exist (LSO = high watermark).
+handles. read_committed (``isolation_level`` 1) reads nothing at or beyond the last stable offset
+and lists the aborted transactions overlapping what it returns (an empty list, not null, as Kafka
+sends), from which the client drops aborted records; read_uncommitted gets null there.
 """
 from ...protocol.errors import ErrorCode
 from ...protocol.messages.fetch import FetchResponse
@@ -17,6 +19,7 @@ from ..data_path import FetchWaiter
 
 TopicResponse = FetchResponse.FetchableTopicResponse
 PartitionData = FetchResponse.PartitionData
+AbortedTransaction = PartitionData.AbortedTransaction
 
 
 def handle(broker, ctx, req, version):
@@ -52,6 +55,7 @@ def _read(broker, req, version, plan):
     budget = req.max_bytes
     total = 0
     error = False
+    read_committed = req.isolation_level == 1
     for ft, name, topic in plan:
         tr = TopicResponse(topic=ft.topic if version < 13 else name or "", topic_id=ft.topic_id, partitions=[])
         resp.responses.append(tr)
@@ -75,7 +79,12 @@ def _read(broker, req, version, plan):
             pd.log_start_offset = plog.log_start_offset
             try:
                 limit = min(fp.partition_max_bytes, budget)
-                got = plog.read(fp.fetch_offset, limit, min_one_batch=total == 0)
+                if read_committed:
+                    got, aborted = plog.read_committed(fp.fetch_offset, limit, min_one_batch=total == 0)
+                    pd.aborted_transactions = [AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
+                                               for a in aborted]
+                else:
+                    got = plog.read(fp.fetch_offset, limit, min_one_batch=total == 0)
             except OffsetOutOfRangeError:
                 pd.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
                 error = True

@@ -3,6 +3,10 @@
 tiered), or the first offset whose timestamp is >= the given one (time index). v0 answers in
 its old ``old_style_offsets`` array.
 
+``isolation_level`` (v2+) sets the last fetchable offset as Kafka's Partition does: read_committed
+answers latest with the last stable offset, and a timestamp lookup landing at or beyond it finds
+nothing (-1); read_uncommitted uses the high watermark, which is the log end here.
+
 Timestamp lookups read the records of the batch they land in, which for a compressed batch
 means decompressing it. When this broker lacks the codec (lz4, zstd, snappy need optional
 packages) the answer falls back to batch granularity: the base offset of the first batch whose
@@ -53,6 +57,13 @@ def handle(broker, ctx, req, version):
             except LogError as e:
                 pr.error_code = e.error_code
                 continue
+            if found is not None and version >= 2 and req.isolation_level == 1 \
+                    and p.timestamp not in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
+                lso = plog.last_stable_offset
+                if p.timestamp == LATEST_TIMESTAMP:
+                    found = found._replace(offset=lso)
+                elif found.offset >= lso:
+                    found = None
             if found is None:
                 offset, stamp, epoch = -1, -1, -1
             else:

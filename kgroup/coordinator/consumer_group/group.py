@@ -24,7 +24,7 @@ from typing import Iterable, Mapping, NamedTuple
 
 from ...protocol.errors import ErrorCode, KafkaError
 from ..assignor import SubscriptionType, hash_map_put_order
-from ..records import Record
+from ..coordinator_records import Record
 from . import records as rec
 from .member import ConsumerGroupMember, MemberState, freeze
 

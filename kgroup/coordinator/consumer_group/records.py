@@ -8,12 +8,15 @@ assignment's epoch (6) and per-member target (7). Values are version 0. Builders
 """
 from __future__ import annotations
 
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from ...protocol import offsets_records as R
 from ...protocol.primitives import DecodeError
-from ..records import Record, RecordDecodeError, UnknownRecordType
+from ..coordinator_records import Record, RecordDecodeError, UnknownRecordType
 from .member import Assignment, ConsumerGroupMember
+
+if TYPE_CHECKING:   # group.py imports this module
+    from .group import TopicMetadata
 
 GROUP_METADATA = 3
 PARTITION_METADATA = 4

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from ..assignor import ASSIGNORS, GroupSpec, MemberSpec, SubscriptionType, hash_map_put_order
-from ..records import Record
+from ..coordinator_records import Record
 from . import records as rec
 from .group import ConsumerGroup, TopicMetadata
 from .member import ConsumerGroupMember, freeze

@@ -1,0 +1,86 @@
+"""``__transaction_state`` records (Kafka's TransactionLog): the key is int16 version 0 plus
+TransactionLogKey; the value is int16 version plus TransactionLogValue; a null value is the
+tombstone written when a transactional id expires.
+
+We write value version 1 (Kafka with ``transaction.version`` >= 1): its tagged fields keep the
+previous/next producer ids that KIP-360 retries and epoch-overflow rotation look at.
+"""
+from __future__ import annotations
+
+import struct
+
+from ..protocol.offsets_records import TransactionLogKey, TransactionLogValue
+from ..protocol.primitives import DecodeError
+from .metadata import TransactionMetadata, TransactionState
+
+KEY_VERSION = 0
+VALUE_VERSION = 1
+_H = struct.Struct(">h")
+
+
+class TransactionLogDecodeError(Exception):
+    """A record that cannot be decoded; loading must fail rather than drop a transaction."""
+
+
+def key_bytes(transactional_id: str) -> bytes:
+    return TransactionLogKey(transactional_id=transactional_id).to_versioned_bytes(KEY_VERSION)
+
+
+def value_bytes(m: TransactionMetadata) -> bytes:
+    P = TransactionLogValue.PartitionsSchema
+    if m.state is TransactionState.EMPTY:
+        partitions = None      # Kafka writes null for Empty
+    else:
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in sorted(m.partitions):
+            by_topic.setdefault(topic, []).append(partition)
+        partitions = [P(topic=t, partition_ids=ps) for t, ps in by_topic.items()]
+    return TransactionLogValue(
+        producer_id=m.producer_id, previous_producer_id=m.previous_producer_id,
+        next_producer_id=m.next_producer_id, producer_epoch=m.producer_epoch,
+        transaction_timeout_ms=m.txn_timeout_ms, transaction_status=int(m.state),
+        transaction_partitions=partitions,
+        transaction_last_update_timestamp_ms=m.txn_last_update_timestamp,
+        transaction_start_timestamp_ms=m.txn_start_timestamp,
+        client_transaction_version=m.client_transaction_version,
+    ).to_versioned_bytes(VALUE_VERSION)
+
+
+def decode_key(key) -> str | None:
+    """The transactional id, or None for a key version we do not know (Kafka's UnknownKey:
+    skipped by the loader)."""
+    if key is None or len(key) < 2:
+        raise TransactionLogDecodeError("transaction log key too short for its version")
+    version = _H.unpack_from(key, 0)[0]
+    if version != KEY_VERSION:
+        return None
+    try:
+        return TransactionLogKey.decode(memoryview(key), version, 2)[0].transactional_id
+    except DecodeError as e:
+        raise TransactionLogDecodeError(f"cannot read transaction log key: {e}") from None
+
+
+def decode_value(transactional_id: str, value) -> TransactionMetadata | None:
+    """Kafka's readTxnRecordValue: None for a tombstone; partitions only when not Empty."""
+    if value is None:
+        return None
+    if len(value) < 2:
+        raise TransactionLogDecodeError("transaction log value too short for its version")
+    version = _H.unpack_from(value, 0)[0]
+    if not TransactionLogValue.VERSIONS[0] <= version <= TransactionLogValue.VERSIONS[1]:
+        raise TransactionLogDecodeError(f"unknown transaction log value version {version}")
+    try:
+        v = TransactionLogValue.decode(memoryview(value), version, 2)[0]
+        state = TransactionState(v.transaction_status)
+    except (DecodeError, ValueError) as e:
+        raise TransactionLogDecodeError(f"cannot read transaction log value: {e}") from None
+    partitions = frozenset()
+    if state is not TransactionState.EMPTY and v.transaction_partitions:
+        partitions = frozenset((p.topic, i) for p in v.transaction_partitions for i in p.partition_ids)
+    return TransactionMetadata(
+        transactional_id=transactional_id, producer_id=v.producer_id,
+        previous_producer_id=v.previous_producer_id, next_producer_id=v.next_producer_id,
+        producer_epoch=v.producer_epoch, txn_timeout_ms=v.transaction_timeout_ms, state=state,
+        partitions=partitions, txn_start_timestamp=v.transaction_start_timestamp_ms,
+        txn_last_update_timestamp=v.transaction_last_update_timestamp_ms,
+        client_transaction_version=v.client_transaction_version)

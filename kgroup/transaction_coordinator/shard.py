@@ -1,0 +1,550 @@
+"""TransactionCoordinatorShard: the pure, deterministic transaction coordinator of one
+``__transaction_state`` partition (Kafka's TransactionCoordinator + TransactionStateManager).
+
+Same design as the group coordinator (``kgroup.coordinator``): every handler takes a request and
+``now_ms`` and returns a ``Result`` of records plus responses; the runtime appends the records
+and calls ``commit`` (or ``abort`` when the append failed). State changes only by replaying
+records, at load and on commit alike. Producer ids come from an injected allocator; timers are
+named entries on an injected scheduler.
+
+Markers. After a PrepareCommit/PrepareAbort record is written, the shard queues a ``TxnMarkers``
+("write this COMMIT/ABORT marker to these partitions") that the runtime takes with
+``drain_markers()``; it writes the markers (WriteTxnMarkers' path) and then calls
+``complete_transaction``, which writes CompleteCommit/CompleteAbort. On load, every transaction
+found in a Prepare state is queued again, as Kafka's loadTransactions does.
+
+Transaction version: clients here use transactions V1 (EndTxn up to v4, the epoch is bumped only
+by InitProducerId and by fencing); KIP-890's per-transaction epoch bump (EndTxn v5) is not
+implemented.
+
+Differences from Kafka that cannot be observed by a client: Kafka bumps the epoch in memory
+before a fencing write and remembers a failed write (``hasFailedEpochFence``) so the next fence
+does not bump again; here nothing changes before the write succeeds, which yields the same epoch.
+A brand-new transactional id is not cached before its first write succeeds (Kafka caches it with
+epoch -1), so a failed first write spends one producer id.
+"""
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+from ..coordinator import Result, TimerQueue
+from ..coordinator.partitioner import group_partition
+from ..coordinator.timer import CoordinatorTimer
+from ..protocol.errors import ErrorCode, KafkaError
+from ..protocol.messages.add_offsets_to_txn import AddOffsetsToTxnResponse
+from ..protocol.messages.add_partitions_to_txn import AddPartitionsToTxnResponse
+from ..protocol.messages.describe_transactions import DescribeTransactionsResponse
+from ..protocol.messages.end_txn import EndTxnResponse
+from ..protocol.messages.init_producer_id import InitProducerIdResponse
+from ..protocol.messages.list_transactions import ListTransactionsResponse
+from ..protocol.messages.write_txn_markers import WriteTxnMarkersRequest
+from . import records as rec
+from .config import TransactionCoordinatorConfig
+from .metadata import (NO_PRODUCER_EPOCH, NO_PRODUCER_ID, SHORT_MAX, TransactionMetadata,
+                       TransactionState, is_epoch_exhausted)
+
+S = TransactionState
+E = ErrorCode
+GROUP_METADATA_TOPIC = "__consumer_offsets"
+ABORT_TIMED_OUT_KEY = "transaction-abort"
+EXPIRE_TRANSACTIONAL_IDS_KEY = "transactionalId-expiration"
+
+
+def transaction_partition(transactional_id: str, n: int = 50) -> int:
+    """``Utils.abs(transactionalId.hashCode) % transaction.state.log.num.partitions``."""
+    return group_partition(transactional_id, n)
+
+
+def append_error_to_response_error(error) -> ErrorCode:
+    """TransactionStateManager.appendTransactionToLog's mapping of a failed append."""
+    error = ErrorCode(error)
+    if error in (E.UNKNOWN_TOPIC_OR_PARTITION, E.NOT_ENOUGH_REPLICAS,
+                 E.NOT_ENOUGH_REPLICAS_AFTER_APPEND, E.REQUEST_TIMED_OUT):
+        return E.COORDINATOR_NOT_AVAILABLE
+    if error in (E.NOT_LEADER_OR_FOLLOWER, E.KAFKA_STORAGE_ERROR):
+        return E.NOT_COORDINATOR
+    if error in (E.MESSAGE_TOO_LARGE, E.RECORD_LIST_TOO_LARGE):
+        return E.UNKNOWN_SERVER_ERROR
+    return error
+
+
+class TxnRecord(NamedTuple):
+    key: bytes
+    value: bytes | None
+    transactional_id: str
+    metadata: TransactionMetadata | None
+
+
+class TxnMarkers(NamedTuple):
+    """Write a COMMIT (``committed``) or ABORT control batch for ``producer_id``/``producer_epoch``
+    to every partition in ``partitions`` (sorted (topic, partition) pairs; a group's
+    ``__consumer_offsets`` partition is among them when offsets were added), then call
+    ``complete_transaction``."""
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    committed: bool
+    coordinator_epoch: int
+    partitions: tuple
+
+    def request(self) -> WriteTxnMarkersRequest:
+        M = WriteTxnMarkersRequest.WritableTxnMarker
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in self.partitions:
+            by_topic.setdefault(topic, []).append(partition)
+        return WriteTxnMarkersRequest(markers=[M(
+            producer_id=self.producer_id, producer_epoch=self.producer_epoch,
+            transaction_result=self.committed, coordinator_epoch=self.coordinator_epoch,
+            topics=[M.WritableTxnMarkerTopic(name=t, partition_indexes=ps) for t, ps in by_topic.items()])])
+
+
+def _fenced(error: ErrorCode, version: int, first_with_fenced: int) -> ErrorCode:
+    """Clients older than KIP-588 do not know PRODUCER_FENCED: KafkaApis answers
+    INVALID_PRODUCER_EPOCH below the version that introduced it."""
+    if error == E.PRODUCER_FENCED and version < first_with_fenced:
+        return E.INVALID_PRODUCER_EPOCH
+    return error
+
+
+def _init_pid_response(error, producer_id=NO_PRODUCER_ID, epoch=NO_PRODUCER_EPOCH, version=4):
+    return InitProducerIdResponse(error_code=_fenced(error, version, 4), producer_id=producer_id,
+                                  producer_epoch=epoch)
+
+
+class TransactionCoordinatorShard:
+    def __init__(self, partition: int = 0, config: TransactionCoordinatorConfig | None = None,
+                 scheduler=None, producer_id_allocator: Callable[[], int] | None = None,
+                 coordinator_epoch: int = 0):
+        self.partition = partition
+        self.config = config or TransactionCoordinatorConfig()
+        self.scheduler = scheduler if scheduler is not None else TimerQueue()
+        self.timer = CoordinatorTimer(self.scheduler)
+        self.allocate_producer_id = producer_id_allocator
+        self.coordinator_epoch = coordinator_epoch
+        self.transactions: dict[str, TransactionMetadata] = {}
+        self.is_loaded = False
+        self.skipped_records = 0
+        self._markers: list[TxnMarkers] = []
+
+    # == loading ==================================================================================
+    def replay(self, key, value, offset=None) -> None:
+        """Apply one record read from the log. Unknown key versions are skipped; a record that
+        does not decode raises TransactionLogDecodeError naming the offset."""
+        try:
+            tid = rec.decode_key(key)
+            if tid is None:
+                self.skipped_records += 1
+                return
+            metadata = rec.decode_value(tid, value)
+        except rec.TransactionLogDecodeError as e:
+            raise rec.TransactionLogDecodeError(
+                f"__transaction_state-{self.partition} at offset {offset}: {e}") from None
+        self._apply(tid, metadata)
+
+    def _apply(self, tid: str, metadata: TransactionMetadata | None) -> None:
+        """The only mutator of durable state; used at load time and on commit."""
+        if metadata is None:
+            self.transactions.pop(tid, None)
+            return
+        old = self.transactions.get(tid)
+        m = TransactionMetadata(**metadata.__dict__)
+        # last_producer_epoch is not in the log: it survives only in this process.
+        m.last_producer_epoch = old.last_producer_epoch if old is not None else NO_PRODUCER_EPOCH
+        self.transactions[tid] = m
+
+    def on_loaded(self, now_ms: int) -> Result:
+        """Start answering; re-send the markers of every transaction found in a Prepare state."""
+        res = self._begin(now_ms)
+        self.is_loaded = True
+        for m in sorted(self.transactions.values(), key=lambda m: m.transactional_id):
+            if m.pending_transition_in_progress:
+                self._queue_markers(res, m)
+        self.timer.schedule(ABORT_TIMED_OUT_KEY, self.config.abort_timed_out_transactions_interval_ms,
+                            self._abort_timed_out_transactions)
+        self.timer.schedule(EXPIRE_TRANSACTIONAL_IDS_KEY,
+                            self.config.remove_expired_transactional_ids_interval_ms,
+                            self._expire_transactional_ids)
+        return res
+
+    def on_unloaded(self) -> None:
+        self.is_loaded = False
+        self.timer.cancel(ABORT_TIMED_OUT_KEY)
+        self.timer.cancel(EXPIRE_TRANSACTIONAL_IDS_KEY)
+        self._markers.clear()
+        self.transactions.clear()
+
+    # == write protocol ===========================================================================
+    def commit(self, result: Result, now_ms: int | None = None) -> list:
+        """The records of ``result`` are in the log: replay them and return the responses."""
+        now = self.timer.now = result.now_ms if now_ms is None else now_ms
+        for r in result.records:
+            self._apply(r.transactional_id, r.metadata)
+        return result.committed(now)
+
+    def abort(self, result: Result, error=E.KAFKA_STORAGE_ERROR, now_ms: int | None = None) -> list:
+        """Appending ``result.records`` failed: nothing changes; the failure forms are sent."""
+        now = self.timer.now = result.now_ms if now_ms is None else now_ms
+        return result.aborted(append_error_to_response_error(error), now)
+
+    def drain_markers(self) -> list[TxnMarkers]:
+        out, self._markers = self._markers, []
+        return out
+
+    def _begin(self, now_ms: int) -> Result:
+        self.timer.now = now_ms
+        return Result(now_ms)
+
+    def _write(self, res: Result, new: TransactionMetadata) -> None:
+        res.add_record(TxnRecord(rec.key_bytes(new.transactional_id), rec.value_bytes(new),
+                                 new.transactional_id, new))
+
+    def _queue_markers(self, res: Result, m: TransactionMetadata) -> None:
+        markers = TxnMarkers(m.transactional_id, m.producer_id, m.producer_epoch,
+                             m.state is S.PREPARE_COMMIT, self.coordinator_epoch,
+                             tuple(sorted(m.partitions)))
+        res.on_commit(lambda _extra: self._markers.append(markers))
+
+    def _set_last_epoch(self, res: Result, tid: str, epoch: int) -> None:
+        def apply(_extra):
+            m = self.transactions.get(tid)
+            if m is not None:
+                m.last_producer_epoch = epoch
+        res.on_commit(apply)
+
+    def _new_producer_id(self) -> int:
+        if self.allocate_producer_id is None:
+            raise KafkaError(E.COORDINATOR_NOT_AVAILABLE, "no producer id allocator")
+        return self.allocate_producer_id()
+
+    # == InitProducerId ===========================================================================
+    def handle_init_producer_id(self, req, version: int, now_ms: int, token) -> Result:
+        """InitProducerId with a transactional id (the null-id idempotent case is not ours)."""
+        res = self._begin(now_ms)
+        tid, timeout = req.transactional_id, req.transaction_timeout_ms
+        if tid is None:
+            raise ValueError("InitProducerId without a transactional id is the idempotent path, not a shard's")
+        expected_pid = getattr(req, "producer_id", NO_PRODUCER_ID) if version >= 3 else NO_PRODUCER_ID
+        expected_epoch = getattr(req, "producer_epoch", NO_PRODUCER_EPOCH) if version >= 3 else NO_PRODUCER_EPOCH
+
+        def answer(error, pid=NO_PRODUCER_ID, epoch=NO_PRODUCER_EPOCH):
+            res.reply(token, _init_pid_response(error, pid, epoch, version),
+                      lambda err: _init_pid_response(err, version=version))
+            return res
+
+        if (expected_pid == NO_PRODUCER_ID) != (expected_epoch == NO_PRODUCER_EPOCH):
+            return answer(E.INVALID_REQUEST)       # KafkaApis: both or neither
+        expected = None if expected_pid == NO_PRODUCER_ID else (expected_pid, expected_epoch)
+        if not tid:
+            return answer(E.INVALID_REQUEST)
+        if not 0 < timeout <= self.config.max_timeout_ms:
+            return answer(E.INVALID_TRANSACTION_TIMEOUT)
+        if not self.is_loaded:
+            return answer(E.COORDINATOR_LOAD_IN_PROGRESS)
+        m = self.transactions.get(tid)
+        try:
+            if m is None:
+                m = TransactionMetadata(tid, self._new_producer_id(), txn_timeout_ms=timeout,
+                                        txn_last_update_timestamp=now_ms)
+            if m.pending_transition_in_progress:
+                return answer(E.CONCURRENT_TRANSACTIONS)
+            # KIP-360: a producer id in the request must be this id's current one (or the previous
+            # one, for a retry after a rotation), unless the id was just created.
+            if expected is not None and not (
+                    m.producer_epoch == NO_PRODUCER_EPOCH or expected[0] == m.producer_id
+                    or (expected[0] == m.previous_producer_id and is_epoch_exhausted(expected[1]))):
+                return answer(E.PRODUCER_FENCED)
+            if m.state is S.ONGOING:
+                # Fence the older producer: abort its transaction with a bumped epoch that is never
+                # returned; the client retries and gets the epoch bumped once more.
+                self._fence_and_abort(res, m, now_ms)
+                res.reply(token, _init_pid_response(E.CONCURRENT_TRANSACTIONS, version=version),
+                          lambda err: _init_pid_response(err, version=version))
+                return res
+            if m.state not in (S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
+                raise AssertionError(f"transactional id {tid} in state {m.state.kafka_name}")
+            if is_epoch_exhausted(m.producer_epoch) and (expected is None or expected[1] == m.producer_epoch):
+                # Rotation: a new producer id, epoch 0 (TransactionMetadata.prepareProducerIdRotation).
+                new = m.transit(S.EMPTY, now_ms=now_ms, producer_id=self._new_producer_id(),
+                                previous_producer_id=m.producer_id, producer_epoch=0,
+                                txn_timeout_ms=timeout, partitions=frozenset(), txn_start_timestamp=-1)
+                last_epoch = m.producer_epoch if expected is not None else NO_PRODUCER_EPOCH
+            else:
+                bumped = m.producer_epoch + 1
+                if expected is None:
+                    epoch, last_epoch = bumped, NO_PRODUCER_EPOCH
+                elif m.producer_epoch == NO_PRODUCER_EPOCH or expected[1] == m.producer_epoch:
+                    epoch, last_epoch = bumped, m.producer_epoch      # KIP-360 recovery
+                elif expected[1] == m.last_producer_epoch:
+                    epoch, last_epoch = m.producer_epoch, m.last_producer_epoch   # a retry
+                else:
+                    return answer(E.PRODUCER_FENCED)
+                new = m.transit(S.EMPTY, now_ms=now_ms, producer_epoch=epoch, txn_timeout_ms=timeout,
+                                partitions=frozenset(), txn_start_timestamp=-1,
+                                previous_producer_id=m.producer_id)
+        except KafkaError as e:
+            return answer(e.code)
+        self._write(res, new)
+        self._set_last_epoch(res, tid, last_epoch)
+        return answer(E.NONE, new.producer_id, new.producer_epoch)
+
+    def _fence_and_abort(self, res: Result, m: TransactionMetadata, now_ms: int) -> TransactionMetadata:
+        """Ongoing -> (PrepareEpochFence) -> PrepareAbort with the epoch bumped, markers queued.
+        PrepareEpochFence is Kafka's in-memory pending state of this one step, never written."""
+        if m.producer_epoch == SHORT_MAX:
+            raise AssertionError("cannot fence a producer at epoch Short.MaxValue")
+        fence = m.transit(S.PREPARE_EPOCH_FENCE, now_ms=m.txn_last_update_timestamp,
+                          producer_epoch=m.producer_epoch + 1)
+        new = fence.transit(S.PREPARE_ABORT, now_ms=now_ms)
+        self._write(res, new)
+        self._set_last_epoch(res, m.transactional_id, NO_PRODUCER_EPOCH)
+        self._queue_markers(res, new)
+        return new
+
+    # == AddPartitionsToTxn / AddOffsetsToTxn =====================================================
+    def _add_partitions(self, res, tid, pid, epoch, partitions: frozenset, now_ms) -> ErrorCode:
+        """Kafka's handleAddPartitionsToTransaction: the error to answer, records written to res."""
+        if not tid:
+            return E.INVALID_REQUEST
+        if not self.is_loaded:
+            return E.COORDINATOR_LOAD_IN_PROGRESS
+        m = self.transactions.get(tid)
+        if m is None or m.producer_id != pid:
+            return E.INVALID_PRODUCER_ID_MAPPING
+        if m.producer_epoch != epoch:
+            return E.PRODUCER_FENCED
+        if m.pending_transition_in_progress:
+            return E.CONCURRENT_TRANSACTIONS
+        if m.state is S.ONGOING and partitions <= m.partitions:
+            return E.NONE      # already in the transaction: nothing to write
+        start = now_ms if m.state in (S.EMPTY, S.COMPLETE_ABORT, S.COMPLETE_COMMIT) else m.txn_start_timestamp
+        self._write(res, m.transit(S.ONGOING, now_ms=now_ms, partitions=m.partitions | partitions,
+                                   txn_start_timestamp=start))
+        return E.NONE
+
+    def handle_add_partitions_to_txn(self, req, version: int, now_ms: int, token,
+                                     partition_exists: Callable[[str, int], bool] | None = None) -> Result:
+        """Versions 0-3 come from clients (one transaction); 4+ (KIP-890) from brokers, batching
+        transactions, each either added or, with ``verify_only``, checked (verify_partitions).
+        ``partition_exists`` is the broker's metadata check: an unknown partition fails its whole
+        transaction, the other partitions answering OPERATION_NOT_ATTEMPTED (KafkaApis)."""
+        res = self._begin(now_ms)
+        R = AddPartitionsToTxnResponse
+
+        def topic_results(errors: dict) -> list:
+            by_topic: dict = {}
+            for (t, p), err in errors.items():
+                by_topic.setdefault(t, []).append(R.AddPartitionsToTxnPartitionResult(
+                    partition_index=p, partition_error_code=_fenced(err, version, 2)))
+            return [R.AddPartitionsToTxnTopicResult(name=t, results_by_partition=ps) for t, ps in by_topic.items()]
+
+        def one(tid, pid, epoch, topics, verify_only=False) -> tuple[dict, bool]:
+            """(errors by partition, whether records were written for it)."""
+            wanted = [(t.name, p) for t in topics for p in t.partitions]
+            unknown = {tp for tp in wanted if partition_exists is not None and not partition_exists(*tp)}
+            if unknown:
+                return {tp: E.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else E.OPERATION_NOT_ATTEMPTED
+                        for tp in wanted}, False
+            if verify_only:
+                return self.verify_partitions(tid, pid, epoch, wanted), False
+            written = len(res.records)
+            error = self._add_partitions(res, tid, pid, epoch, frozenset(wanted), now_ms)
+            return {tp: error for tp in wanted}, len(res.records) > written
+
+        if version < 4:
+            errors, wrote = one(req.v3_and_below_transactional_id, req.v3_and_below_producer_id,
+                                req.v3_and_below_producer_epoch, req.v3_and_below_topics)
+            res.reply(token, R(results_by_topic_v3_and_below=topic_results(errors)),
+                      (lambda err: R(results_by_topic_v3_and_below=topic_results(dict.fromkeys(errors, err))))
+                      if wrote else None)
+            return res
+        answers = []            # (transactional id, errors, wrote)
+        for txn in req.transactions:
+            errors, wrote = one(txn.transactional_id, txn.producer_id, txn.producer_epoch, txn.topics,
+                                txn.verify_only)
+            answers.append((txn.transactional_id, errors, wrote))
+
+        def response(append_error=None) -> AddPartitionsToTxnResponse:
+            return R(results_by_transaction=[R.AddPartitionsToTxnResult(
+                transactional_id=tid, topic_results=topic_results(
+                    dict.fromkeys(errors, append_error) if wrote and append_error is not None else errors))
+                for tid, errors, wrote in answers])
+        res.reply(token, response(), response)
+        return res
+
+    def handle_add_offsets_to_txn(self, req, version: int, now_ms: int, token) -> Result:
+        """Adds the group's ``__consumer_offsets`` partition, so the commit/abort marker goes there
+        too and the group's pending transactional offsets settle with the transaction."""
+        res = self._begin(now_ms)
+        tp = (GROUP_METADATA_TOPIC, group_partition(req.group_id, self.config.offsets_num_partitions))
+        error = self._add_partitions(res, req.transactional_id, req.producer_id, req.producer_epoch,
+                                     frozenset((tp,)), now_ms)
+        res.reply(token, AddOffsetsToTxnResponse(error_code=_fenced(error, version, 2)),
+                  lambda err: AddOffsetsToTxnResponse(error_code=err))
+        return res
+
+    def verify_partitions(self, tid: str, pid: int, epoch: int, partitions) -> dict:
+        """Kafka's handleVerifyPartitionsInTransaction (AddPartitionsToTxn v4 verify_only, KIP-890
+        part 1): per partition, NONE if it is in the ongoing transaction."""
+        if not tid:
+            return {tp: E.INVALID_REQUEST for tp in partitions}
+        if not self.is_loaded:
+            return {tp: E.COORDINATOR_LOAD_IN_PROGRESS for tp in partitions}
+        m = self.transactions.get(tid)
+        error = None
+        if m is None or m.producer_id != pid:
+            error = E.INVALID_PRODUCER_ID_MAPPING
+        elif m.producer_epoch != epoch:
+            error = E.PRODUCER_FENCED
+        elif m.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            error = E.CONCURRENT_TRANSACTIONS
+        if error is not None:
+            return {tp: error for tp in partitions}
+        return {tp: E.NONE if tp in m.partitions else E.TRANSACTION_ABORTABLE for tp in partitions}
+
+    # == EndTxn ===================================================================================
+    def handle_end_txn(self, req, version: int, now_ms: int, token) -> Result:
+        res = self._begin(now_ms)
+        if version >= 5:
+            raise ValueError("EndTxn v5 (KIP-890 epoch bump per transaction) is not implemented")
+
+        def response(err, pid=NO_PRODUCER_ID, epoch=NO_PRODUCER_EPOCH):
+            return EndTxnResponse(error_code=_fenced(err, version, 2), producer_id=pid, producer_epoch=epoch)
+
+        error = self._end_txn(res, req.transactional_id, req.producer_id, req.producer_epoch,
+                              req.committed, now_ms)
+        res.reply(token, response(error), lambda err: response(err))
+        return res
+
+    def _end_txn(self, res, tid, pid, epoch, committed: bool, now_ms) -> ErrorCode:
+        """Kafka's endTransaction for a client (transactions V1)."""
+        if not tid:
+            return E.INVALID_REQUEST
+        if not self.is_loaded:
+            return E.COORDINATOR_LOAD_IN_PROGRESS
+        m = self.transactions.get(tid)
+        if m is None or m.producer_id != pid:
+            return E.INVALID_PRODUCER_ID_MAPPING
+        if m.producer_epoch != epoch:
+            return E.PRODUCER_FENCED
+        if m.pending_transition_in_progress:
+            return E.CONCURRENT_TRANSACTIONS
+        if m.state is S.ONGOING:
+            new = m.transit(S.PREPARE_COMMIT if committed else S.PREPARE_ABORT, now_ms=now_ms)
+            self._write(res, new)
+            self._queue_markers(res, new)
+            return E.NONE
+        if m.state is S.COMPLETE_COMMIT and committed or m.state is S.COMPLETE_ABORT and not committed:
+            return E.NONE      # a retry of an EndTxn that completed
+        return E.INVALID_TXN_STATE
+
+    def complete_transaction(self, markers: TxnMarkers, now_ms: int) -> Result:
+        """Every marker of ``markers`` is written: PrepareCommit/PrepareAbort -> Complete*.
+        Nothing is written if the transaction moved on meanwhile (another load, an expiry)."""
+        res = self._begin(now_ms)
+        m = self.transactions.get(markers.transactional_id)
+        want = S.PREPARE_COMMIT if markers.committed else S.PREPARE_ABORT
+        if (self.is_loaded and m is not None and m.state is want and m.producer_id == markers.producer_id
+                and m.producer_epoch == markers.producer_epoch):
+            self._write(res, m.transit(S.COMPLETE_COMMIT if markers.committed else S.COMPLETE_ABORT,
+                                       now_ms=now_ms, partitions=frozenset()))
+        return res
+
+    # == admin ====================================================================================
+    def handle_describe_transactions(self, req, version: int, now_ms: int, token) -> Result:
+        """The transactional ids of this shard (the runtime splits a request by partition)."""
+        res = self._begin(now_ms)
+        T = DescribeTransactionsResponse.TransactionState
+        out = []
+        for tid in req.transactional_ids:
+            st = T(transactional_id=tid)
+            m = self.transactions.get(tid)
+            if not self.is_loaded:
+                st.error_code = E.COORDINATOR_LOAD_IN_PROGRESS
+            elif not tid:
+                st.error_code = E.INVALID_REQUEST
+            elif m is None:
+                st.error_code = E.TRANSACTIONAL_ID_NOT_FOUND
+            else:
+                by_topic: dict = {}
+                for t, p in sorted(m.partitions):
+                    by_topic.setdefault(t, []).append(p)
+                st.producer_id, st.producer_epoch = m.producer_id, m.producer_epoch
+                st.transaction_state = m.state.kafka_name
+                st.transaction_timeout_ms = m.txn_timeout_ms
+                st.transaction_start_time_ms = m.txn_start_timestamp
+                st.topics = [T.TopicData(topic=t, partitions=ps) for t, ps in by_topic.items()]
+            out.append(st)
+        res.reply(token, DescribeTransactionsResponse(transaction_states=out))
+        return res
+
+    def handle_list_transactions(self, req, version: int, now_ms: int, token) -> Result:
+        """This shard's part of ListTransactions (the runtime merges the shards' answers)."""
+        res = self._begin(now_ms)
+        R = ListTransactionsResponse
+        if not self.is_loaded:
+            res.reply(token, R(error_code=E.COORDINATOR_LOAD_IN_PROGRESS))
+            return res
+        states, unknown = set(), []
+        for name in req.state_filters:
+            s = TransactionState.from_name(name)
+            if s is None:
+                unknown.append(name)
+            else:
+                states.add(s)
+        pids = set(req.producer_id_filters)
+        duration = req.duration_filter if version >= 1 else -1
+        out = []
+        for m in sorted(self.transactions.values(), key=lambda m: m.transactional_id):
+            if pids and m.producer_id not in pids:
+                continue
+            if req.state_filters and m.state not in states:
+                continue
+            if duration >= 0 and now_ms - m.txn_start_timestamp <= duration:
+                continue
+            out.append(R.TransactionState(transactional_id=m.transactional_id, producer_id=m.producer_id,
+                                          transaction_state=m.state.kafka_name))
+        res.reply(token, R(unknown_state_filters=unknown, transaction_states=out))
+        return res
+
+    # == timers ===================================================================================
+    def poll_timers(self, now_ms: int) -> Result:
+        res = self._begin(now_ms)
+        for _key, op in self.timer.pop_expired(now_ms):
+            op(res)
+        return res
+
+    def next_deadline(self) -> int | None:
+        nd = getattr(self.scheduler, "next_deadline", None)
+        return nd() if nd else None
+
+    def _abort_timed_out_transactions(self, res: Result) -> None:
+        """Every ``transaction.abort.timed.out.transaction.cleanup.interval.ms``: an Ongoing
+        transaction older than its timeout is aborted with the producer's epoch bumped (fenced),
+        as TransactionCoordinator.abortTimedOutTransactions does."""
+        now = self.timer.now
+        for tid in sorted(self.transactions):
+            m = self.transactions[tid]
+            if m.state is S.ONGOING and m.txn_start_timestamp + m.txn_timeout_ms < now:
+                self._fence_and_abort(res, m, now)
+        self.timer.schedule(ABORT_TIMED_OUT_KEY, self.config.abort_timed_out_transactions_interval_ms,
+                            self._abort_timed_out_transactions)
+
+    def _expire_transactional_ids(self, res: Result) -> None:
+        """Every ``transaction.remove.expired.transaction.cleanup.interval.ms``: a transactional id
+        idle (Empty/CompleteCommit/CompleteAbort) for ``transactional.id.expiration.ms`` goes Dead
+        and is tombstoned."""
+        now = self.timer.now
+        for tid in sorted(self.transactions):
+            m = self.transactions[tid]
+            if (m.state.is_expiration_allowed
+                    and m.txn_last_update_timestamp <= now - self.config.transactional_id_expiration_ms):
+                m.transit(S.DEAD, now_ms=now)          # checks the transition is legal
+                res.add_record(TxnRecord(rec.key_bytes(tid), None, tid, None))
+        self.timer.schedule(EXPIRE_TRANSACTIONAL_IDS_KEY,
+                            self.config.remove_expired_transactional_ids_interval_ms,
+                            self._expire_transactional_ids)
+
+    # == inspection ===============================================================================
+    def durable_state(self) -> dict:
+        """What the log says: each transactional id's last TransactionLogValue."""
+        return {tid: m.durable() for tid, m in self.transactions.items()}

@@ -1,0 +1,95 @@
+"""read_committed over raw sockets against a real broker process: Fetch isolation_level=1 stops
+at the last stable offset and lists the aborted transactions of what it returns; ListOffsets
+latest under read_committed is the LSO. The ABORT marker is appended by the storage layer while
+the broker is stopped (the WriteTxnMarkers path that will write it is not wired yet)."""
+import os
+import time
+
+import pytest
+
+from kgroup.protocol.messages.list_offsets import ListOffsetsRequest
+from kgroup.protocol.records import Record, build_batch, build_end_txn_marker_batch, decode_records, iter_batches
+from kgroup.storage.log import PartitionLog
+from kgroup.storage.producer_state import AppendOrigin
+from tests.broker.test_data_path import LP, LT, fetch_request, new_topic, produce, topic_id
+from tests.harness import BrokerProcess, RawClient
+
+PID, EPOCH = 4242, 0
+
+
+def now_ms():
+    return int(time.time() * 1000)
+
+
+def records(n, start, ts, **kw):
+    return build_batch([Record(key=b"k", value=b"v%d" % i, timestamp=ts + i) for i in range(start, start + n)], **kw)
+
+
+def values(pd):
+    return [r.value for _, h, b in iter_batches(memoryview(pd.records or b"")) for r in decode_records(b, h)]
+
+
+def latest(c, topic, isolation, version=7, timestamp=-1):
+    r = c.request(ListOffsetsRequest(replica_id=-1, isolation_level=isolation, topics=[
+        LT(name=topic, partitions=[LP(partition_index=0, timestamp=timestamp)])]), version)
+    return r.topics[0].partitions[0]
+
+
+@pytest.fixture
+def broker(tmp_path):
+    b = BrokerProcess(tmp_path / "data", ["auto.create.topics.enable=false"]).start()
+    yield b
+    b.stop()
+
+
+@pytest.mark.parametrize("version", [4, 12, 17])
+def test_read_committed_fetch_and_list_offsets(broker, version):
+    c = RawClient(broker.port)
+    t = new_topic(c)
+    tid = topic_id(c, t) if version >= 13 else bytes(16)
+    ts = now_ms()
+    assert produce(c, t, records(2, 0, ts)).error_code == 0                                     # 0-1
+    assert produce(c, t, records(2, 2, ts, producer_id=PID, producer_epoch=EPOCH, base_sequence=0,
+                                 is_transactional=True)).error_code == 0                    # 2-3 open
+    assert produce(c, t, records(1, 4, ts)).error_code == 0                                     # 4
+
+    def fetch_v(offset, isolation):
+        req = fetch_request(t, offset, topic_id=tid)
+        req.isolation_level = isolation
+        return c.request(req, version).responses[0].partitions[0]
+
+    committed = fetch_v(0, 1)
+    assert (committed.error_code, committed.high_watermark, committed.last_stable_offset) == (0, 5, 2)
+    assert values(committed) == [b"v0", b"v1"]
+    assert committed.aborted_transactions == []                  # a list under read_committed
+    uncommitted = fetch_v(0, 0)
+    assert values(uncommitted) == [b"v0", b"v1", b"v2", b"v3", b"v4"]
+    assert uncommitted.aborted_transactions is None and uncommitted.last_stable_offset == 2
+    at_lso = fetch_v(2, 1)
+    assert at_lso.error_code == 0 and values(at_lso) == [] and at_lso.aborted_transactions == []
+
+    assert latest(c, t, 1).offset == 2
+    assert latest(c, t, 0).offset == 5
+    assert latest(c, t, 0, version=1).offset == 5                # v1 has no isolation level
+    assert latest(c, t, 1, timestamp=-2).offset == 0
+    assert (latest(c, t, 1, timestamp=ts + 3).offset, latest(c, t, 0, timestamp=ts + 3).offset) == (-1, 3)
+    assert latest(c, t, 1, timestamp=ts + 1).offset == 1         # before the LSO: found
+    c.close()
+
+    # The transaction aborts: its marker goes in while the broker is down.
+    broker.stop()
+    plog = PartitionLog(os.path.join(broker.data_dir, f"{t}-0"), had_clean_shutdown=True)
+    assert plog.last_stable_offset == 2
+    marker = plog.append(build_end_txn_marker_batch(PID, EPOCH, False, 0, ts), origin=AppendOrigin.COORDINATOR)
+    assert marker.base_offset == 5
+    plog.close()
+    broker.start()
+    c = RawClient(broker.port)
+    committed = fetch_v(0, 1)
+    assert (committed.high_watermark, committed.last_stable_offset) == (6, 6)
+    assert values(committed)[:5] == [b"v0", b"v1", b"v2", b"v3", b"v4"] and len(values(committed)) == 6
+    assert [(a.producer_id, a.first_offset) for a in committed.aborted_transactions] == [(PID, 2)]
+    after = fetch_v(4, 1)
+    assert [(a.producer_id, a.first_offset) for a in after.aborted_transactions] == [(PID, 2)]  # marker at 5 overlaps
+    assert latest(c, t, 1).offset == latest(c, t, 0).offset == 6
+    c.close()
