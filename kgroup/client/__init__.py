@@ -8,6 +8,8 @@ _EXPORTS = {
     "KafkaConsumer": ".sync", "KafkaProducer": ".sync", "KafkaAdmin": ".sync",
     "ConsumerRebalanceListener": ".types", "ConsumerRecord": ".types", "OffsetAndMetadata": ".types",
     "RecordMetadata": ".types", "TopicPartition": ".assignors",
+    "ConsumerGroupMetadata": ".transactions", "ProducerFencedError": ".transactions",
+    "TransactionAbortableError": ".transactions",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -68,6 +68,7 @@ PRODUCER = dict(COMMON, **{
     "partitioner.ignore.keys": (False, bool),
     "partitioner.adaptive.partitioning.enable": (True, bool),
     "transactional.id": (None, str),
+    "transaction.timeout.ms": (60000, int),
     "key.serializer": (None, object),
     "value.serializer": (None, object),
 })
@@ -212,8 +213,10 @@ class ProducerConfig(ClientConfig):
             if "enable.idempotence" in self.explicit:
                 raise ConfigError(f"Must set enable.idempotence to false or fix: {conflict} in order to use the idempotent producer.")
             v["enable.idempotence"] = False
-        if v["transactional.id"] is not None:
-            raise ConfigError("transactions are not supported by this client (transactional.id)")
+        if v["transactional.id"] is not None and not v["enable.idempotence"]:
+            # as Java: a transactional producer is idempotent; a conflicting config is an error
+            raise ConfigError("Cannot set a transactional.id without also enabling idempotence."
+                              + (f" ({conflict})" if conflict else ""))
         if not v["client.id"]:
             v["client.id"] = f"producer-{next(_client_ids)}"
 

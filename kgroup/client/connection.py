@@ -65,7 +65,7 @@ class BrokerConnection:
         self.client_id = client_id
         self.request_timeout_ms = request_timeout_ms
         self.connect_timeout_ms = connect_timeout_ms
-        self.max_versions = dict(CLIENT_MAX_VERSIONS, **(max_versions or {}))
+        self.max_versions = {**CLIENT_MAX_VERSIONS, **(max_versions or {})}
         self.broker_versions: dict[int, tuple[int, int]] = {}
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None

@@ -162,6 +162,16 @@ class Consumer:
     def subscription(self) -> set[str]:
         return set(self._topics)
 
+    def group_metadata(self):
+        """Java's groupMetadata(): the group id, generation, member id and group instance id to
+        pass to a transactional producer's ``send_offsets_to_transaction`` (KIP-447)."""
+        from .transactions import ConsumerGroupMetadata
+        self._ensure_open()
+        self._group()  # raises INVALID_GROUP_ID without a group.id, as Java
+        gen = self._coordinator.machine.generation
+        return ConsumerGroupMetadata(self._group_id, gen.generation_id, gen.member_id,
+                                     self.config["group.instance.id"])
+
     def group_stable(self) -> bool:
         """True when this member holds a settled assignment of its group (no rebalance under
         way); False without group management."""

@@ -15,7 +15,7 @@ from typing import Iterator
 
 from kgroup.protocol.errors import ErrorCode
 from kgroup.protocol.messages.fetch import FetchRequest
-from kgroup.protocol.records import (CONTROL_ABORT, decode_records, iter_batches, read_end_transaction_marker)
+from kgroup.protocol.records import CONTROL_ABORT, control_record_type, decode_records, iter_batches
 from kgroup.protocol.schema import ZERO_UUID
 
 from .assignors import TopicPartition
@@ -79,17 +79,19 @@ class CompletedFetch:
             self.consumed_any_batch = True
             if header.next_offset <= self.next_offset:
                 continue  # entirely before the position
-            if self._read_committed and header.is_transactional:
+            if self._read_committed and header.has_producer_id:
+                # Java's CompletedFetch: a producer's transaction is aborted from the first offset
+                # the broker lists for it up to its ABORT marker
                 heap = self._aborted_heap
                 while heap and heap[0][0] <= header.last_offset:
                     self._aborted_producers.add(heapq.heappop(heap)[1])
                 if header.is_control:
                     for rec in decode_records(batch, header):
-                        if read_end_transaction_marker(rec).control_type == CONTROL_ABORT:
+                        if control_record_type(rec.key) == CONTROL_ABORT:
                             self._aborted_producers.discard(header.producer_id)
                     self.next_offset = max(self.next_offset, header.next_offset)
                     continue
-                if header.producer_id in self._aborted_producers:
+                if header.is_transactional and header.producer_id in self._aborted_producers:
                     self.next_offset = max(self.next_offset, header.next_offset)
                     continue
             if header.is_control:

@@ -1,5 +1,5 @@
-"""The asyncio producer: Java's KafkaProducer (RecordAccumulator + Sender + idempotence), without
-transactions.
+"""The asyncio producer: Java's KafkaProducer (RecordAccumulator + Sender + idempotence +
+transactions).
 
 ``await producer.send(topic, value, key=...)`` partitions the record (murmur2 of the key, or the
 sticky partition for keyless records), appends it to the open batch of that partition and returns
@@ -16,6 +16,15 @@ flight, so the broker sees sequences in order; batches behind it that failed wit
 OUT_OF_ORDER_SEQUENCE_NUMBER are retried too. A batch that fails for good resets the producer id
 (new InitProducerId, sequences from 0), as the Java client bumps its epoch. DUPLICATE_SEQUENCE_NUMBER
 means the broker already has the batch: success.
+
+Transactions (``transactional.id``, KIP-98): ``init_transactions()`` finds the transaction
+coordinator (FindCoordinator key type 1) and gets the producer id/epoch for the transactional id
+(fencing older instances); between ``begin_transaction()`` and ``commit_transaction()`` /
+``abort_transaction()`` every partition is added with AddPartitionsToTxn before its first batch
+is sent, and ``send_offsets_to_transaction()`` adds the consumer group (AddOffsetsToTxn) and
+commits its offsets through the group coordinator (TxnOffsetCommit, with the consumer's
+generation and member id, KIP-447). The state machine and error classification live in
+:mod:`kgroup.client.transactions`.
 """
 from __future__ import annotations
 
@@ -26,7 +35,12 @@ import random
 from typing import Mapping
 
 from kgroup.protocol.errors import ErrorCode, KafkaError
+from kgroup.protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest
+from kgroup.protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest
+from kgroup.protocol.messages.end_txn import EndTxnRequest
+from kgroup.protocol.messages.find_coordinator import FindCoordinatorRequest
 from kgroup.protocol.messages.init_producer_id import InitProducerIdRequest
+from kgroup.protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
 from kgroup.protocol.messages.produce import ProduceRequest
 from kgroup.protocol.primitives import varint_size
 from kgroup.protocol.records import Compression, Record, build_batch
@@ -34,11 +48,14 @@ from kgroup.protocol.records import Compression, Record, build_batch
 from .assignors import TopicPartition
 from .config import ProducerConfig
 from .connection import KafkaClient, now_ms, wall_ms
-from .errors import (IllegalStateError, KafkaConnectionError, KafkaTimeoutError, RecordTooLargeError,
-                     UnsupportedVersionError, is_retriable)
+from .errors import (CommitFailedError, IllegalStateError, KafkaConnectionError, KafkaTimeoutError,
+                     RecordTooLargeError, UnsupportedVersionError, is_retriable)
 from .membership_types import ExponentialBackoff
 from .partitioner import BuiltInPartitioner, partition_for_key
-from .types import RecordMetadata
+from .transactions import (COORDINATOR_KEY_GROUP, COORDINATOR_KEY_TRANSACTION, TRANSACTIONAL_MAX_VERSIONS,
+                           ConsumerGroupMetadata, Outcome, State, TransactionAbortableError,
+                           TransactionManager)
+from .types import NodeInfo, OffsetAndMetadata, RecordMetadata
 
 log = logging.getLogger("kgroup.client.producer")
 
@@ -46,6 +63,7 @@ _COMPRESSION = {"none": Compression.NONE, "gzip": Compression.GZIP, "snappy": Co
                 "lz4": Compression.LZ4, "zstd": Compression.ZSTD}
 BATCH_OVERHEAD = 61
 MAX_IN_FLIGHT_PER_PARTITION = 5
+COORDINATOR_GROUP = "coordinator"  # connection group: coordinators get their own connections
 
 
 def record_size(key: bytes | None, value: bytes | None, headers) -> int:
@@ -97,7 +115,10 @@ class Producer:
 
     def __init__(self, config: Mapping | None = None, **configs):
         self.config = ProducerConfig(config, **configs)
-        self._client = KafkaClient(self.config)
+        tid = self.config["transactional.id"]
+        self._txn = None if tid is None else TransactionManager(tid, self.config["transaction.timeout.ms"])
+        self._client = KafkaClient(self.config, max_versions=None if tid is None else TRANSACTIONAL_MAX_VERSIONS)
+        self._coordinators: dict[tuple[int, str], NodeInfo] = {}
         self._acks = self.config.acks_value
         self._idempotent = self.config["enable.idempotence"]
         self._compression = _COMPRESSION[self.config["compression.type"]]
@@ -134,6 +155,8 @@ class Producer:
         """Append a record; the returned future resolves to its RecordMetadata."""
         if self._closed or self._closing:
             raise IllegalStateError("Cannot perform operation after producer has been closed")
+        if self._txn is not None:
+            self._txn.check_send()
         self._start()
         key_bytes = self._ks(key) if self._ks is not None and key is not None else key
         value_bytes = self._vs(value) if self._vs is not None and value is not None else value
@@ -159,6 +182,11 @@ class Producer:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                              f"Invalid partition given with record: {partition} is not in the range [0...{num_partitions}].")
         tp = TopicPartition(topic, partition)
+        if self._txn is not None:
+            self._txn.check_send()  # again: the metadata wait may have outlived the transaction
+            if tp not in self._txn.partitions_in_transaction:
+                self._txn.maybe_add_partition(tp)
+                self._wakeup.set()
         fut = asyncio.get_running_loop().create_future()
         ts = wall_ms() if timestamp_ms is None else timestamp_ms
         dq = self._queues.setdefault(tp, collections.deque())
@@ -233,9 +261,11 @@ class Producer:
                         await self._client.refresh_metadata(set(self._client.topics))
                     except (KafkaConnectionError, KafkaTimeoutError) as e:
                         log.debug("metadata refresh failed: %s", e)
-                if self._idempotent and self._producer_id < 0 and any(self._queues.values()):
+                if self._txn is None and self._idempotent and self._producer_id < 0 and any(self._queues.values()):
                     await self._init_producer_id()
                     continue
+                if self._txn is not None and self._txn.new_partitions:
+                    await self._add_partitions_to_txn()
                 for node, batches in self._drain(now).items():
                     self._spawn(self._produce(node, batches))
                 self._wakeup.clear()
@@ -313,6 +343,8 @@ class Producer:
             batch = dq[0]
             if batch.attempts and batch.retry_at > now:
                 continue
+            if self._txn is not None and tp not in self._txn.partitions_in_transaction:
+                continue  # AddPartitionsToTxn first
             ready = (len(dq) > 1 or batch.size >= self.config["batch.size"] or now - batch.created_ms >= linger
                      or self._flushing or self._closed or batch.attempts)
             if not ready:
@@ -346,7 +378,7 @@ class Producer:
         if batch.built is None:
             batch.built = build_batch(batch.records, producer_id=batch.producer_id, producer_epoch=batch.producer_epoch,
                                       base_sequence=-1 if batch.base_sequence is None else batch.base_sequence,
-                                      compression=self._compression)
+                                      compression=self._compression, is_transactional=self._txn is not None)
 
     async def _produce(self, node: int, batches: list[_Batch]) -> None:
         self._inflight_node[node] += 1
@@ -357,7 +389,7 @@ class Producer:
         for b in batches:
             by_topic.setdefault(b.tp.topic, []).append(ProduceRequest.PartitionProduceData(index=b.tp.partition,
                                                                                            records=b.built))
-        req = ProduceRequest(transactional_id=None, acks=self._acks, timeout_ms=self.config["request.timeout.ms"],
+        req = ProduceRequest(transactional_id=None if self._txn is None else self._txn.transactional_id, acks=self._acks, timeout_ms=self.config["request.timeout.ms"],
                              topic_data=[ProduceRequest.TopicProduceData(name=t, partition_data=p)
                                          for t, p in by_topic.items()])
         try:
@@ -417,11 +449,233 @@ class Producer:
             log.warning("Got error produce response on %s, retrying (attempt %s): %s", batch.tp, batch.attempts, error)
             return
         batch.fail(error)
+        if self._txn is not None:
+            # the transaction cannot commit without this batch: abortable (fenced: fatal); its
+            # sequence number is lost, so the epoch is bumped after the abort (KIP-360)
+            code = error.code if isinstance(error, KafkaError) else ErrorCode.REQUEST_TIMED_OUT
+            self._txn.on_error("Produce", code, str(error))
+            if batch.base_sequence is not None:
+                self._epoch_bump_required = True
+            return
         if self._idempotent and batch.base_sequence is not None:
             log.info("Resetting the producer id after a failed batch on %s: %s", batch.tp, error)
             self._producer_id = -1
 
     _closed_hard = False
+    _epoch_bump_required = False
+
+    # --- transactions ----------------------------------------------------------------------------
+
+    def _transactions(self) -> TransactionManager:
+        if self._txn is None:
+            raise IllegalStateError("Transactional method invoked on a non-transactional producer.")
+        if self._closed or self._closing:
+            raise IllegalStateError("Cannot perform operation after producer has been closed")
+        return self._txn
+
+    def _deadline(self, timeout_ms: int | None) -> int:
+        return now_ms() + (self.config["max.block.ms"] if timeout_ms is None else timeout_ms)
+
+    async def _coordinator(self, key: str, key_type: int, deadline: int) -> NodeInfo:
+        """The coordinator of a transactional id (key type 1) or a group (0), looked up once and
+        again after NOT_COORDINATOR or a lost connection."""
+        node = self._coordinators.get((key_type, key))
+        attempts = 0
+        while node is None:
+            req = FindCoordinatorRequest(key=key, key_type=key_type, coordinator_keys=[key])
+            try:
+                resp = await self._client.send_any(req)
+            except (KafkaConnectionError, KafkaTimeoutError) as e:
+                log.debug("FindCoordinator failed: %s", e)
+            else:
+                c = resp.coordinators[0] if resp.coordinators else resp
+                outcome = self._txn.on_error("FindCoordinator", ErrorCode(c.error_code), c.error_message)
+                if outcome == Outcome.OK:
+                    node = self._coordinators[(key_type, key)] = NodeInfo(c.node_id, c.host, c.port)
+                    break
+                self._raise_txn_error(outcome, "FindCoordinator")
+            if now_ms() >= deadline:
+                raise KafkaTimeoutError(f"Timeout expired while finding the coordinator of {key!r}")
+            await asyncio.sleep(min(self._backoff.backoff(attempts), max(1, deadline - now_ms())) / 1000)
+            attempts += 1
+        return node
+
+    def _raise_txn_error(self, outcome: Outcome, api: str) -> None:
+        if outcome == Outcome.FATAL:
+            raise self._txn.last_error
+        if outcome == Outcome.ABORTABLE:
+            err = self._txn.last_error
+            if api == "TxnOffsetCommit" and err.code in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION):
+                raise CommitFailedError("Transaction offset Commit failed due to consumer group metadata mismatch: "
+                                        f"{err.code.name}", err.code)
+            raise TransactionAbortableError(err.code, str(err))
+
+    async def _txn_call(self, api: str, request, key: str, key_type: int, deadline: int, error_of):
+        """Send a transactional request to the coordinator of ``key`` until it succeeds: retry
+        retriable answers, look the coordinator up again on NOT_COORDINATOR, raise abortable
+        and fatal ones (the transaction manager records them)."""
+        attempts = 0
+        while True:
+            node = await self._coordinator(key, key_type, deadline)
+            try:
+                resp = await self._client.send(node.node_id, request, group=COORDINATOR_GROUP, node=node)
+            except (KafkaConnectionError, KafkaTimeoutError) as e:
+                log.debug("%s to the coordinator %s failed: %s", api, node, e)
+                self._coordinators.pop((key_type, key), None)
+            else:
+                error = error_of(resp)
+                outcome = self._txn.on_error(api, error)
+                if outcome == Outcome.OK:
+                    return resp
+                self._raise_txn_error(outcome, api)
+                log.debug("%s answered %s: %s", api, error.name, outcome.value)
+                if outcome == Outcome.LOOKUP:
+                    self._coordinators.pop((key_type, key), None)
+            if now_ms() >= deadline:
+                raise KafkaTimeoutError(f"Timeout expired while awaiting {api}")
+            await asyncio.sleep(min(self._backoff.backoff(attempts), max(1, deadline - now_ms())) / 1000)
+            attempts += 1
+
+    async def _init_transactional_id(self, deadline: int, bump: bool = False) -> None:
+        txn = self._txn
+        # KIP-360: re-initialising with our current id/epoch bumps the epoch without fencing us
+        req = InitProducerIdRequest(transactional_id=txn.transactional_id,
+                                    transaction_timeout_ms=txn.transaction_timeout_ms,
+                                    producer_id=self._producer_id if bump else -1,
+                                    producer_epoch=self._producer_epoch if bump else -1)
+        resp = await self._txn_call("InitProducerId", req, txn.transactional_id, COORDINATOR_KEY_TRANSACTION,
+                                    deadline, lambda r: ErrorCode(r.error_code))
+        self._producer_id, self._producer_epoch = resp.producer_id, resp.producer_epoch
+        self._next_seq.clear()
+        self._epoch_bump_required = False
+        log.info("[TransactionalId %s] ProducerId set to %s with epoch %s", txn.transactional_id,
+                 resp.producer_id, resp.producer_epoch)
+
+    async def init_transactions(self, timeout_ms: int | None = None) -> None:
+        """Get the producer id and epoch of ``transactional.id``: fences any older producer with
+        the same id and completes (aborts) a transaction it left open. Call once, first."""
+        txn = self._transactions()
+        txn.begin_init()
+        self._start()
+        await self._init_transactional_id(self._deadline(timeout_ms))
+        txn.init_done()
+
+    def begin_transaction(self) -> None:
+        self._transactions().begin_transaction()
+
+    async def send_offsets_to_transaction(self, offsets: Mapping, consumer_group_metadata,
+                                          timeout_ms: int | None = None) -> None:
+        """Commit the consumer's offsets as part of the transaction: they become visible to
+        the group only if the transaction commits. ``consumer_group_metadata`` is the
+        consumer's ``group_metadata()`` (a bare group id skips the KIP-447 fencing)."""
+        txn = self._transactions()
+        txn.check_send_offsets()
+        meta = consumer_group_metadata
+        if isinstance(meta, str):
+            meta = ConsumerGroupMetadata(meta)
+        deadline = self._deadline(timeout_ms)
+        await self._txn_call("AddOffsetsToTxn", AddOffsetsToTxnRequest(
+            transactional_id=txn.transactional_id, producer_id=self._producer_id,
+            producer_epoch=self._producer_epoch, group_id=meta.group_id),
+            txn.transactional_id, COORDINATOR_KEY_TRANSACTION, deadline, lambda r: ErrorCode(r.error_code))
+        txn.offsets_added = True
+        by_topic: dict[str, list] = {}
+        for tp, om in offsets.items():
+            tp = TopicPartition(*tp)
+            if not isinstance(om, OffsetAndMetadata):
+                om = OffsetAndMetadata(int(om))
+            by_topic.setdefault(tp.topic, []).append(TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition(
+                partition_index=tp.partition, committed_offset=om.offset,
+                committed_leader_epoch=-1 if om.leader_epoch is None else om.leader_epoch,
+                committed_metadata=om.metadata or ""))
+        req = TxnOffsetCommitRequest(
+            transactional_id=txn.transactional_id, group_id=meta.group_id, producer_id=self._producer_id,
+            producer_epoch=self._producer_epoch, generation_id=meta.generation_id, member_id=meta.member_id,
+            group_instance_id=meta.group_instance_id,
+            topics=[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(name=t, partitions=ps)
+                    for t, ps in by_topic.items()])
+
+        def first_error(resp) -> ErrorCode:
+            codes = [ErrorCode(p.error_code) for t in resp.topics for p in t.partitions if p.error_code]
+            return codes[0] if codes else ErrorCode.NONE
+        await self._txn_call("TxnOffsetCommit", req, meta.group_id, COORDINATOR_KEY_GROUP, deadline, first_error)
+
+    async def _add_partitions_to_txn(self) -> None:
+        """Sender step: AddPartitionsToTxn for the partitions new to the transaction, so their
+        batches may be sent; on an abortable or fatal answer their batches fail."""
+        txn = self._txn
+        parts = sorted(txn.new_partitions)
+        by_topic: dict[str, list[int]] = {}
+        for tp in parts:
+            by_topic.setdefault(tp.topic, []).append(tp.partition)
+        req = AddPartitionsToTxnRequest(
+            transactions=[], v3_and_below_transactional_id=txn.transactional_id,
+            v3_and_below_producer_id=self._producer_id, v3_and_below_producer_epoch=self._producer_epoch,
+            v3_and_below_topics=[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name=t, partitions=ps)
+                                 for t, ps in by_topic.items()])
+
+        def worst_error(resp) -> ErrorCode:
+            codes = [ErrorCode(p.partition_error_code) for t in resp.results_by_topic_v3_and_below
+                     for p in t.results_by_partition if p.partition_error_code]
+            real = [c for c in codes if c != ErrorCode.OPERATION_NOT_ATTEMPTED]
+            return (real or codes or [ErrorCode.NONE])[0]
+        try:
+            await self._txn_call("AddPartitionsToTxn", req, txn.transactional_id, COORDINATOR_KEY_TRANSACTION,
+                                 now_ms() + self.config["delivery.timeout.ms"], worst_error)
+        except (KafkaError, KafkaTimeoutError) as e:
+            if isinstance(e, KafkaTimeoutError):
+                txn.abortable_error(KafkaError(ErrorCode.REQUEST_TIMED_OUT, str(e)))
+            for tp in parts:
+                for b in self._queues.pop(tp, ()):
+                    b.fail(e)
+            txn.new_partitions.difference_update(parts)
+            return
+        log.debug("Added partitions %s to transaction", parts)
+        txn.partitions_added(parts)
+
+    async def _end_txn(self, committed: bool, deadline: int) -> None:
+        txn = self._txn
+        await self._txn_call("EndTxn", EndTxnRequest(transactional_id=txn.transactional_id,
+                                                     producer_id=self._producer_id,
+                                                     producer_epoch=self._producer_epoch, committed=committed),
+                             txn.transactional_id, COORDINATOR_KEY_TRANSACTION, deadline,
+                             lambda r: ErrorCode(r.error_code))
+
+    async def commit_transaction(self, timeout_ms: int | None = None) -> None:
+        """Flush, then commit (EndTxn): the records and offsets of the transaction become
+        visible together. Raises TransactionAbortableError if a send failed (then abort)."""
+        txn = self._transactions()
+        txn.begin_commit()
+        deadline = self._deadline(timeout_ms)
+        await self.flush(max(0, deadline - now_ms()))
+        if txn.state == State.ABORTABLE_ERROR:
+            txn.begin_commit()  # raises the abortable error
+        if txn.transaction_started:
+            await self._end_txn(True, deadline)
+        txn.complete()
+
+    async def abort_transaction(self, timeout_ms: int | None = None) -> None:
+        """Abort (EndTxn): records not yet sent are dropped (their futures fail), records sent
+        are aborted by the markers, offsets sent with the transaction are discarded."""
+        txn = self._transactions()
+        txn.begin_abort()
+        deadline = self._deadline(timeout_ms)
+        aborted = TransactionAbortableError(ErrorCode.TRANSACTION_ABORTABLE,
+                                            "Failing batch since transaction was aborted")
+        for tp, dq in self._queues.items():
+            kept = [b for b in dq if b.base_sequence is not None]  # retries keep the sequence order
+            for b in dq:
+                if b.base_sequence is None:
+                    b.fail(aborted)
+            dq.clear()
+            dq.extend(kept)
+        txn.new_partitions.clear()
+        await self.flush(max(0, deadline - now_ms()))
+        if txn.transaction_started:
+            await self._end_txn(False, deadline)
+        if self._epoch_bump_required:
+            await self._init_transactional_id(deadline, bump=True)
+        txn.complete()
 
     # --- flush and close -----------------------------------------------------------------------
 

@@ -144,6 +144,9 @@ class KafkaConsumer:
     def group_stable(self) -> bool:
         return self._sync(self._core.group_stable)
 
+    def group_metadata(self):
+        return self._sync(self._core.group_metadata)
+
     def subscription(self) -> set[str]:
         return self._sync(self._core.subscription)
 
@@ -256,6 +259,22 @@ class KafkaProducer:
 
     def flush(self, timeout_ms: int | None = None) -> None:
         self._loop.run(self._core.flush(timeout_ms))
+
+    # transactions
+    def init_transactions(self, timeout_ms: int | None = None) -> None:
+        self._loop.run(self._core.init_transactions(timeout_ms))
+
+    def begin_transaction(self) -> None:
+        self._loop.run(_call(self._core.begin_transaction))
+
+    def send_offsets_to_transaction(self, offsets, consumer_group_metadata, timeout_ms: int | None = None) -> None:
+        self._loop.run(self._core.send_offsets_to_transaction(offsets, consumer_group_metadata, timeout_ms))
+
+    def commit_transaction(self, timeout_ms: int | None = None) -> None:
+        self._loop.run(self._core.commit_transaction(timeout_ms))
+
+    def abort_transaction(self, timeout_ms: int | None = None) -> None:
+        self._loop.run(self._core.abort_transaction(timeout_ms))
 
     def partitions_for(self, topic: str) -> set[int]:
         return self._loop.run(self._core.partitions_for(topic))
