@@ -119,6 +119,7 @@ class Producer:
         self._txn = None if tid is None else TransactionManager(tid, self.config["transaction.timeout.ms"])
         self._client = KafkaClient(self.config, max_versions=None if tid is None else TRANSACTIONAL_MAX_VERSIONS)
         self._coordinators: dict[tuple[int, str], NodeInfo] = {}
+        self._txn_lock = asyncio.Lock()
         self._acks = self.config.acks_value
         self._idempotent = self.config["enable.idempotence"]
         self._compression = _COMPRESSION[self.config["compression.type"]]
@@ -514,6 +515,12 @@ class Producer:
         """Send a transactional request to the coordinator of ``key`` until it succeeds: retry
         retriable answers, look the coordinator up again on NOT_COORDINATOR, raise abortable
         and fatal ones (the transaction manager records them)."""
+        # one transactional request at a time, in order, as Java's TransactionManager queues
+        # them: concurrent ones would only earn CONCURRENT_TRANSACTIONS from the coordinator
+        async with self._txn_lock:
+            return await self._txn_call_locked(api, request, key, key_type, deadline, error_of)
+
+    async def _txn_call_locked(self, api: str, request, key: str, key_type: int, deadline: int, error_of):
         attempts = 0
         while True:
             node = await self._coordinator(key, key_type, deadline)
