@@ -307,9 +307,14 @@ class Admin:
 
     # --- offsets -----------------------------------------------------------------------------
 
-    async def list_offsets(self, specs: Mapping[TopicPartition, int], timeout_ms: int | None = None
+    async def list_offsets(self, specs: Mapping[TopicPartition, int], timeout_ms: int | None = None,
+                           isolation_level: str = "read_uncommitted"
                            ) -> dict[TopicPartition, tuple[int, int] | KafkaError]:
-        """{tp: (offset, timestamp)} for each spec: EARLIEST (-2), LATEST (-1) or a timestamp."""
+        """{tp: (offset, timestamp)} for each spec: EARLIEST (-2), LATEST (-1) or a timestamp.
+        ``isolation_level="read_committed"`` (Java's ListOffsetsOptions) makes LATEST the last
+        stable offset: the end of what a read_committed consumer can read."""
+        if isolation_level not in ("read_uncommitted", "read_committed"):
+            raise ValueError(f"isolation_level must be read_uncommitted or read_committed, not {isolation_level!r}")
         specs = {TopicPartition(*tp): ts for tp, ts in specs.items()}
         await self._client.refresh_metadata({tp.topic for tp in specs})
         by_node: dict[int, dict] = {}
@@ -326,7 +331,8 @@ class Admin:
             for tp, ts in parts.items():
                 by_topic.setdefault(tp.topic, []).append(ListOffsetsRequest.ListOffsetsPartition(
                     partition_index=tp.partition, timestamp=ts, max_num_offsets=1))
-            req = ListOffsetsRequest(replica_id=-1, isolation_level=0, timeout_ms=timeout_ms or self._timeout,
+            req = ListOffsetsRequest(replica_id=-1, isolation_level=1 if isolation_level == "read_committed" else 0,
+                                     timeout_ms=timeout_ms or self._timeout,
                                      topics=[ListOffsetsRequest.ListOffsetsTopic(name=t, partitions=p)
                                              for t, p in by_topic.items()])
             conn = await self._client.connection(node_id)

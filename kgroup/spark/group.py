@@ -52,6 +52,10 @@ class DriverClient:
         cfg = {k: v for k, v in opts.kafka_params.items() if k in _ADMIN_KEYS}
         cfg.setdefault("client.id", client_id)
         self.admin = KafkaAdmin(config={"bootstrap.servers": opts.bootstrap_servers, **cfg})
+        # as Spark's KafkaOffsetReaderAdmin: the latest offsets planned are those a consumer with
+        # the query's kafka.isolation.level can reach (the LSO under read_committed), so an
+        # executor never waits for records an open transaction holds back
+        self.isolation_level = opts.kafka_params.get("isolation.level", "read_uncommitted")
         self._commit_warned = False
 
     def close(self) -> None:
@@ -85,7 +89,7 @@ class DriverClient:
         tps = list(tps)
         if not tps:
             return {}
-        found = self.admin.list_offsets({tp: spec for tp in tps})
+        found = self.admin.list_offsets({tp: spec for tp in tps}, isolation_level=self.isolation_level)
         out = {}
         for tp in tps:
             value = found.get(tp)

@@ -8,6 +8,9 @@ Option names follow Spark's built-in Kafka source (``kafka.bootstrap.servers``, 
 Spark hands options over case-insensitively (lower-cased keys); any other ``kafka.<key>`` is a
 consumer config passed to the kgroup client, checked against its known keys. An unknown option,
 or one of Spark's Kafka options this source does not implement, is an error naming it.
+``kafka.isolation.level`` works as in Spark: ``read_uncommitted`` by default (the consumer's
+default); with ``read_committed`` the driver plans up to the last stable offset and the executors'
+consumers drop aborted transactions and transaction markers (offsets have gaps, as in Spark).
 
 Offsets in ``startingOffsets`` / ``endingOffsets`` JSON use Spark's layout
 ``{"topic": {"0": 23, "1": -2}}`` with -2 = earliest and -1 = latest.
