@@ -305,8 +305,11 @@ class Producer:
         for tp, dq in self._queues.items():
             while dq and now - dq[0].created_ms >= timeout:
                 b = dq.popleft()
-                b.fail(KafkaTimeoutError(f"Expiring {len(b.records)} record(s) for {tp}: {now - b.created_ms} ms "
-                                         "has passed since batch creation"))
+                err = KafkaTimeoutError(f"Expiring {len(b.records)} record(s) for {tp}: {now - b.created_ms} ms "
+                                        "has passed since batch creation")
+                b.fail(err)
+                if self._txn is not None:
+                    self._transactional_batch_failed(b, err)
 
     async def _init_producer_id(self) -> None:
         attempts = 0
@@ -390,7 +393,8 @@ class Producer:
         for b in batches:
             by_topic.setdefault(b.tp.topic, []).append(ProduceRequest.PartitionProduceData(index=b.tp.partition,
                                                                                            records=b.built))
-        req = ProduceRequest(transactional_id=None if self._txn is None else self._txn.transactional_id, acks=self._acks, timeout_ms=self.config["request.timeout.ms"],
+        req = ProduceRequest(transactional_id=None if self._txn is None else self._txn.transactional_id,
+                             acks=self._acks, timeout_ms=self.config["request.timeout.ms"],
                              topic_data=[ProduceRequest.TopicProduceData(name=t, partition_data=p)
                                          for t, p in by_topic.items()])
         try:
@@ -453,14 +457,23 @@ class Producer:
         if self._txn is not None:
             # the transaction cannot commit without this batch: abortable (fenced: fatal); its
             # sequence number is lost, so the epoch is bumped after the abort (KIP-360)
-            code = error.code if isinstance(error, KafkaError) else ErrorCode.REQUEST_TIMED_OUT
-            self._txn.on_error("Produce", code, str(error))
-            if batch.base_sequence is not None:
-                self._epoch_bump_required = True
+            self._transactional_batch_failed(batch, error)
             return
         if self._idempotent and batch.base_sequence is not None:
             log.info("Resetting the producer id after a failed batch on %s: %s", batch.tp, error)
             self._producer_id = -1
+
+    def _transactional_batch_failed(self, batch: _Batch, error: BaseException) -> None:
+        """A batch of the transaction failed for good: the transaction cannot commit without it
+        (abortable; fenced: fatal). If it had a sequence number, that number is lost, so the
+        epoch is bumped after the abort (KIP-360) to restart the sequences."""
+        code = getattr(error, "code", None)
+        if not isinstance(code, ErrorCode):
+            code = ErrorCode.REQUEST_TIMED_OUT if isinstance(error, (KafkaTimeoutError, KafkaConnectionError)) \
+                else ErrorCode.UNKNOWN_SERVER_ERROR
+        self._txn.on_error("Produce", code, str(error))
+        if batch.base_sequence is not None:
+            self._epoch_bump_required = True
 
     _closed_hard = False
     _epoch_bump_required = False

@@ -253,3 +253,25 @@ def test_txn_offset_commit_with_a_stale_generation_is_commit_failed_and_abortabl
         assert [b.committed for _, b in broker.bodies(ApiKey.END_TXN)] == [False]  # AddOffsetsToTxn started it
         await fake.stop()
     run(go())
+
+
+def test_partition_never_added_fails_its_batches_and_the_transaction_is_abortable():
+    broker = TxnBroker({"AddPartitionsToTxn": [ErrorCode.CONCURRENT_TRANSACTIONS] * 10_000})
+
+    async def go():
+        fake = await broker.fake.start()
+        async with Producer(bootstrap_servers=f"127.0.0.1:{fake.port}", transactional_id="tx", linger_ms=1,
+                            retry_backoff_ms=5, retry_backoff_max_ms=20, request_timeout_ms=300,
+                            delivery_timeout_ms=400) as p:
+            await p.init_transactions()
+            p.begin_transaction()
+            fut = await p.send("t", b"v", partition=0)
+            with pytest.raises(TransactionAbortableError):
+                await p.commit_transaction()
+            assert fut.done() and fut.exception() is not None
+            await p.abort_transaction()
+            assert p._txn.state == State.READY
+        assert not broker.produced  # nothing reached a partition that was never added
+        assert broker.bodies(ApiKey.END_TXN) == []  # the coordinator never heard of the transaction
+        await fake.stop()
+    run(go())
