@@ -14,6 +14,7 @@ import os
 from ..protocol.records import CRC32C_IMPLEMENTATION, crc32c_is_fast
 from .config import BrokerConfig
 from .data_path import DataPath
+from .faults import FaultInjector
 from .group_runtime import GroupRuntime
 from .metadata import ClusterMetadata, Topic
 from .server import KafkaConnection
@@ -36,6 +37,9 @@ class Broker:
         for topic in self.metadata.topics.values():  # a crash between the two writes leaves none missing
             self.data_path.create_partitions(topic.name, topic.num_partitions, topic.configs)
         self.groups = GroupRuntime(self)
+        # Fault injection for tests (kgroup/broker/faults.py): None unless enabled, and then the
+        # server routes every request through it.
+        self.faults = FaultInjector(self) if config["kgroup.fault.injection.enable"] else None
         self.connections: set[KafkaConnection] = set()
         self.server: asyncio.AbstractServer | None = None
         self.bound_port: int | None = None

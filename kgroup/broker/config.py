@@ -71,6 +71,10 @@ CONFIG_DEFS: dict[str, ConfigDef] = {c.name: c for c in (
     _d("producer.id.expiration.ms", "int", 86400000, "Expiry of idle producer ids."),
     _d("num.network.threads", "int", 3, "Accepted for compatibility; kgroup uses one event loop."),
     _d("num.io.threads", "int", 8, "Accepted for compatibility; kgroup uses one event loop."),
+    # kgroup's own keys (not Kafka's).
+    _d("kgroup.fault.injection.enable", "boolean", False,
+       "Accept fault-injection commands (injected errors, delays, dropped connections, a loading "
+       "coordinator, paused heartbeat expiry) for tests; never enable in production."),
 )}
 
 

@@ -15,9 +15,10 @@ Both bind an ephemeral port on 127.0.0.1 and keep it across restarts (clients re
 same bootstrap address). The data directory is a fresh temporary one unless given, removed by
 ``close()`` when it was ours.
 
-Test defaults differ from a production broker in one key, as in Kafka's own test harnesses:
-``group.initial.rebalance.delay.ms=0`` (the first join of a group is not held 3 s). Pass
-``overrides`` to change any key.
+Test defaults differ from a production broker in two keys: ``group.initial.rebalance.delay.ms=0``
+(the first join of a group is not held 3 s, as in Kafka's own test harnesses) and
+``kgroup.fault.injection.enable=true`` (``inject()`` and friends work; kgroup/broker/faults.py).
+Pass ``overrides`` to change any key.
 """
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ import threading
 import time
 from typing import Iterable, Mapping
 
-TEST_DEFAULTS = {"group.initial.rebalance.delay.ms": "0"}
+TEST_DEFAULTS = {"group.initial.rebalance.delay.ms": "0", "kgroup.fault.injection.enable": "true"}
 
 
 class KafkaBroker:
@@ -338,6 +339,39 @@ class KafkaBroker:
         with self.admin() as admin:
             got = admin.list_group_offsets(group)
         return {tp: (o.offset if o is not None else None) for tp, o in got.items()}
+
+    # -- fault injection (kgroup/broker/faults.py), over the wire in both modes ------------------
+    def inject(self, fault: str, **params) -> dict:
+        """Apply one fault command, e.g. ``inject("errors", api="OffsetCommit",
+        errors=["NOT_COORDINATOR"], group="g")``; returns the broker's fault state."""
+        from ..client.fault_injection import send_fault_command
+        return send_fault_command(self.bootstrap_servers, {"fault": fault, **params})
+
+    def inject_errors(self, api, errors, *, client_id=None, group=None) -> dict:
+        """The next requests of ``api`` (name or key) get ``errors`` (names or codes), one each."""
+        return self.inject("errors", api=api, errors=list(errors), client_id=client_id, group=group)
+
+    def inject_delay(self, api, ms: int, *, count: int | None = 1, client_id=None, group=None) -> dict:
+        """Delay the answers to the next ``count`` requests of ``api`` (None: every one) by ``ms``."""
+        return self.inject("delay", api=api, ms=ms, count=count, client_id=client_id, group=group)
+
+    def drop_connection(self, *, after: int = 0, count: int | None = 1, api=None, client_id=None,
+                        group=None) -> dict:
+        """Close the connection of the request that follows ``after`` matching requests."""
+        return self.inject("drop", after=after, count=count, api=api, client_id=client_id, group=group)
+
+    def hold_loading(self, ms: int, *, group: str | None = None) -> dict:
+        """The coordinator answers COORDINATOR_LOAD_IN_PROGRESS for ``group`` (all if None) for ``ms``."""
+        return self.inject("loading", ms=ms, group=group)
+
+    def pause_heartbeat_expiry(self) -> dict:
+        return self.inject("pause-heartbeat-expiry")
+
+    def resume_heartbeat_expiry(self) -> dict:
+        return self.inject("resume-heartbeat-expiry")
+
+    def clear_faults(self) -> dict:
+        return self.inject("clear")
 
     def __repr__(self) -> str:
         mode = "process" if self.process else "in-process"
