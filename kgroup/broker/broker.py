@@ -14,7 +14,8 @@ import os
 from ..protocol.records import CRC32C_IMPLEMENTATION, crc32c_is_fast
 from .config import BrokerConfig
 from .data_path import DataPath
-from .faults import FaultInjector
+from .faults import FaultInjector, request_hook
+from .metrics import BrokerMetrics
 from .group_runtime import GroupRuntime
 from .metadata import ClusterMetadata, Topic
 from .server import KafkaConnection
@@ -37,9 +38,13 @@ class Broker:
         for topic in self.metadata.topics.values():  # a crash between the two writes leaves none missing
             self.data_path.create_partitions(topic.name, topic.num_partitions, topic.configs)
         self.groups = GroupRuntime(self)
-        # Fault injection for tests (kgroup/broker/faults.py): None unless enabled, and then the
-        # server routes every request through it.
+        # Fault injection for tests (kgroup/broker/faults.py) and request metrics (metrics.py):
+        # each None unless enabled; the server calls request_hook instead of the handler when
+        # either is on (one attribute check per request when both are off).
         self.faults = FaultInjector(self) if config["kgroup.fault.injection.enable"] else None
+        self.metrics = BrokerMetrics(self) if config["metrics.listener"] else None
+        self.request_hook = request_hook(self.faults, self.metrics)
+        self.http = None            # the metrics/console/admin HTTP listener (http.py), once started
         self.connections: set[KafkaConnection] = set()
         self.server: asyncio.AbstractServer | None = None
         self.bound_port: int | None = None
@@ -62,6 +67,10 @@ class Broker:
         self.server = await loop.create_server(lambda: KafkaConnection(self), host or "0.0.0.0", port,
                                                reuse_address=True)
         self.bound_port = self.server.sockets[0].getsockname()[1]
+        if self.config["metrics.listener"]:
+            from .http import BrokerHttpServer
+            self.http = BrokerHttpServer(self, self.config["metrics.listener"])
+            self.http.start()
         h, p = self.advertised_listener()
         log.info("kgroup broker %d serving on %s:%d (advertised %s:%d), cluster id %s, data in %s, "
                  "CRC-32C by %s", self.config.node_id, host or "0.0.0.0", self.bound_port, h, p,
@@ -70,6 +79,9 @@ class Broker:
     async def stop(self, timeout: float = 10.0) -> None:
         if self.server is not None:
             self.server.close()  # stop accepting; open connections finish below
+        if self.http is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self.http.close)
+            self.http = None
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while any(not c.idle for c in self.connections) and loop.time() < deadline:

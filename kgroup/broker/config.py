@@ -72,6 +72,9 @@ CONFIG_DEFS: dict[str, ConfigDef] = {c.name: c for c in (
     _d("num.network.threads", "int", 3, "Accepted for compatibility; kgroup uses one event loop."),
     _d("num.io.threads", "int", 8, "Accepted for compatibility; kgroup uses one event loop."),
     # kgroup's own keys (not Kafka's).
+    _d("metrics.listener", "string", None,
+       "http://host:port of the HTTP listener serving /metrics (Prometheus), the web console and "
+       "/admin/faults; unset: no listener."),
     _d("kgroup.fault.injection.enable", "boolean", False,
        "Accept fault-injection commands (injected errors, delays, dropped connections, a loading "
        "coordinator, paused heartbeat expiry) for tests; never enable in production."),

@@ -58,6 +58,22 @@ LOADING_APIS = (ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.LEAVE_GROUP, ApiKey
 KEEPALIVE_S = 0.1               # how often paused sessions are pushed forward
 
 
+def request_hook(faults, metrics):
+    """What the server calls instead of a handler: None when neither fault injection nor metrics
+    are on; metrics time what fault injection answers too."""
+    if faults is None and metrics is None:
+        return None
+    if metrics is None:
+        return faults.dispatch
+    if faults is None:
+        return metrics.dispatch
+    inject = faults.dispatch
+
+    def both(handler, broker, ctx, body, version):
+        return metrics.dispatch(lambda b, c, bd, v: inject(handler, b, c, bd, v), broker, ctx, body, version)
+    return both
+
+
 class FaultError(ValueError):
     """An injection command that cannot be applied (unknown API, error name, fault)."""
 

@@ -43,11 +43,14 @@ class KafkaBroker:
     """A kgroup broker on 127.0.0.1 with helpers for tests (see the module docstring)."""
 
     def __init__(self, data_dir: str | os.PathLike | None = None, overrides: Mapping[str, object] | None = None,
-                 *, process: bool = False, start_timeout: float = 20.0):
+                 *, process: bool = False, metrics: bool = False, start_timeout: float = 20.0):
         self._own_dir = data_dir is None
         self.data_dir = str(data_dir) if data_dir is not None else tempfile.mkdtemp(prefix="kgroup-test-")
         self.overrides = {**TEST_DEFAULTS, **{k: str(v) for k, v in (overrides or {}).items()}}
         self.process = process
+        if metrics:
+            self.overrides.setdefault("metrics.listener", "http://127.0.0.1:0")
+        self.http_port = 0
         self.start_timeout = start_timeout
         self.port = 0                 # 0 until the first start picks an ephemeral port, then kept
         self.broker = None            # the in-process Broker (None in subprocess mode)
@@ -77,8 +80,19 @@ class KafkaBroker:
         """The subprocess broker's log (its stdout and stderr)."""
         return self.data_dir.rstrip(os.sep) + ".log"
 
+    @property
+    def http_url(self) -> str:
+        """``http://127.0.0.1:port`` of the metrics/console/admin listener (``metrics=True``)."""
+        if not self.http_port:
+            raise RuntimeError("no HTTP listener: start the broker with metrics=True "
+                               "(or a metrics.listener override)")
+        return f"http://127.0.0.1:{self.http_port}"
+
     def _config_items(self) -> dict[str, str]:
-        return {**self.overrides, "listeners": f"PLAINTEXT://127.0.0.1:{self.port}", "log.dirs": self.data_dir}
+        items = {**self.overrides, "listeners": f"PLAINTEXT://127.0.0.1:{self.port}", "log.dirs": self.data_dir}
+        if self.http_port and items.get("metrics.listener"):   # a restart keeps its HTTP port too
+            items["metrics.listener"] = f"http://127.0.0.1:{self.http_port}"
+        return items
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> "KafkaBroker":
@@ -194,6 +208,8 @@ class KafkaBroker:
                 gc.unfreeze()
         self.broker = broker
         self.port = broker.bound_port
+        if broker.http is not None:
+            self.http_port = broker.http.port
 
     def _stop_loop(self) -> None:
         loop, thread = self._loop, self._thread
@@ -225,9 +241,13 @@ class KafkaBroker:
         self.proc = subprocess.Popen(args, stdout=self._log_file, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:
-            m = re.search(r"serving on 127\.0\.0\.1:(\d+)", self.log_text(since))
-            if m:
+            text = self.log_text(since)
+            m = re.search(r"serving on 127\.0\.0\.1:(\d+)", text)
+            if m and ("metrics.listener" not in self.overrides or "metrics listener on" in text):
                 self.port = int(m.group(1))
+                h = re.search(r"metrics listener on http://[^:]+:(\d+)", text)
+                if h:
+                    self.http_port = int(h.group(1))
                 return
             if self.proc.poll() is not None:
                 self._close_log()
@@ -379,10 +399,11 @@ class KafkaBroker:
 
 
 @contextlib.contextmanager
-def broker(data_dir=None, overrides: Mapping[str, object] | None = None, *, process: bool = False):
+def broker(data_dir=None, overrides: Mapping[str, object] | None = None, *, process: bool = False,
+           metrics: bool = False):
     """``with kgroup.testing.broker() as b:`` a started broker, closed (and its temporary data
     directory removed) on exit; for unittest and scripts."""
-    b = KafkaBroker(data_dir, overrides, process=process).start()
+    b = KafkaBroker(data_dir, overrides, process=process, metrics=metrics).start()
     try:
         yield b
     finally:
