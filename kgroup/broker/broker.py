@@ -16,6 +16,7 @@ from .config import BrokerConfig
 from .data_path import DataPath
 from .faults import FaultInjector, request_hook
 from .metrics import BrokerMetrics
+from .timeline import GroupTimelines
 from .group_runtime import GroupRuntime
 from .metadata import ClusterMetadata, Topic
 from .server import KafkaConnection
@@ -43,7 +44,9 @@ class Broker:
         # either is on (one attribute check per request when both are off).
         self.faults = FaultInjector(self) if config["kgroup.fault.injection.enable"] else None
         self.metrics = BrokerMetrics(self) if config["metrics.listener"] else None
-        self.request_hook = request_hook(self.faults, self.metrics)
+        # Rebalance timelines (timeline.py), kept whenever either is on (the console shows them).
+        self.timelines = GroupTimelines(self) if self.faults or self.metrics else None
+        self.request_hook = request_hook(self.metrics, self.faults, self.timelines)
         self.http = None            # the metrics/console/admin HTTP listener (http.py), once started
         self.connections: set[KafkaConnection] = set()
         self.server: asyncio.AbstractServer | None = None
@@ -57,6 +60,8 @@ class Broker:
         loop = self.loop = asyncio.get_running_loop()
         self._housekeeping = loop.create_task(self._housekeeping_loop())
         self.groups.start()
+        if self.timelines is not None:
+            self.timelines.start()
         # Everything allocated so far (codec classes, metadata, loaded logs) lives for the whole
         # run: keep it out of the garbage collector's generations so each collection is cheaper.
         gc.freeze()
@@ -90,6 +95,8 @@ class Broker:
             c.transport.close()
         if self._housekeeping is not None:
             self._housekeeping.cancel()
+        if self.timelines is not None:
+            self.timelines.close()
         self.groups.close()
         self.data_path.close(clean=True)
         log.info("kgroup broker %d stopped", self.config.node_id)

@@ -33,6 +33,7 @@ the command's JSON result (Produce v8+). ``kgroup inject`` and ``KafkaBroker.inj
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 
@@ -58,20 +59,16 @@ LOADING_APIS = (ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.LEAVE_GROUP, ApiKey
 KEEPALIVE_S = 0.1               # how often paused sessions are pushed forward
 
 
-def request_hook(faults, metrics):
-    """What the server calls instead of a handler: None when neither fault injection nor metrics
-    are on; metrics time what fault injection answers too."""
-    if faults is None and metrics is None:
-        return None
-    if metrics is None:
-        return faults.dispatch
-    if faults is None:
-        return metrics.dispatch
-    inject = faults.dispatch
-
-    def both(handler, broker, ctx, body, version):
-        return metrics.dispatch(lambda b, c, bd, v: inject(handler, b, c, bd, v), broker, ctx, body, version)
-    return both
+def request_hook(*layers):
+    """What the server calls instead of a handler, ``hook(handler, broker, ctx, body, version)``:
+    None when no layer is on (fault injection, metrics, timelines: each None when off), else
+    the layers' ``dispatch`` methods chained, the first outermost (metrics time what fault
+    injection answers too)."""
+    hook = None
+    for layer in reversed([layer for layer in layers if layer is not None]):
+        # Each layer's dispatch runs ``inner(handler, ...)`` (the next layer) or the handler.
+        hook = layer.dispatch if hook is None else functools.partial(layer.dispatch, inner=hook)
+    return hook
 
 
 class FaultError(ValueError):
@@ -206,13 +203,13 @@ class FaultInjector:
         self._keepalive: asyncio.TimerHandle | None = None
 
     # -- the request path ------------------------------------------------------------------------
-    def dispatch(self, handler, broker, ctx, body, version):
+    def dispatch(self, handler, broker, ctx, body, version, inner=None):
         """What the server runs instead of ``handler(broker, ctx, body, version)``."""
         api_key = type(body).API_KEY
         if api_key == ApiKey.PRODUCE and self._is_control(body):
             return self._control(body, version)
         if not self.rules:
-            return handler(broker, ctx, body, version)
+            return handler(broker, ctx, body, version) if inner is None else inner(handler, broker, ctx, body, version)
         client_id = ctx.client_id
         groups = groups_of(api_key, body)
         now = now_ms()
@@ -244,7 +241,7 @@ class FaultInjector:
             elif rule.fault == "delay" and not delay_ms:
                 delay_ms = rule.ms
                 self._used(rule)
-        result = handler(broker, ctx, body, version)
+        result = handler(broker, ctx, body, version) if inner is None else inner(handler, broker, ctx, body, version)
         if delay_ms:
             return self._delayed(result, delay_ms)
         return result

@@ -30,11 +30,11 @@ import time
 
 from ..coordinator.records import GROUP_METADATA, decode_record
 from ..protocol.api import API_BY_KEY, ApiKey
-from ..protocol.consumer_protocol import ConsumerProtocolAssignment
 from ..protocol.records import decode_records
 from ..protocol.schema import Message
 from .metadata import OFFSETS_TOPIC
 from .pending import PendingResponse
+from .timeline import decode_assignment
 
 _perf = time.perf_counter
 # Latency buckets (seconds), Prometheus histogram style: 0.1 ms .. 10 s.
@@ -93,7 +93,7 @@ class BrokerMetrics:
                 self._tail[p] = plog.log_end_offset
 
     # -- the request path (only when metrics are on) -------------------------------------------
-    def dispatch(self, handler, broker, ctx, body, version, _perf=_perf, _Message=Message,
+    def dispatch(self, handler, broker, ctx, body, version, inner=None, _perf=_perf, _Message=Message,
                  _bisect=bisect.bisect_left, _buckets=BUCKETS):
         # Runs on every request while metrics are on, so it is kept to two clock reads, two
         # lookups and a bucket increment for the common answer-at-once case (~0.2 us here;
@@ -103,9 +103,9 @@ class BrokerMetrics:
             per_version = self._register(body)
         h = per_version[version]
         if h.deleting:
-            return self._dispatch_deleting(handler, broker, ctx, body, version, h)
+            return self._dispatch_deleting(handler, broker, ctx, body, version, h, inner)
         t0 = _perf()
-        result = handler(broker, ctx, body, version)
+        result = handler(broker, ctx, body, version) if inner is None else inner(handler, broker, ctx, body, version)
         if isinstance(result, _Message):
             dt = _perf() - t0
             h.counts[_bisect(_buckets, dt)] += 1
@@ -113,12 +113,12 @@ class BrokerMetrics:
             return result
         return self._deferred(result, h, t0)
 
-    def _dispatch_deleting(self, handler, broker, ctx, body, version, h):
+    def _dispatch_deleting(self, handler, broker, ctx, body, version, h, inner):
         """OffsetDelete and DeleteGroups: the offset tombstones their handler writes (synchronously,
         before it answers) are deletions; every other offset tombstone is an expiration."""
         self._tail_offsets()
         t0 = _perf()
-        result = handler(broker, ctx, body, version)
+        result = handler(broker, ctx, body, version) if inner is None else inner(handler, broker, ctx, body, version)
         self.offset_deletions += self._tail_offsets()
         if isinstance(result, Message):
             h.observe(_perf() - t0)
@@ -246,13 +246,7 @@ class BrokerMetrics:
             for gid, g in shard.groups.groups.items():
                 members = []
                 for m in g.members.values():
-                    assignment = {}
-                    if g.protocol_type == "consumer" and m.assignment and len(m.assignment) >= 2:
-                        try:
-                            a = ConsumerProtocolAssignment.from_versioned_bytes(m.assignment, newest_known=True)
-                            assignment = {tp.topic: sorted(tp.partitions) for tp in a.assigned_partitions}
-                        except Exception:
-                            assignment = {}
+                    assignment = decode_assignment(m.assignment) if g.protocol_type == "consumer" else {}
                     members.append({"member_id": m.member_id, "group_instance_id": m.group_instance_id,
                                     "client_id": m.client_id, "client_host": m.client_host,
                                     "assignment": assignment})

@@ -28,24 +28,31 @@ class FaultCommandError(ValueError):
     """The broker accepts fault injection but not this command."""
 
 
-def send_fault_command(bootstrap_server: str, command: dict, timeout: float = 10.0) -> dict:
-    """Apply ``command`` on the broker at ``host:port``; returns the broker's fault state."""
+def control_request(bootstrap_server: str, topic: str, value: bytes, timeout: float = 10.0):
+    """Produce one record of ``value`` to partition 0 of a kgroup control ``topic`` (a name
+    Kafka forbids) and return the partition's answer (error code, error message)."""
     host, _, port = bootstrap_server.split(",")[0].strip().rpartition(":")
-    batch = build_batch([Record(value=json.dumps(command).encode())])
+    batch = build_batch([Record(value=value)])
     T, P = ProduceRequest.TopicProduceData, ProduceRequest.TopicProduceData.PartitionProduceData
     req = ProduceRequest(acks=1, timeout_ms=int(timeout * 1000),
-                         topic_data=[T(name=CONTROL_TOPIC, partition_data=[P(index=0, records=batch)])])
+                         topic_data=[T(name=topic, partition_data=[P(index=0, records=batch)])])
     with socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout=timeout) as sock:
-        sock.sendall(b"".join(encode_request(req, PRODUCE_VERSION, 1, "kgroup-inject")))
+        sock.sendall(b"".join(encode_request(req, PRODUCE_VERSION, 1, "kgroup-tools")))
         size, = struct.unpack(">i", _recv(sock, 4))
         _, resp = parse_response(ProduceRequest.API_KEY, PRODUCE_VERSION, _recv(sock, size))
     pr = resp.responses[0].partition_responses[0]
-    if pr.error_code == ErrorCode.NONE:
-        return json.loads(pr.error_message)
-    if pr.error_code == ErrorCode.INVALID_REQUEST:
-        raise FaultCommandError(pr.error_message)
+    return pr.error_code, pr.error_message
+
+
+def send_fault_command(bootstrap_server: str, command: dict, timeout: float = 10.0) -> dict:
+    """Apply ``command`` on the broker at ``host:port``; returns the broker's fault state."""
+    code, message = control_request(bootstrap_server, CONTROL_TOPIC, json.dumps(command).encode(), timeout)
+    if code == ErrorCode.NONE:
+        return json.loads(message)
+    if code == ErrorCode.INVALID_REQUEST:
+        raise FaultCommandError(message)
     raise FaultInjectionRefused(f"the broker at {bootstrap_server} refuses fault injection "
-                                f"({ErrorCode(pr.error_code).name}): start it with "
+                                f"({ErrorCode(code).name}): start it with "
                                 "kgroup.fault.injection.enable=true")
 
 

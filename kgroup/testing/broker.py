@@ -393,6 +393,11 @@ class KafkaBroker:
     def clear_faults(self) -> dict:
         return self.inject("clear")
 
+    def timeline(self, group: str) -> list[dict]:
+        """The group's rebalance timeline as the broker keeps it (kgroup/broker/timeline.py)."""
+        from ..client.timeline import fetch_timeline
+        return fetch_timeline(self.bootstrap_servers, group)
+
     def __repr__(self) -> str:
         mode = "process" if self.process else "in-process"
         return f"<KafkaBroker {self.bootstrap_servers} {mode} data={self.data_dir}>"
