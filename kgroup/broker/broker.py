@@ -46,7 +46,11 @@ class Broker:
         self.metrics = BrokerMetrics(self) if config["metrics.listener"] else None
         # Rebalance timelines (timeline.py), kept whenever either is on (the console shows them).
         self.timelines = GroupTimelines(self) if self.faults or self.metrics else None
-        self.request_hook = request_hook(self.metrics, self.faults, self.timelines)
+        if self.metrics is not None and self.faults is None and self.timelines is not None:
+            self.metrics.attach_timelines(self.timelines)     # one layer on the request path
+            self.request_hook = self.metrics.dispatch
+        else:
+            self.request_hook = request_hook(self.metrics, self.faults, self.timelines)
         self.http = None            # the metrics/console/admin HTTP listener (http.py), once started
         self.connections: set[KafkaConnection] = set()
         self.server: asyncio.AbstractServer | None = None

@@ -4,7 +4,7 @@ standard library's ThreadingHTTPServer on its own thread, never on the broker's 
 - ``GET /metrics``: Prometheus text format (kgroup/broker/metrics.py).
 - ``POST /admin/faults``: a fault-injection command as JSON (kgroup/broker/faults.py); 403 when
   the broker does not enable fault injection, 400 for a bad command.
-- ``GET /api/...`` and ``/`` ...: the web console (kgroup/broker/console.py), when present.
+- ``GET /``, ``/groups/<group>``, ``/topics``, ``/api/...``: the web console (console.py).
 
 Broker state is only read on the event loop: each request submits a function to the loop
 (``call``) and waits for its plain-data result, so the HTTP thread never sees a half-updated
@@ -51,6 +51,8 @@ class BrokerHttpServer:
             def do_POST(self):
                 outer.handle(self, "POST")
 
+        from .console import Console
+        self.console = Console(broker)
         self.server = ThreadingHTTPServer((host, port), Handler)
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
@@ -82,8 +84,7 @@ class BrokerHttpServer:
             elif method == "POST" and path == "/admin/faults":
                 self.faults(req)
             else:
-                console = getattr(self.broker, "console", None)
-                if console is None or not console.handle(self, req, method, path):
+                if not self.console.handle(self, req, method, path):
                     self.reply(req, 404, "not found\n", "text/plain")
         except BrokenPipeError:
             pass

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import functools
 import time
 
 from ..coordinator.records import GROUP_METADATA, decode_record
@@ -48,13 +49,14 @@ SAMPLE_DEFERRED = 8             # one deferred answer in this many is timed
 class Histogram:
     """Requests counted, and the latencies observed: counts per bucket (the last one above
     every bound) and their sum; the observation count is the buckets' sum."""
-    __slots__ = ("counts", "sum", "unsampled", "deleting")
+    __slots__ = ("counts", "sum", "unsampled", "slow", "api_key")
 
     def __init__(self, buckets=BUCKETS):
         self.counts = [0] * (len(buckets) + 1)
         self.sum = 0.0
         self.unsampled = 0         # requests counted but not timed (deferred answers, sampled)
-        self.deleting = False
+        self.slow = False          # its requests take _dispatch_slow (deletions, timelines)
+        self.api_key = -1
 
     def observe(self, seconds: float, _bisect=bisect.bisect_left, _buckets=BUCKETS) -> None:
         self.counts[_bisect(_buckets, seconds)] += 1
@@ -76,6 +78,7 @@ class BrokerMetrics:
         self.requests: dict[tuple[int, int], Histogram] = {}      # (api key, version) -> stats
         self._by_class: dict[type, list[Histogram]] = {}            # request class -> per version
         self._deferred_seen = 0
+        self.timelines = None       # GroupTimelines routed through dispatch (attach_timelines)
         self.flush = Histogram(FLUSH_BUCKETS)
         # __consumer_offsets tailing: partition -> next offset to read
         self._tail: dict[int, int] = {}
@@ -102,8 +105,8 @@ class BrokerMetrics:
         if per_version is None:
             per_version = self._register(body)
         h = per_version[version]
-        if h.deleting:
-            return self._dispatch_deleting(handler, broker, ctx, body, version, h, inner)
+        if h.slow:
+            return self._dispatch_slow(handler, broker, ctx, body, version, h, inner)
         t0 = _perf()
         result = handler(broker, ctx, body, version) if inner is None else inner(handler, broker, ctx, body, version)
         if isinstance(result, _Message):
@@ -113,13 +116,28 @@ class BrokerMetrics:
             return result
         return self._deferred(result, h, t0)
 
-    def _dispatch_deleting(self, handler, broker, ctx, body, version, h, inner):
+    def attach_timelines(self, timelines) -> None:
+        """Route the few requests rebalance timelines watch through them from here (one request
+        layer on the hot path instead of two)."""
+        self.timelines = timelines
+        for per_version in self._by_class.values():
+            for h in per_version:
+                h.slow = h.slow or h.api_key in timelines.WATCHED
+
+    def _dispatch_slow(self, handler, broker, ctx, body, version, h, inner):
         """OffsetDelete and DeleteGroups: the offset tombstones their handler writes (synchronously,
-        before it answers) are deletions; every other offset tombstone is an expiration."""
-        self._tail_offsets()
+        before it answers) are deletions; every other offset tombstone is an expiration. And the
+        requests rebalance timelines watch (when attached)."""
+        timelines = self.timelines
+        if timelines is not None and h.api_key in timelines.WATCHED:
+            inner = functools.partial(timelines.dispatch, inner=inner) if inner is not None else timelines.dispatch
+        deleting = h.api_key in _DELETING
+        if deleting:
+            self._tail_offsets()
         t0 = _perf()
         result = handler(broker, ctx, body, version) if inner is None else inner(handler, broker, ctx, body, version)
-        self.offset_deletions += self._tail_offsets()
+        if deleting:
+            self.offset_deletions += self._tail_offsets()
         if isinstance(result, Message):
             h.observe(_perf() - t0)
             return result
@@ -130,7 +148,8 @@ class BrokerMetrics:
         top = max(getattr(body, "_DECODERS", None) or getattr(body, "_ENCODERS", None) or {32: None})
         per_version = self._by_class[body.__class__] = [Histogram() for _ in range(top + 1)]
         for h in per_version:
-            h.deleting = api_key in _DELETING
+            h.api_key = api_key
+            h.slow = api_key in _DELETING or (self.timelines is not None and api_key in self.timelines.WATCHED)
         for v, h in enumerate(per_version):
             self.requests[(api_key, v)] = h
         return per_version

@@ -66,6 +66,9 @@ class _Seen:
 
 
 class GroupTimelines:
+    # The requests dispatch looks at: the group APIs it compares after, and Produce (the query).
+    WATCHED = GROUP_APIS | {ApiKey.PRODUCE}
+
     def __init__(self, broker):
         self.broker = broker
         self.events: dict[str, collections.deque] = {}
@@ -163,8 +166,11 @@ class GroupTimelines:
             return          # nothing changed (the common case: a heartbeat)
         now = wall_ms()
         if seen is None:
+            # A new group (or one loaded at start-up, first seen now): it was Empty before.
             seen = self.seen[gid] = _Seen()
             seen.since_ms = seen.phase_started_ms = now
+            self._add(gid, "group-created", state=state, generation=group.generation_id)
+            seen.state = "Empty"
         # members
         current = {mid: (m.client_id, m.group_instance_id, tuple(p[0] for p in m.protocols) if m.protocols else ())
                    for mid, m in members.items()}
@@ -195,9 +201,7 @@ class GroupTimelines:
         if seen.state != state:
             previous = seen.state
             duration = now - seen.since_ms
-            if previous is None:
-                self._add(gid, "group-created", state=state, generation=group.generation_id)
-            elif state == "PreparingRebalance":
+            if state == "PreparingRebalance":
                 why = causes or seen.pending_cause or [
                     f"a known member rejoined (client {cause[1]}: new metadata, or the leader rejoining)"
                     if cause and cause[0] == ApiKey.JOIN_GROUP else "the coordinator began a rebalance"]

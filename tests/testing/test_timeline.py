@@ -88,3 +88,20 @@ def test_no_timelines_without_ops_features(tmp_path, capsys):
         assert kgroup_main(["groups", "--bootstrap-server", b.bootstrap_servers, "--describe", "--group", "g",
                             "--timeline"]) == 1
         assert "keeps no rebalance timelines" in capsys.readouterr().err
+
+
+def test_timelines_through_the_metrics_layer_alone(tmp_path):
+    # metrics.listener without fault injection: one request layer, which routes the group
+    # requests (and the timeline query) to the timelines itself.
+    with KafkaBroker(tmp_path / "d", {"kgroup.fault.injection.enable": "false"}, metrics=True) as b:
+        assert b.broker.request_hook == b.broker.metrics.dispatch
+        c = RawClient(b.port, client_id="solo")
+        P = JoinGroupRequest.JoinGroupRequestProtocol
+        j = c.request(JoinGroupRequest(group_id="solo-g", session_timeout_ms=10000, rebalance_timeout_ms=5000,
+                                       member_id="", protocol_type="consumer", protocols=[P(name="range", metadata=b"")]), 3)
+        assert c.request(SyncGroupRequest(group_id="solo-g", generation_id=j.generation_id, member_id=j.member_id,
+                                          assignments=[]), 3).error_code == E.NONE
+        events = b.timeline("solo-g")
+        assert [e["event"] for e in events] == ["group-created", "member-joined", "rebalance-started",
+                                                "join-phase-done", "stable"]
+        assert events[1]["client_id"] == "solo" and events[-1]["generation"] == 1
