@@ -43,18 +43,19 @@ BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1
 FLUSH_BUCKETS = BUCKETS
 _NAMES = {k: a.request.__name__[:-len("Request")] for k, a in API_BY_KEY.items()}
 _DELETING = (ApiKey.OFFSET_DELETE, ApiKey.DELETE_GROUPS)
-SAMPLE_DEFERRED = 8             # one deferred answer in this many is timed
+SAMPLE_EVERY = 8                # one request in this many (per API and version) is timed
+SAMPLE_MASK = SAMPLE_EVERY - 1
 
 
 class Histogram:
     """Requests counted, and the latencies observed: counts per bucket (the last one above
     every bound) and their sum; the observation count is the buckets' sum."""
-    __slots__ = ("counts", "sum", "unsampled", "slow", "api_key")
+    __slots__ = ("counts", "sum", "requests", "slow", "api_key")
 
     def __init__(self, buckets=BUCKETS):
         self.counts = [0] * (len(buckets) + 1)
         self.sum = 0.0
-        self.unsampled = 0         # requests counted but not timed (deferred answers, sampled)
+        self.requests = 0          # every request; one in SAMPLE_EVERY is timed
         self.slow = False          # its requests take _dispatch_slow (deletions, timelines)
         self.api_key = -1
 
@@ -65,10 +66,6 @@ class Histogram:
     def data(self) -> tuple:
         return list(self.counts), self.sum, sum(self.counts)
 
-    @property
-    def requests(self) -> int:
-        return sum(self.counts) + self.unsampled
-
 
 class BrokerMetrics:
     """Per-broker metrics state; every method runs on the broker's event loop."""
@@ -77,7 +74,6 @@ class BrokerMetrics:
         self.broker = broker
         self.requests: dict[tuple[int, int], Histogram] = {}      # (api key, version) -> stats
         self._by_class: dict[type, list[Histogram]] = {}            # request class -> per version
-        self._deferred_seen = 0
         self.timelines = None       # GroupTimelines routed through dispatch (attach_timelines)
         self.flush = Histogram(FLUSH_BUCKETS)
         # __consumer_offsets tailing: partition -> next offset to read
@@ -96,25 +92,19 @@ class BrokerMetrics:
                 self._tail[p] = plog.log_end_offset
 
     # -- the request path (only when metrics are on) -------------------------------------------
-    def dispatch(self, handler, broker, ctx, body, version, inner=None, _perf=_perf, _Message=Message,
-                 _bisect=bisect.bisect_left, _buckets=BUCKETS):
-        # Runs on every request while metrics are on, so it is kept to two clock reads, two
-        # lookups and a bucket increment for the common answer-at-once case (~0.2 us here;
-        # benchmarks/coordinator_bench.py --metrics measures it against a broker without).
+    def dispatch(self, handler, broker, ctx, body, version, inner=None):
+        # Runs on every request while metrics are on: every request is counted, one in
+        # SAMPLE_EVERY (per API and version) is timed, so most requests cost two lookups and an
+        # increment (benchmarks/coordinator_bench.py --metrics measures it against a broker
+        # without metrics).
         per_version = self._by_class.get(body.__class__)
         if per_version is None:
             per_version = self._register(body)
         h = per_version[version]
-        if h.slow:
-            return self._dispatch_slow(handler, broker, ctx, body, version, h, inner)
-        t0 = _perf()
-        result = handler(broker, ctx, body, version) if inner is None else inner(handler, broker, ctx, body, version)
-        if isinstance(result, _Message):
-            dt = _perf() - t0
-            h.counts[_bisect(_buckets, dt)] += 1
-            h.sum += dt
-            return result
-        return self._deferred(result, h, t0)
+        n = h.requests = h.requests + 1
+        if h.slow or n & SAMPLE_MASK == 1:        # the 1st, 9th, 17th, ...: timed
+            return self._dispatch_timed(handler, broker, ctx, body, version, h, inner)
+        return handler(broker, ctx, body, version) if inner is None else inner(handler, broker, ctx, body, version)
 
     def attach_timelines(self, timelines) -> None:
         """Route the few requests rebalance timelines watch through them from here (one request
@@ -124,13 +114,17 @@ class BrokerMetrics:
             for h in per_version:
                 h.slow = h.slow or h.api_key in timelines.WATCHED
 
-    def _dispatch_slow(self, handler, broker, ctx, body, version, h, inner):
-        """OffsetDelete and DeleteGroups: the offset tombstones their handler writes (synchronously,
-        before it answers) are deletions; every other offset tombstone is an expiration. And the
-        requests rebalance timelines watch (when attached)."""
-        timelines = self.timelines
-        if timelines is not None and h.api_key in timelines.WATCHED:
-            inner = functools.partial(timelines.dispatch, inner=inner) if inner is not None else timelines.dispatch
+    def _dispatch_timed(self, handler, broker, ctx, body, version, h, inner):
+        """A sampled request, and every one of the slow kinds: OffsetDelete and DeleteGroups (the
+        offset tombstones their handler writes, synchronously before it answers, are deletions;
+        every other offset tombstone is an expiration) and the requests rebalance timelines
+        watch (when attached)."""
+        if h.slow:
+            timelines = self.timelines
+            if timelines is not None and h.api_key in timelines.WATCHED:
+                inner = functools.partial(timelines.dispatch, inner=inner) if inner is not None else timelines.dispatch
+            if h.requests & SAMPLE_MASK != 1 and h.api_key not in _DELETING:   # watched, not sampled
+                return handler(broker, ctx, body, version) if inner is None else inner(handler, broker, ctx, body, version)
         deleting = h.api_key in _DELETING
         if deleting:
             self._tail_offsets()
@@ -161,13 +155,6 @@ class BrokerMetrics:
         if type(result) is PendingResponse:
             if result.answered:
                 h.observe(_perf() - t0)
-                return result
-            # A deferred answer (a commit waiting for its fsync, a parked join) is timed for one
-            # request in SAMPLE_DEFERRED: timing means relaying it through a second
-            # PendingResponse, which would cost every durable commit ~0.5 us.
-            self._deferred_seen += 1
-            if self._deferred_seen % SAMPLE_DEFERRED:
-                h.unsampled += 1
                 return result
             return self._timed_pending(result, h, t0)
         if asyncio.isfuture(result) or asyncio.iscoroutine(result):
@@ -329,7 +316,7 @@ def render(snap: dict) -> str:
            [(_labels(request=_NAMES.get(k, k), version=v), h[0]) for (k, v), h in reqs])
     histogram("kafka_network_requestmetrics_total_time_seconds",
               "Time from a request's dispatch to its answer being ready (Kafka's TotalTimeMs; "
-              f"answers given later, e.g. after an fsync, are timed for 1 in {SAMPLE_DEFERRED})",
+              f"one request in {SAMPLE_EVERY} per API and version is timed)",
               [({"request": _NAMES.get(k, k), "version": v}, h[1:]) for (k, v), h in reqs])
 
     # group coordinator (Kafka 4.0: kafka.server:type=group-coordinator-metrics)
