@@ -14,9 +14,7 @@ import os
 from ..protocol.records import CRC32C_IMPLEMENTATION, crc32c_is_fast
 from .config import BrokerConfig
 from .data_path import DataPath
-from .faults import FaultInjector, request_hook
-from .metrics import BrokerMetrics
-from .timeline import GroupTimelines
+from .ops import attach_operations
 from .group_runtime import GroupRuntime
 from .metadata import ClusterMetadata, Topic
 from .server import KafkaConnection
@@ -39,18 +37,9 @@ class Broker:
         for topic in self.metadata.topics.values():  # a crash between the two writes leaves none missing
             self.data_path.create_partitions(topic.name, topic.num_partitions, topic.configs)
         self.groups = GroupRuntime(self)
-        # Fault injection for tests (kgroup/broker/faults.py) and request metrics (metrics.py):
-        # each None unless enabled; the server calls request_hook instead of the handler when
-        # either is on (one attribute check per request when both are off).
-        self.faults = FaultInjector(self) if config["kgroup.fault.injection.enable"] else None
-        self.metrics = BrokerMetrics(self) if config["metrics.listener"] else None
-        # Rebalance timelines (timeline.py), kept whenever either is on (the console shows them).
-        self.timelines = GroupTimelines(self) if self.faults or self.metrics else None
-        if self.metrics is not None and self.faults is None and self.timelines is not None:
-            self.metrics.attach_timelines(self.timelines)     # one layer on the request path
-            self.request_hook = self.metrics.dispatch
-        else:
-            self.request_hook = request_hook(self.metrics, self.faults, self.timelines)
+        # Fault injection, metrics, rebalance timelines (ops.py): self.faults, .metrics,
+        # .timelines, each None unless configured, and .request_hook (None when all are off).
+        attach_operations(self)
         self.http = None            # the metrics/console/admin HTTP listener (http.py), once started
         self.connections: set[KafkaConnection] = set()
         self.server: asyncio.AbstractServer | None = None

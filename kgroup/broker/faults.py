@@ -33,7 +33,6 @@ the command's JSON result (Produce v8+). ``kgroup inject`` and ``KafkaBroker.inj
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import logging
 
@@ -57,18 +56,6 @@ API_BY_NAME = {a.request.__name__[:-len("Request")]: k for k, a in API_BY_KEY.it
 LOADING_APIS = (ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.LEAVE_GROUP, ApiKey.OFFSET_COMMIT,
                 ApiKey.OFFSET_FETCH, ApiKey.DESCRIBE_GROUPS)
 KEEPALIVE_S = 0.1               # how often paused sessions are pushed forward
-
-
-def request_hook(*layers):
-    """What the server calls instead of a handler, ``hook(handler, broker, ctx, body, version)``:
-    None when no layer is on (fault injection, metrics, timelines: each None when off), else
-    the layers' ``dispatch`` methods chained, the first outermost (metrics time what fault
-    injection answers too)."""
-    hook = None
-    for layer in reversed([layer for layer in layers if layer is not None]):
-        # Each layer's dispatch runs ``inner(handler, ...)`` (the next layer) or the handler.
-        hook = layer.dispatch if hook is None else functools.partial(layer.dispatch, inner=hook)
-    return hook
 
 
 class FaultError(ValueError):

@@ -216,7 +216,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._abort(f"cannot decode api key {api_key} v{version}: {e}")
             return
         try:
-            hook = self.broker.request_hook  # metrics / fault injection (faults.py): None unless enabled
+            hook = self.broker.request_hook  # metrics, fault injection (ops.py): None unless enabled
             if hook is None:
                 result = handler(self.broker, RequestContext(self, header, version), body, version)
             else:
