@@ -159,6 +159,9 @@ class BrokerConfig:
         if self.values["log.message.timestamp.type"] not in ("CreateTime", "LogAppendTime"):
             raise ConfigError("log.message.timestamp.type must be CreateTime or LogAppendTime")
         self.listener()  # validates the listener URI
+        ml = self.values["metrics.listener"]
+        if ml and not re.fullmatch(r"http://\[?[^\]/]*\]?:\d+/?", ml.strip()):
+            raise ConfigError(f"Invalid value {ml!r} for configuration metrics.listener: expected http://host:port")
 
     @property
     def node_id(self) -> int:

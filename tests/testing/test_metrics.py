@@ -175,3 +175,10 @@ def test_prometheus_scrapes_consumer_lag(tmp_path):
         finally:
             proc.terminate()
             proc.wait(10)
+
+
+def test_metrics_listener_is_validated():
+    from kgroup.broker.config import BrokerConfig, ConfigError
+    assert BrokerConfig({"metrics.listener": "http://127.0.0.1:9404"})["metrics.listener"] == "http://127.0.0.1:9404"
+    with pytest.raises(ConfigError, match="metrics.listener"):
+        BrokerConfig({"metrics.listener": "127.0.0.1:9404"})
