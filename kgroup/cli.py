@@ -59,6 +59,9 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] == "dump-log":
         from . import dump_log
         return dump_log.main(argv[1:])
+    if argv and argv[0] == "inject":
+        from .client import fault_injection
+        return fault_injection.main(argv[1:])
     if argv and argv[0] in _TOOLS:
         from .client import cli as client_cli
         logging.basicConfig(level="WARNING", format="%(levelname)s %(name)s: %(message)s")
@@ -74,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, what in (("topics", "create, list, describe, delete topics (like kafka-topics.sh)"),
                        ("groups", "list, describe, delete groups, reset offsets (like kafka-consumer-groups.sh)"),
                        ("produce", "console producer"), ("consume", "console consumer"),
+                       ("inject", "fault injection into a broker that enables it (kgroup.fault.injection.enable)"),
                        ("dump-log", "print a segment's batches (--offsets-decoder for __consumer_offsets)")):
         sub.add_parser(name, help=what, add_help=False)
     args = parser.parse_args(argv)

@@ -14,6 +14,7 @@ import os
 from ..protocol.records import CRC32C_IMPLEMENTATION, crc32c_is_fast
 from .config import BrokerConfig
 from .data_path import DataPath
+from .ops import attach_operations
 from .group_runtime import GroupRuntime
 from .metadata import TopicRegistry, Topic
 from .server import KafkaConnection
@@ -36,6 +37,10 @@ class Broker:
         for topic in self.metadata.topics.values():  # a crash between the two writes leaves none missing
             self.data_path.create_partitions(topic.name, topic.num_partitions, topic.configs)
         self.group_coordinator = GroupRuntime(self)
+        # Fault injection, metrics, rebalance timelines (ops.py): self.faults, .metrics,
+        # .timelines, each None unless configured, and .request_hook (None when all are off).
+        attach_operations(self)
+        self.http = None            # the metrics/console/admin HTTP listener (http.py), once started
         self.connections: set[KafkaConnection] = set()
         self.server: asyncio.AbstractServer | None = None
         self.bound_port: int | None = None
@@ -48,6 +53,8 @@ class Broker:
         loop = self.loop = asyncio.get_running_loop()
         self._housekeeping = loop.create_task(self._housekeeping_loop())
         self.group_coordinator.start()
+        if self.timelines is not None:
+            self.timelines.start()
         # Everything allocated so far (codec classes, metadata, loaded logs) lives for the whole
         # run: keep it out of the garbage collector's generations so each collection is cheaper.
         gc.freeze()
@@ -58,6 +65,10 @@ class Broker:
         self.server = await loop.create_server(lambda: KafkaConnection(self), host or "0.0.0.0", port,
                                                reuse_address=True)
         self.bound_port = self.server.sockets[0].getsockname()[1]
+        if self.config["metrics.listener"]:
+            from .http import BrokerHttpServer
+            self.http = BrokerHttpServer(self, self.config["metrics.listener"])
+            self.http.start()
         h, p = self.advertised_listener()
         log.info("kgroup broker %d serving on %s:%d (advertised %s:%d), cluster id %s, data in %s, "
                  "CRC-32C by %s", self.config.node_id, host or "0.0.0.0", self.bound_port, h, p,
@@ -66,6 +77,9 @@ class Broker:
     async def stop(self, timeout: float = 10.0) -> None:
         if self.server is not None:
             self.server.close()  # stop accepting; open connections finish below
+        if self.http is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self.http.close)
+            self.http = None
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while any(not c.idle for c in self.connections) and loop.time() < deadline:
@@ -74,6 +88,8 @@ class Broker:
             c.transport.close()
         if self._housekeeping is not None:
             self._housekeeping.cancel()
+        if self.timelines is not None:
+            self.timelines.close()
         self.group_coordinator.close()
         self.data_path.close(clean=True)
         log.info("kgroup broker %d stopped", self.config.node_id)

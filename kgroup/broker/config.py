@@ -71,6 +71,13 @@ CONFIG_DEFS: dict[str, ConfigDef] = {c.name: c for c in (
     _d("producer.id.expiration.ms", "int", 86400000, "Expiry of idle producer ids."),
     _d("num.network.threads", "int", 3, "Accepted for compatibility; kgroup uses one event loop."),
     _d("num.io.threads", "int", 8, "Accepted for compatibility; kgroup uses one event loop."),
+    # kgroup's own keys (not Kafka's).
+    _d("metrics.listener", "string", None,
+       "http://host:port of the HTTP listener serving /metrics (Prometheus), the web console and "
+       "/admin/faults; unset: no listener."),
+    _d("kgroup.fault.injection.enable", "boolean", False,
+       "Accept fault-injection commands (injected errors, delays, dropped connections, a loading "
+       "coordinator, paused heartbeat expiry) for tests; never enable in production."),
 )}
 
 
@@ -152,6 +159,9 @@ class BrokerConfig:
         if self.values["log.message.timestamp.type"] not in ("CreateTime", "LogAppendTime"):
             raise ConfigError("log.message.timestamp.type must be CreateTime or LogAppendTime")
         self.listener()  # validates the listener URI
+        ml = self.values["metrics.listener"]
+        if ml and not re.fullmatch(r"http://\[?[^\]/]*\]?:\d+/?", ml.strip()):
+            raise ConfigError(f"Invalid value {ml!r} for configuration metrics.listener: expected http://host:port")
 
     @property
     def node_id(self) -> int:

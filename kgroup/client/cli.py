@@ -136,6 +136,8 @@ def main_groups(argv: list[str] | None = None) -> int:
     p.add_argument("--members", action="store_true")
     p.add_argument("--state", action="store_true")
     p.add_argument("--offsets", action="store_true")
+    p.add_argument("--timeline", action="store_true",
+                   help="with --describe: the group's rebalance timeline, as the broker keeps it")
     p.add_argument("--verbose", action="store_true")
     p.add_argument("--topic", action="append", default=[])
     p.add_argument("--all-topics", action="store_true")
@@ -157,6 +159,11 @@ def main_groups(argv: list[str] | None = None) -> int:
                     "--to-offset, --shift-by")
         if not (args.topic or args.all_topics):
             p.error("Option --reset-offsets requires --topic or --all-topics")
+    if args.timeline:
+        if not (args.describe and args.group):
+            p.error("Option --timeline requires --describe and --group")
+        from .timeline import print_timeline
+        return max(print_timeline(args.bootstrap_server, g) for g in args.group)
     return _run(_groups(args))
 
 
