@@ -28,7 +28,7 @@ import bisect
 import functools
 import time
 
-from ..coordinator.records import GROUP_METADATA, decode_record
+from ..coordinator.coordinator_records import GROUP_METADATA, decode_record
 from ..protocol.api import API_BY_KEY, ApiKey
 from ..protocol.records import decode_records
 from ..protocol.schema import Message
