@@ -22,26 +22,9 @@ INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, "__transaction_state"})
 MAX_NAME_LENGTH = 249
 _LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
 
-# Topic-level configs: name -> (broker-level synonym, type). DescribeConfigs reports the broker
-# value as the default, as Kafka does (source DEFAULT_CONFIG or STATIC_BROKER_CONFIG).
-TOPIC_CONFIGS: dict[str, tuple[str | None, str]] = {
-    "cleanup.policy": ("log.cleanup.policy", "list"),
-    "compression.type": (None, "string"),
-    "delete.retention.ms": ("log.cleaner.delete.retention.ms", "long"),
-    "flush.messages": ("log.flush.interval.messages", "long"),
-    "flush.ms": ("log.flush.interval.ms", "long"),
-    "index.interval.bytes": ("log.index.interval.bytes", "int"),
-    "max.message.bytes": ("message.max.bytes", "int"),
-    "message.timestamp.type": ("log.message.timestamp.type", "string"),
-    "min.compaction.lag.ms": (None, "long"),
-    "min.insync.replicas": (None, "int"),
-    "retention.bytes": ("log.retention.bytes", "long"),
-    "retention.ms": ("log.retention.ms", "long"),
-    "segment.bytes": ("log.segment.bytes", "int"),
-    "segment.ms": ("log.roll.ms", "long"),
-}
-_TOPIC_DEFAULTS_WITHOUT_SYNONYM = {"compression.type": "producer", "min.compaction.lag.ms": "0",
-                                   "min.insync.replicas": "1"}
+# Topic-level configs (name -> (broker synonym, type)) live in topic_configs.py with Kafka's
+# validation; DescribeConfigs reports the broker value as the default, as Kafka does.
+from .topic_configs import TOPIC_CONFIGS, broker_default, validate as validate_topic_configs  # noqa: E402
 
 
 def validate_topic_name(name: str) -> None:
@@ -61,19 +44,7 @@ def validate_topic_name(name: str) -> None:
 
 
 def broker_default_for(config: BrokerConfig, topic_key: str) -> str | None:
-    synonym = TOPIC_CONFIGS[topic_key][0]
-    if synonym is None:
-        return _TOPIC_DEFAULTS_WITHOUT_SYNONYM[topic_key]
-    if synonym == "log.retention.ms":
-        return str(config.retention_ms)
-    if synonym == "log.roll.ms":
-        return str(config.roll_ms)
-    v = config[synonym]
-    if v is None:
-        return None
-    if synonym == "log.flush.interval.ms" and v is None:
-        return str(LONG_MAX)
-    return str(v).lower() if isinstance(v, bool) else str(v)
+    return broker_default(config, topic_key)
 
 
 @dataclass
@@ -178,18 +149,7 @@ class ClusterMetadata:
                              f"Unable to replicate the partition {replication_factor} time(s): The target "
                              f"replication factor of {replication_factor} cannot be reached because only "
                              "1 broker(s) are registered.")
-        for key, value in configs.items():
-            if key not in TOPIC_CONFIGS:
-                raise KafkaError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {key}")
-            if value is None:
-                raise KafkaError(ErrorCode.INVALID_CONFIG, f"Null value not supported for topic config {key}")
-            if TOPIC_CONFIGS[key][1] in ("int", "long"):
-                try:
-                    int(value)
-                except ValueError:
-                    raise KafkaError(ErrorCode.INVALID_CONFIG,
-                                     f"Invalid value {value} for configuration {key}: Not a number of "
-                                     f"type {TOPIC_CONFIGS[key][1].upper()}") from None
+        validate_topic_configs(configs, self.config)
         return num_partitions, replication_factor
 
     def create_topic(self, name: str, num_partitions: int, configs: dict[str, str] | None = None) -> Topic:

@@ -5,6 +5,7 @@ from ...protocol.errors import ErrorCode
 from ...protocol.messages.describe_configs import DescribeConfigsResponse
 from ..config import CONFIG_DEFS
 from ..metadata import TOPIC_CONFIGS
+from ..topic_configs import TOPIC_CONFIG_DEFS, broker_synonym_source
 
 Result = DescribeConfigsResponse.DescribeConfigsResult
 Entry = Result.DescribeConfigsResourceResult
@@ -34,16 +35,19 @@ def handle(broker, ctx, req, version):
                     if req.include_synonyms:
                         if explicit:
                             synonyms.append(Synonym(name=name, value=value, source=TOPIC_CONFIG))
-                        broker_key = TOPIC_CONFIGS[name][0]
-                        if broker_key is not None:
+                        broker_key = broker_synonym_source(broker.config, name)
+                        if broker_key is not None and broker_key in CONFIG_DEFS:
                             synonyms.append(Synonym(name=broker_key, value=_broker_default(broker, name),
                                                     source=_broker_source(broker, broker_key)))
-                    source = TOPIC_CONFIG if explicit else DEFAULT_CONFIG
+                    # Kafka's ConfigHelper: a default's source is its broker synonym's (static config)
+                    broker_key = broker_synonym_source(broker.config, name)
+                    source = TOPIC_CONFIG if explicit else (
+                        _broker_source(broker, broker_key) if broker_key in CONFIG_DEFS else DEFAULT_CONFIG)
                     result.configs.append(Entry(
                         name=name, value=value, read_only=False, is_default=not explicit,
                         config_source=source, is_sensitive=False, synonyms=synonyms,
                         config_type=_TYPES[TOPIC_CONFIGS[name][1]],
-                        documentation=None))
+                        documentation=TOPIC_CONFIG_DEFS[name].doc if req.include_documentation else None))
         elif res.resource_type == BROKER:
             if res.resource_name not in ("", str(broker.config.node_id)):
                 result.error_code = ErrorCode.INVALID_REQUEST
