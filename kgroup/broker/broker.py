@@ -31,6 +31,8 @@ class Broker:
         self.config = config
         self.data_dir = os.path.abspath(config.log_dir)
         self.metadata = ClusterMetadata(self.data_dir, config)
+        config.set_dynamic(self.metadata.broker_configs.get(str(config.node_id), {}),   # AlterConfigs'
+                           self.metadata.broker_configs.get("", {}))
         self.data_path = DataPath(config, self.data_dir,
                                   {t.name: t.configs for t in self.metadata.topics.values()})
         for topic in self.metadata.topics.values():  # a crash between the two writes leaves none missing

@@ -149,8 +149,31 @@ class BrokerConfig:
             if defn is None:
                 raise ConfigError(f"Unknown configuration '{key}'")
             self.explicit[key] = _parse(defn, raw)
-        self.values = {k: self.explicit.get(k, d.default) for k, d in CONFIG_DEFS.items()}
+        # Dynamic broker configs (AlterConfigs on a BROKER resource): this node's, then the
+        # cluster-wide default (resource name ""), both above the static file, as in Kafka.
+        self.dynamic_broker: dict[str, Any] = {}
+        self.dynamic_default: dict[str, Any] = {}
+        self._resolve()
+
+    def _resolve(self) -> None:
+        self.values = {k: self.dynamic_broker.get(k, self.dynamic_default.get(k, self.explicit.get(k, d.default)))
+                       for k, d in CONFIG_DEFS.items()}
         self._validate()
+
+    def set_dynamic(self, per_broker: dict[str, str], cluster_default: dict[str, str]) -> None:
+        """Install dynamic configs (raw strings, already validated by the caller)."""
+        self.dynamic_broker = {k: _parse(CONFIG_DEFS[k], v) for k, v in per_broker.items() if k in CONFIG_DEFS}
+        self.dynamic_default = {k: _parse(CONFIG_DEFS[k], v) for k, v in cluster_default.items() if k in CONFIG_DEFS}
+        self._resolve()
+
+    def source(self, key: str) -> int:
+        """Kafka's ConfigSource of a broker config's value: DYNAMIC_BROKER_CONFIG 2,
+        DYNAMIC_DEFAULT_BROKER_CONFIG 3, STATIC_BROKER_CONFIG 4, DEFAULT_CONFIG 5."""
+        if key in self.dynamic_broker:
+            return 2
+        if key in self.dynamic_default:
+            return 3
+        return 4 if key in self.explicit else 5
 
     @classmethod
     def load(cls, path: str | None = None, overrides: list[str] = ()) -> "BrokerConfig":

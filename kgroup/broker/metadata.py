@@ -82,6 +82,8 @@ class ClusterMetadata:
         self.cluster_id = self._load_or_create_cluster_id()
         self.topics: dict[str, Topic] = {}
         self._by_id: dict[bytes, Topic] = {}
+        # dynamic broker configs: resource name ("" = cluster default, or a node id) -> {key: value}
+        self.broker_configs: dict[str, dict[str, str]] = {}
         self._load_topics()
 
     # -- identity ---------------------------------------------------------------------------
@@ -110,7 +112,9 @@ class ClusterMetadata:
     def _load_topics(self) -> None:
         if not os.path.exists(self._topics_path):
             return
-        for t in json.load(open(self._topics_path))["topics"]:
+        doc = json.load(open(self._topics_path))
+        self.broker_configs = doc.get("broker_configs", {})
+        for t in doc["topics"]:
             topic = Topic(t["name"], base64.b64decode(t["id"]), t["partitions"], t.get("configs", {}))
             self.topics[topic.name] = topic
             self._by_id[topic.topic_id] = topic
@@ -119,6 +123,8 @@ class ClusterMetadata:
         doc = {"version": 1, "topics": [
             {"name": t.name, "id": base64.b64encode(t.topic_id).decode(), "partitions": t.num_partitions,
              "configs": t.configs} for t in self.topics.values()]}
+        if self.broker_configs:
+            doc["broker_configs"] = self.broker_configs
         _atomic_write(self._topics_path, json.dumps(doc, indent=1, sort_keys=True))
 
     def get(self, name: str) -> Topic | None:
@@ -164,6 +170,27 @@ class ClusterMetadata:
         self._by_id.pop(topic.topic_id, None)
         self._save_topics()
         return topic
+
+    def set_partition_count(self, name: str, count: int) -> Topic:
+        """CreatePartitions: persisted before the new partitions' logs exist."""
+        topic = self.topics[name]
+        topic.num_partitions = count
+        self._save_topics()
+        return topic
+
+    def set_topic_configs(self, name: str, configs: dict[str, str]) -> Topic:
+        """AlterConfigs: the topic's complete override set, persisted."""
+        topic = self.topics[name]
+        topic.configs = dict(configs)
+        self._save_topics()
+        return topic
+
+    def set_broker_configs(self, resource_name: str, configs: dict[str, str]) -> None:
+        if configs:
+            self.broker_configs[resource_name] = dict(configs)
+        else:
+            self.broker_configs.pop(resource_name, None)
+        self._save_topics()
 
     def topic_config(self, topic: Topic) -> dict[str, tuple[str | None, bool]]:
         """Every topic config: name -> (value, is explicitly set on the topic)."""

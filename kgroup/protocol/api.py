@@ -21,6 +21,7 @@ from .messages import (api_versions, create_topics, delete_groups, delete_topics
                        describe_configs, describe_groups, fetch, find_coordinator, heartbeat,
                        init_producer_id, join_group, leave_group, list_groups, list_offsets,
                        metadata, offset_commit, offset_delete, offset_fetch, produce, sync_group)
+from .messages import alter_configs, create_partitions, delete_records, incremental_alter_configs
 from .primitives import DecodeError
 from .schema import DECODE_FAILURES, is_flexible
 
@@ -47,9 +48,13 @@ class ApiKey(enum.IntEnum):
     API_VERSIONS = 18
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
+    DELETE_RECORDS = 21
     INIT_PRODUCER_ID = 22
     DESCRIBE_CONFIGS = 32
+    ALTER_CONFIGS = 33
+    CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
+    INCREMENTAL_ALTER_CONFIGS = 44
     OFFSET_DELETE = 47
     DESCRIBE_CLUSTER = 60
 
@@ -86,6 +91,10 @@ API_BY_KEY: dict[int, Api] = {a.key: a for a in (
     _api(ApiKey.DELETE_GROUPS, delete_groups, "DeleteGroups"),
     _api(ApiKey.OFFSET_DELETE, offset_delete, "OffsetDelete"),
     _api(ApiKey.DESCRIBE_CLUSTER, describe_cluster, "DescribeCluster"),
+    _api(ApiKey.DELETE_RECORDS, delete_records, "DeleteRecords"),
+    _api(ApiKey.ALTER_CONFIGS, alter_configs, "AlterConfigs"),
+    _api(ApiKey.CREATE_PARTITIONS, create_partitions, "CreatePartitions"),
+    _api(ApiKey.INCREMENTAL_ALTER_CONFIGS, incremental_alter_configs, "IncrementalAlterConfigs"),
 )}
 
 

@@ -40,3 +40,97 @@ def test_kafka_python_creates_and_describes(broker):
             admin.create_topics([NewTopic("kp-bad", 1, 1, topic_configs={"segment.jitter.ms": "-1"})])
     finally:
         admin.close()
+
+
+def _wait(futures, timeout=15):
+    return {k: f.result(timeout) for k, f in futures.items()}
+
+
+def test_confluent_admin_apis(broker):
+    """create_partitions, alter_configs, incremental_alter_configs (topic and broker),
+    delete_records and describe_configs through librdkafka's admin client."""
+    from confluent_kafka import KafkaException, Producer, TopicPartition
+    from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource,
+                                       NewPartitions, NewTopic)
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    _wait(admin.create_topics([NewTopic("ck-admin", 2, 1, config={"retention.ms": "1000"})]))
+    _wait(admin.create_partitions([NewPartitions("ck-admin", 4)]))
+    assert len(admin.list_topics("ck-admin", timeout=10).topics["ck-admin"].partitions) == 4
+    with pytest.raises(KafkaException, match="INVALID_PARTITIONS"):
+        _wait(admin.create_partitions([NewPartitions("ck-admin", 3)]))
+
+    topic = ConfigResource(ConfigResource.Type.TOPIC, "ck-admin", set_config={"segment.ms": "60000"})
+    _wait(admin.alter_configs([topic]))   # legacy: replaces the set, retention.ms back to default
+    cfg = _wait(admin.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, "ck-admin")]))
+    cfg = list(cfg.values())[0]
+    assert cfg["segment.ms"].value == "60000" and cfg["retention.ms"].is_default
+
+    inc = ConfigResource(ConfigResource.Type.TOPIC, "ck-admin", incremental_configs=[
+        ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.APPEND),
+        ConfigEntry("segment.ms", None, incremental_operation=AlterConfigOpType.DELETE),
+        ConfigEntry("max.compaction.lag.ms", "60000", incremental_operation=AlterConfigOpType.SET)])
+    _wait(admin.incremental_alter_configs([inc]))
+    cfg = list(_wait(admin.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, "ck-admin")])).values())[0]
+    assert cfg["cleanup.policy"].value == "delete,compact" and cfg["segment.ms"].is_default
+    assert cfg["max.compaction.lag.ms"].value == "60000"
+
+    brk = ConfigResource(ConfigResource.Type.BROKER, "1", incremental_configs=[
+        ConfigEntry("log.cleaner.min.cleanable.ratio", "0.2", incremental_operation=AlterConfigOpType.SET)])
+    _wait(admin.incremental_alter_configs([brk]))
+    cfg = list(_wait(admin.describe_configs([ConfigResource(ConfigResource.Type.BROKER, "1")])).values())[0]
+    assert cfg["log.cleaner.min.cleanable.ratio"].value == "0.2"
+    assert cfg["log.cleaner.min.cleanable.ratio"].source == 2   # DYNAMIC_BROKER_CONFIG
+    bad = ConfigResource(ConfigResource.Type.BROKER, "1", incremental_configs=[
+        ConfigEntry("num.partitions", "7", incremental_operation=AlterConfigOpType.SET)])
+    with pytest.raises(KafkaException, match="Cannot update these configs dynamically"):
+        _wait(admin.incremental_alter_configs([bad]))
+
+    p = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(10):
+        p.produce("ck-admin", key=b"k%d" % i, value=b"v%d" % i, partition=0)
+    assert p.flush(10) == 0
+    res = _wait(admin.delete_records([TopicPartition("ck-admin", 0, 6)]))
+    (deleted,) = res.values()
+    assert deleted.low_watermark == 6
+    from confluent_kafka import Consumer
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "ck-wm"})
+    assert c.get_watermark_offsets(TopicPartition("ck-admin", 0), timeout=10) == (6, 10)
+    c.close()
+
+
+def test_kafka_python_admin_apis(broker):
+    from kafka import KafkaProducer, TopicPartition
+    from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType, KafkaAdminClient, NewTopic
+    from kafka.errors import InvalidPartitionsError
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=10000)
+    try:
+        admin.create_topics([NewTopic("kp-admin", 1, 1)])
+        admin.create_partitions({"kp-admin": 3})
+        assert len(admin.describe_topics(["kp-admin"])[0]["partitions"]) == 3
+        with pytest.raises(InvalidPartitionsError):
+            admin.create_partitions({"kp-admin": 2})
+        res = admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, "kp-admin",
+                                                  configs={"retention.ms": "5000"})])
+        assert res == {"topic": {"kp-admin": "OK"}}
+        res = admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, "kp-admin",
+                                                  configs={"cleanup.policy": (AlterConfigOp.APPEND, "compact")})])
+        assert res == {"topic": {"kp-admin": "OK"}}
+        res = admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, "kp-admin", configs={"retention.ms": "5"})],
+                                  incremental=False)   # legacy AlterConfigs, modified keys carried along
+        assert res == {"topic": {"kp-admin": "OK"}}
+        modified = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, "kp-admin")])
+        assert {k: v["value"] for k, v in modified["topic"]["kp-admin"].items()} == {
+            "retention.ms": "5", "cleanup.policy": "delete,compact"}
+        admin.reset_configs([ConfigResource(ConfigResourceType.TOPIC, "kp-admin", configs=["retention.ms"])])
+        modified = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, "kp-admin")])
+        assert set(modified["topic"]["kp-admin"]) == {"cleanup.policy"}
+        admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, "kp-admin", configs={"cleanup.policy": "delete"})])
+        p = KafkaProducer(bootstrap_servers=broker.bootstrap)
+        for i in range(8):
+            p.send("kp-admin", b"x", partition=1)
+        p.flush(10)
+        p.close()
+        out = admin.delete_records({TopicPartition("kp-admin", 1): 5})
+        assert out[TopicPartition("kp-admin", 1)]["low_watermark"] == 5
+    finally:
+        admin.close()

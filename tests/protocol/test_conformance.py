@@ -69,6 +69,7 @@ def test_issue_version_ranges():
             "Heartbeat": 4, "LeaveGroup": 5, "OffsetCommit": 9, "OffsetFetch": 9,
             "DescribeGroups": 5, "ListGroups": 5, "DeleteGroups": 2, "OffsetDelete": 0,
             "InitProducerId": 5, "DescribeConfigs": 4, "DescribeCluster": 1}
+    want.update({"CreatePartitions": 3, "AlterConfigs": 2, "IncrementalAlterConfigs": 1, "DeleteRecords": 2})
     got = {a.request.__name__[:-len("Request")]: a.request.VERSIONS for a in API_BY_KEY.values()}
     assert got == {k: (0, v) for k, v in want.items()}
     assert consumer_protocol.ConsumerProtocolSubscription.VERSIONS == (0, 3)

@@ -5,6 +5,7 @@ from ...protocol.errors import ErrorCode
 from ...protocol.messages.describe_configs import DescribeConfigsResponse
 from ..config import CONFIG_DEFS
 from ..metadata import TOPIC_CONFIGS
+from ..admin import DYNAMIC_BROKER_CONFIGS
 from ..topic_configs import TOPIC_CONFIG_DEFS, broker_synonym_source
 
 Result = DescribeConfigsResponse.DescribeConfigsResult
@@ -60,9 +61,9 @@ def handle(broker, ctx, req, version):
                     value = None if value is None else (str(value).lower() if isinstance(value, bool) else str(value))
                     source = _broker_source(broker, name)
                     result.configs.append(Entry(
-                        name=name, value=value, read_only=True, is_default=source == DEFAULT_CONFIG,
-                        config_source=source, is_sensitive=False,
-                        synonyms=[Synonym(name=name, value=value, source=source)] if req.include_synonyms else [],
+                        name=name, value=value, read_only=name not in DYNAMIC_BROKER_CONFIGS,
+                        is_default=source == DEFAULT_CONFIG, config_source=source, is_sensitive=False,
+                        synonyms=_broker_synonyms(broker, name) if req.include_synonyms else [],
                         config_type=_TYPES[defn.type],
                         documentation=defn.doc if req.include_documentation else None))
         else:
@@ -73,7 +74,22 @@ def handle(broker, ctx, req, version):
 
 
 def _broker_source(broker, key):
-    return STATIC_BROKER_CONFIG if key in broker.config.explicit else DEFAULT_CONFIG
+    return broker.config.source(key)
+
+
+def _broker_synonyms(broker, key):
+    """Every layer that sets the key, highest precedence first (Kafka's DescribeConfigs)."""
+    c = broker.config
+    layers = [(c.dynamic_broker, 2), (c.dynamic_default, 3), (c.explicit, STATIC_BROKER_CONFIG)]
+    out = [Synonym(name=key, value=_text(layer[key]), source=src) for layer, src in layers if key in layer]
+    default = CONFIG_DEFS[key].default
+    if default is not None or not out:
+        out.append(Synonym(name=key, value=_text(default), source=DEFAULT_CONFIG))
+    return out
+
+
+def _text(v):
+    return None if v is None else (str(v).lower() if isinstance(v, bool) else str(v))
 
 
 def _broker_default(broker, topic_key):
