@@ -1,0 +1,82 @@
+"""A partition increase (CreatePartitions) reaches a subscribed cooperative-sticky group through
+its members' metadata refresh and rebalances it onto the new partitions, as with Kafka: the
+leader sees the partition count change and rejoins; the old partitions stay where they were."""
+import threading
+import time
+
+import pytest
+
+pytestmark = pytest.mark.interop
+
+
+class Member(threading.Thread):
+    def __init__(self, bootstrap, group, client_id):
+        super().__init__(daemon=True)
+        self.bootstrap, self.group, self.client_id = bootstrap, group, client_id
+        self.assigned, self.seen, self.revoked = set(), [], []
+        self.stop, self.error = threading.Event(), None
+
+    def run(self):
+        from confluent_kafka import Consumer
+        try:
+            c = Consumer({"bootstrap.servers": self.bootstrap, "group.id": self.group, "client.id": self.client_id,
+                          "partition.assignment.strategy": "cooperative-sticky", "auto.offset.reset": "earliest",
+                          "session.timeout.ms": 10000, "heartbeat.interval.ms": 500,
+                          "topic.metadata.refresh.interval.ms": 1000})
+            c.subscribe(["grow"], on_revoke=lambda _c, parts: self.revoked.extend(
+                (p.topic, p.partition) for p in parts))
+            while not self.stop.is_set():
+                for m in c.consume(100, 0.2):
+                    if m.error() is None:
+                        self.seen.append((m.partition(), m.value()))
+                self.assigned = {(tp.topic, tp.partition) for tp in c.assignment()}
+            c.close()
+        except BaseException as e:
+            self.error = e
+
+
+def _wait_cover(members, n, timeout=60):
+    everything = {("grow", p) for p in range(n)}
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        for m in members:
+            assert m.error is None, repr(m.error)
+        views = [m.assigned for m in members]
+        if all(views) and set().union(*views) == everything and sum(map(len, views)) == n:
+            return [set(v) for v in views]
+        time.sleep(0.2)
+    pytest.fail(f"the group never covered {n} partitions: {[m.assigned for m in members]}")
+
+
+def test_cooperative_sticky_group_picks_up_added_partitions(tmp_path):
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+    from tests.harness import BrokerProcess
+    b = BrokerProcess(tmp_path / "d", ["group.initial.rebalance.delay.ms=0"]).start()
+    members = []
+    try:
+        admin = AdminClient({"bootstrap.servers": b.bootstrap})
+        admin.create_topics([NewTopic("grow", 2, 1)])["grow"].result(10)
+        members = [Member(b.bootstrap, "grow-group", f"m{i}") for i in range(2)]
+        for m in members:
+            m.start()
+        before = _wait_cover(members, 2)
+        admin.create_partitions([NewPartitions("grow", 6)])["grow"].result(10)
+        after = _wait_cover(members, 6)
+        for old, new in zip(before, after):   # sticky: nobody lost what it had
+            assert old <= new
+        assert not any(m.revoked for m in members)   # cooperative: no partition was revoked
+        p = Producer({"bootstrap.servers": b.bootstrap})
+        for part in range(6):
+            p.produce("grow", value=b"p%d" % part, partition=part)
+        assert p.flush(10) == 0
+        deadline = time.time() + 30
+        while time.time() < deadline and sum(len(m.seen) for m in members) < 6:
+            time.sleep(0.1)
+        assert sorted(v for m in members for _, v in m.seen) == [b"p%d" % i for i in range(6)]
+    finally:
+        for m in members:
+            m.stop.set()
+        for m in members:
+            m.join(20)
+        b.stop()
