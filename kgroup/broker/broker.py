@@ -43,12 +43,14 @@ class Broker:
         self.bound_port: int | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self._housekeeping: asyncio.Task | None = None
+        self._cleaner: asyncio.Task | None = None
 
     # -- lifecycle ------------------------------------------------------------------------------
     async def start(self) -> None:
         host, port = self.config.listener()
         loop = self.loop = asyncio.get_running_loop()
         self._housekeeping = loop.create_task(self._housekeeping_loop())
+        self._cleaner = loop.create_task(self._cleaner_loop())
         self.groups.start()
         # Everything allocated so far (codec classes, metadata, loaded logs) lives for the whole
         # run: keep it out of the garbage collector's generations so each collection is cheaper.
@@ -76,13 +78,14 @@ class Broker:
             c.transport.close()
         if self._housekeeping is not None:
             self._housekeeping.cancel()
+            self._cleaner.cancel()
         self.groups.close()
         self.data_path.close(clean=True)
         log.info("kgroup broker %d stopped", self.config.node_id)
 
     async def _housekeeping_loop(self) -> None:
-        """Retention and compaction every log.retention.check.interval.ms; flush.ms checks
-        every second (Kafka's log.flush.scheduler.interval.ms is also coarse)."""
+        """Retention every log.retention.check.interval.ms; flush.ms checks every second
+        (Kafka's log.flush.scheduler.interval.ms is also coarse). Compaction is the cleaner's."""
         interval = self.config["log.retention.check.interval.ms"] / 1000.0
         next_retention = self.loop.time() + interval
         while True:
@@ -93,9 +96,20 @@ class Broker:
                 if self.loop.time() >= next_retention:
                     next_retention = self.loop.time() + interval
                     self.data_path.logs.delete_old_segments()
-                    self.data_path.logs.compact_logs()
             except Exception:
                 log.exception("log housekeeping failed")
+
+    async def _cleaner_loop(self) -> None:
+        """Kafka's log cleaner thread: clean the filthiest compacted log (dirty ratio at least
+        min.cleanable.dirty.ratio, or past max.compaction.lag.ms), again at once while one is
+        due, else sleep log.cleaner.backoff.ms."""
+        while True:
+            cleaned = None
+            try:
+                cleaned = self.data_path.logs.clean_filthiest()
+            except Exception:
+                log.exception("log cleaner failed")
+            await asyncio.sleep(0 if cleaned else self.config["log.cleaner.backoff.ms"] / 1000.0)
 
     def advertised_listener(self) -> tuple[str, int]:
         return self.config.advertised(self.bound_port)

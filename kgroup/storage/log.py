@@ -121,6 +121,8 @@ class PartitionLog:
         self._bases: list[int] = []
         self._truncations = 0       # a sync mark taken before a truncation moves no recovery point
         self._load(recovery_point, log_start_offset, had_clean_shutdown)
+        # LogCleaner's checkpoint for this log: offsets before it have been compacted
+        self.cleaner_checkpoint = self.log_start_offset
         self._last_flush_ms = self._clock()
 
     def __repr__(self) -> str:
@@ -381,11 +383,20 @@ class PartitionLog:
     def _maybe_roll(self, size: int, max_timestamp: int, last_offset: int, now: int) -> LogSegment:
         seg, cfg = self._segments[-1], self.config
         if (seg.size > cfg.segment_bytes - size
-                or (seg.size > 0 and seg.time_waited_for_roll(now, max_timestamp) > cfg.segment_ms)
+                or (seg.size > 0 and seg.time_waited_for_roll(now, max_timestamp) > self._max_segment_ms)
                 or seg.index.is_full() or seg.time_index.is_full()
                 or not seg.index.can_append_offset(last_offset)):
             return self.roll()
         return seg
+
+    @property
+    def _max_segment_ms(self) -> int:
+        """LogConfig.maxSegmentMs: a compacted log also rolls by max.compaction.lag.ms, so its
+        records become cleanable in time."""
+        cfg = self.config
+        if cfg.compact and cfg.max_compaction_lag_ms > 0:
+            return min(cfg.max_compaction_lag_ms, cfg.segment_ms)
+        return cfg.segment_ms
 
     def roll(self) -> LogSegment:
         """Start a new active segment at the log end offset (no-op on an empty active one)."""
