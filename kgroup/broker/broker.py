@@ -15,7 +15,7 @@ from ..protocol.records import CRC32C_IMPLEMENTATION, crc32c_is_fast
 from .config import BrokerConfig
 from .data_path import DataPath
 from .group_runtime import GroupRuntime
-from .metadata import ClusterMetadata, Topic
+from .metadata import OFFSETS_TOPIC, ClusterMetadata, Topic
 from .server import KafkaConnection
 
 log = logging.getLogger("kgroup.broker")
@@ -132,5 +132,12 @@ class Broker:
     def delete_topic(self, name: str) -> Topic:
         topic = self.metadata.delete_topic(name)
         self.data_path.delete_partitions(name, topic.num_partitions)
+        if name != OFFSETS_TOPIC and self.metadata.get(OFFSETS_TOPIC) is not None:
+            # GroupCoordinatorService.onPartitionsDeleted: every shard tombstones those offsets
+            gone = [(name, p) for p in range(topic.num_partitions)]
+            pending = self.groups.execute_all(
+                lambda shard, now, token: shard.handle_partitions_deleted(gone, now, token), lambda answers: None)
+            if asyncio.iscoroutine(pending):
+                pending.close()     # nobody waits: the tombstones are written and flushed regardless
         log.info("deleted topic %s", name)
         return topic

@@ -134,3 +134,21 @@ def test_kafka_python_admin_apis(broker):
         assert out[TopicPartition("kp-admin", 1)]["low_watermark"] == 5
     finally:
         admin.close()
+
+
+def test_confluent_authorized_operations(broker):
+    """librdkafka's 0081 "with authorized operations": with no authorizer Kafka answers every
+    operation the resource supports."""
+    from confluent_kafka import TopicCollection
+    from confluent_kafka.admin import AclOperation, AdminClient, NewTopic
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic("ck-ops", 1, 1)])["ck-ops"].result(10)
+    desc = admin.describe_topics(TopicCollection(["ck-ops"]), include_authorized_operations=True)["ck-ops"].result(10)
+    assert set(desc.authorized_operations) == {
+        AclOperation.READ, AclOperation.WRITE, AclOperation.CREATE, AclOperation.DESCRIBE, AclOperation.DELETE,
+        AclOperation.ALTER, AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS}
+    cluster = admin.describe_cluster(include_authorized_operations=True).result(10)
+    assert set(cluster.authorized_operations) == {
+        AclOperation.CREATE, AclOperation.CLUSTER_ACTION, AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS,
+        AclOperation.IDEMPOTENT_WRITE, AclOperation.ALTER, AclOperation.DESCRIBE}
+    assert admin.describe_cluster().result(10).authorized_operations is None

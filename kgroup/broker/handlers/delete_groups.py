@@ -11,7 +11,8 @@ def handle(broker, ctx, req, version):
         sub.groups_names = groups
         return sub
 
+    names = list(dict.fromkeys(req.groups_names))   # KafkaApis: duplicate group ids are removed first
     return broker.groups.execute_many(
-        req.groups_names, req.groups_names, build,
+        names, names, build,
         lambda shard, sub, now, token: shard.handle_delete_groups(sub, version, now, token),
         lambda rs: DeleteGroupsResponse(throttle_time_ms=0, results=[g for r in rs for g in r.results]))

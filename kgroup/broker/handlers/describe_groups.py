@@ -2,6 +2,7 @@
 import copy
 
 from ...protocol.messages.describe_groups import DescribeGroupsResponse
+from ..authorized_operations import GROUP_OPERATIONS
 
 
 def handle(broker, ctx, req, version):
@@ -13,4 +14,14 @@ def handle(broker, ctx, req, version):
     return broker.groups.execute_many(
         req.groups, req.groups, build,
         lambda shard, sub, now, token: shard.handle_describe_groups(sub, version, now, token),
-        lambda rs: DescribeGroupsResponse(throttle_time_ms=0, groups=[g for r in rs for g in r.groups]))
+        lambda rs: _with_operations(DescribeGroupsResponse(throttle_time_ms=0, groups=[g for r in rs for g in r.groups]),
+                                    version >= 3 and req.include_authorized_operations))
+
+
+def _with_operations(resp, asked):
+    """KafkaApis: every group answered without error gets its authorized operations, if asked."""
+    if asked:
+        for g in resp.groups:
+            if g.error_code == 0:
+                g.authorized_operations = GROUP_OPERATIONS
+    return resp
