@@ -80,3 +80,39 @@ def test_cooperative_sticky_group_picks_up_added_partitions(tmp_path):
         for m in members:
             m.join(20)
         b.stop()
+
+
+def test_our_client_group_picks_up_added_partitions(tmp_path):
+    """Our consumer's leader compares its metadata snapshot after each refresh, as Java's does."""
+    from tests.harness import BrokerProcess
+    from tests.interop.test_mixed_groups import Member as MixedMember
+    from kgroup.client.sync import KafkaAdmin, KafkaConsumer
+    b = BrokerProcess(tmp_path / "d", ["group.initial.rebalance.delay.ms=0"]).start()
+    members = []
+    try:
+        admin = KafkaAdmin(bootstrap_servers=b.bootstrap)
+        assert admin.create_topics([("grow", 2, 1)]) == {"grow": None}
+        for i in range(2):
+            members.append(MixedMember(
+                f"kgroup-{i}", f"kg{i}",
+                lambda i=i: KafkaConsumer("grow", bootstrap_servers=b.bootstrap, group_id="kg-grow",
+                                          client_id=f"kg{i}", partition_assignment_strategy=["cooperative-sticky"],
+                                          metadata_max_age_ms=1000, session_timeout_ms=10000,
+                                          heartbeat_interval_ms=500),
+                lambda c: [(r.topic, r.partition, r.offset, r.value) for r in c.poll(200)],
+                lambda c: {(tp.topic, tp.partition) for tp in c.assignment()},
+                lambda c: None, lambda c: c.close()))
+        for m in members:
+            m.start()
+        before = _wait_cover(members, 2)
+        assert admin.create_partitions({"grow": 5}) == {"grow": None}
+        after = _wait_cover(members, 5)
+        for old, new in zip(before, after):
+            assert old <= new
+        admin.close()
+    finally:
+        for m in members:
+            m.stop.set()
+        for m in members:
+            m.join(20)
+        b.stop()
