@@ -238,3 +238,16 @@ def test_confluent_kafka_topic_admin(env, record_property):
     assert cfg["retention.ms"].value == "60000"
     (deleted,) = a.delete_records([TopicPartition(TOPIC, 1, 5)]).values()
     assert deleted.result(10).low_watermark == 5
+
+
+def test_kafkajs_topic_admin(env, record_property):
+    tag(record_property, "kafkajs", "admin-partitions-configs-records")
+    broker, _ = env
+    conf = {"role": "topic-admin", "bootstrap": broker.bootstrap, "topic": "adm-js-grow", "log_level": "WARN"}
+    p = subprocess.run([node_bin(), DRIVER_JS, json.dumps(conf)], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    evs = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
+    assert p.returncode == 0 and evs and evs[-1]["ev"] == "topic-admin", f"{evs}\n{p.stderr[-3000:]}"
+    out = evs[-1]
+    assert out["partitions"] == 3
+    assert out["configs"] == {"retention.ms": "60000", "cleanup.policy": "delete"}
+    assert out["low"] == 4
