@@ -120,6 +120,10 @@ def test_create_and_describe_every_config(tmp_path):
         assert set(returned) == KAFKA_40_TOPIC_CONFIGS
         assert returned["max.compaction.lag.ms"] == ("100", 1)
         assert returned["min.compaction.lag.ms"] == ("0", 5)
+        assert returned["min.cleanable.dirty.ratio"] == ("0.01", 1)
+        r = _create(c, "defaults", {})
+        returned = {x.name: (x.value, x.config_source) for x in r.configs}
+        assert returned["min.cleanable.dirty.ratio"] == ("0.25", 4)   # the static broker synonym's
         r = _create(c, "bad", {"min.cleanable.dirty.ratio": "2"})
         assert r.error_code == ErrorCode.INVALID_CONFIG and "no more than 1" in r.error_message
         resp = c.request(DescribeConfigsRequest(resources=[DR(resource_type=2, resource_name="compacted",
