@@ -103,6 +103,9 @@ _COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer
 
 # Kafka 4.0's LogConfig, in its definition order; synonyms from ServerTopicConfigSynonyms.
 TOPIC_CONFIG_DEFS: dict[str, TopicConfigDef] = {d.name: d for d in (
+    # Kafka 4.0 raised this minimum to 1 MiB (KIP-1030, KAFKA-16368) and 4.1 added an internal
+    # override for tests; kgroup keeps the 3.x minimum (one legacy record's overhead) so tests
+    # and tools (librdkafka's 0077 uses 10000) can roll small segments over the wire.
     _t("segment.bytes", "int", "1073741824", ["log.segment.bytes"], at_least(14),
        "The segment file size for the log."),
     _t("segment.ms", "long", "604800000", ["log.roll.ms", ("log.roll.hours", _HOURS)], at_least(1),
