@@ -25,6 +25,7 @@ class LogConfig:
     min_compaction_lag_ms: int = 0
     max_compaction_lag_ms: int = LONG_MAX
     min_cleanable_dirty_ratio: float = 0.5
+    min_insync_replicas: int = 1
     max_message_bytes: int = 1024 * 1024 + 12  # 1048588
     message_timestamp_type: str = "CreateTime"
     message_timestamp_before_max_ms: int = LONG_MAX
@@ -110,6 +111,7 @@ _NAMES: dict[str, tuple[str, list[tuple[str, int]]]] = {
     "min_compaction_lag_ms": ("min.compaction.lag.ms", [("log.cleaner.min.compaction.lag.ms", 1)]),
     "max_compaction_lag_ms": ("max.compaction.lag.ms", [("log.cleaner.max.compaction.lag.ms", 1)]),
     "min_cleanable_dirty_ratio": ("min.cleanable.dirty.ratio", [("log.cleaner.min.cleanable.ratio", 1)]),
+    "min_insync_replicas": ("min.insync.replicas", [("min.insync.replicas", 1)]),
     "max_message_bytes": ("max.message.bytes", [("message.max.bytes", 1)]),
     "message_timestamp_type": ("message.timestamp.type", [("log.message.timestamp.type", 1)]),
     "message_timestamp_before_max_ms": ("message.timestamp.before.max.ms",

@@ -199,3 +199,18 @@ def test_delete_records(broker):
     lo = c.request(ListOffsetsRequest(replica_id=-1, topics=[ListOffsetsRequest.ListOffsetsTopic(
         name="d", partitions=[ListOffsetsRequest.ListOffsetsPartition(partition_index=0, timestamp=-2)])]), 7)
     assert lo.topics[0].partitions[0].offset == 10
+
+
+def test_min_insync_replicas_refuses_acks_all(broker):
+    """A topic asking for 2 in-sync replicas on this one-node cluster: acks=-1 gets
+    NOT_ENOUGH_REPLICAS (as a single Kafka broker answers), acks=1 is written."""
+    from tests.broker.test_data_path import batch, produce
+    c = RawClient(broker.port)
+    assert create(c, "isr", 1, configs={"min.insync.replicas": "2"}).error_code == 0
+    r = produce(c, "isr", batch(1), acks=-1)
+    assert r.error_code == ErrorCode.NOT_ENOUGH_REPLICAS and "min.isr requirement of 2" in r.error_message
+    assert produce(c, "isr", batch(1), acks=1).error_code == 0
+    IC = IR.AlterableConfig
+    c.request(IncrementalAlterConfigsRequest(resources=[IR(resource_type=2, resource_name="isr", configs=[
+        IC(name="min.insync.replicas", config_operation=DELETE, value=None)])], validate_only=False), 1)
+    assert produce(c, "isr", batch(1), acks=-1).error_code == 0
