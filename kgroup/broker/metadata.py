@@ -15,17 +15,15 @@ import uuid
 from dataclasses import dataclass, field
 
 from ..protocol.errors import ErrorCode, KafkaError
-from .config import LONG_MAX, BrokerConfig
+from .config import BrokerConfig
+# Topic-level configs (name -> (broker synonym, type)) live in topic_configs.py with Kafka's
+# validation; DescribeConfigs reports the broker value as the default, as Kafka does.
+from .topic_configs import TOPIC_CONFIGS, broker_default, validate as validate_topic_configs  # noqa: F401
 
 OFFSETS_TOPIC = "__consumer_offsets"
 INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, "__transaction_state"})
 MAX_NAME_LENGTH = 249
 _LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
-
-# Topic-level configs (name -> (broker synonym, type)) live in topic_configs.py with Kafka's
-# validation; DescribeConfigs reports the broker value as the default, as Kafka does.
-from .topic_configs import TOPIC_CONFIGS, broker_default, validate as validate_topic_configs  # noqa: E402
-
 
 def validate_topic_name(name: str) -> None:
     """Kafka's Topic.validate: non-empty, not '.'/'..', at most 249 legal characters."""

@@ -2,7 +2,6 @@
 from kgroup.protocol.errors import ErrorCode
 from kgroup.protocol.messages.alter_configs import AlterConfigsRequest
 from kgroup.protocol.messages.create_partitions import CreatePartitionsRequest
-from kgroup.protocol.messages.create_topics import CreateTopicsRequest
 from kgroup.protocol.messages.delete_records import DeleteRecordsRequest
 from kgroup.protocol.messages.describe_configs import DescribeConfigsRequest
 from kgroup.protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
