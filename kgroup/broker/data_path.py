@@ -48,7 +48,7 @@ def log_config_from_broker(config: BrokerConfig) -> LogConfig:
                                "log.cleaner.min.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms",
                                "log.cleaner.min.cleanable.ratio", "log.message.timestamp.before.max.ms",
                                "log.message.timestamp.after.max.ms", "log.index.size.max.bytes",
-                               "min.insync.replicas")
+                               "min.insync.replicas", "compression.type")
              if v.get(k) is not None}
     props["log.retention.ms"] = config.retention_ms
     props["log.roll.ms"] = config.roll_ms

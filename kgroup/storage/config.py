@@ -26,6 +26,7 @@ class LogConfig:
     max_compaction_lag_ms: int = LONG_MAX
     min_cleanable_dirty_ratio: float = 0.5
     min_insync_replicas: int = 1
+    compression_type: str = "producer"
     max_message_bytes: int = 1024 * 1024 + 12  # 1048588
     message_timestamp_type: str = "CreateTime"
     message_timestamp_before_max_ms: int = LONG_MAX
@@ -88,8 +89,8 @@ def _convert(fname: str, raw: Any) -> Any:
         if isinstance(raw, str):
             return tuple(p.strip().lower() for p in raw.split(",") if p.strip())
         return tuple(str(p).strip().lower() for p in raw)
-    if fname == "message_timestamp_type":
-        return str(raw)
+    if fname in ("message_timestamp_type", "compression_type"):
+        return str(raw).strip().lower() if fname == "compression_type" else str(raw)
     if fname == "min_cleanable_dirty_ratio":
         return float(raw)
     return int(raw)
@@ -112,6 +113,7 @@ _NAMES: dict[str, tuple[str, list[tuple[str, int]]]] = {
     "max_compaction_lag_ms": ("max.compaction.lag.ms", [("log.cleaner.max.compaction.lag.ms", 1)]),
     "min_cleanable_dirty_ratio": ("min.cleanable.dirty.ratio", [("log.cleaner.min.cleanable.ratio", 1)]),
     "min_insync_replicas": ("min.insync.replicas", [("min.insync.replicas", 1)]),
+    "compression_type": ("compression.type", [("compression.type", 1)]),
     "max_message_bytes": ("max.message.bytes", [("message.max.bytes", 1)]),
     "message_timestamp_type": ("message.timestamp.type", [("log.message.timestamp.type", 1)]),
     "message_timestamp_before_max_ms": ("message.timestamp.before.max.ms",

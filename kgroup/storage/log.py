@@ -25,8 +25,10 @@ from kgroup.protocol.records import (
     LOG_OVERHEAD,
     NO_TIMESTAMP,
     BatchHeader,
+    Compression,
     InvalidRecordError,
     TimestampType,
+    build_batch,
     check_batch_records,
     decode_records,
     iter_batches,
@@ -267,6 +269,10 @@ class PartitionLog:
             valid = pos + header.size
         if not found:
             raise InvalidRecordError("Produce requests must have at least one record batch per partition")
+        target = _TOPIC_CODECS.get(cfg.compression_type)
+        if (target is not None and origin == AppendOrigin.CLIENT
+                and any(header.compression != target for _, header in found)):
+            view, found, valid = _recompressed(view, found, target)
 
         # A writable request buffer (a large frame received into its own bytearray) is patched in
         # place; a read-only one is copied once.
@@ -685,3 +691,27 @@ class PartitionLog:
         if self._closed:
             raise ValueError(f"log {self.directory} is closed")
 
+
+
+# A topic's compression.type other than "producer": the codec every client batch is stored with.
+_TOPIC_CODECS = {"uncompressed": Compression.NONE, "gzip": Compression.GZIP, "snappy": Compression.SNAPPY,
+                 "lz4": Compression.LZ4, "zstd": Compression.ZSTD}
+
+
+def _recompressed(view, found, target: int):
+    """LogValidator.validateMessagesAndAssignOffsetsCompressed: batches in another codec than the
+    topic's compression.type are rebuilt in it (records, timestamps and producer fields kept)."""
+    parts, out, pos = [], [], 0
+    for start, header in found:
+        batch = view[start:start + header.size]
+        if header.compression != target:
+            batch = build_batch(decode_records(batch, header), producer_id=header.producer_id,
+                                producer_epoch=header.producer_epoch, base_sequence=header.base_sequence,
+                                compression=target, timestamp_type=header.timestamp_type,
+                                is_transactional=header.is_transactional,
+                                partition_leader_epoch=header.partition_leader_epoch)
+        rebuilt = read_batch_header(batch)
+        out.append((pos, rebuilt))
+        parts.append(batch)
+        pos += rebuilt.size
+    return memoryview(bytearray(b"".join(parts))), out, pos

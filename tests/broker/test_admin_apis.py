@@ -213,3 +213,20 @@ def test_min_insync_replicas_refuses_acks_all(broker):
     c.request(IncrementalAlterConfigsRequest(resources=[IR(resource_type=2, resource_name="isr", configs=[
         IC(name="min.insync.replicas", config_operation=DELETE, value=None)])], validate_only=False), 1)
     assert produce(c, "isr", batch(1), acks=-1).error_code == 0
+
+
+def test_topic_compression_type_recompresses(broker):
+    """compression.type=zstd on the topic: an uncompressed client batch is stored (and fetched)
+    as zstd; altered back to producer, batches are kept as sent."""
+    from kgroup.protocol.records import Compression, iter_batches
+    from tests.broker.test_data_path import batch, fetch, produce
+    c = RawClient(broker.port)
+    assert create(c, "z", 1, configs={"compression.type": "zstd"}).error_code == 0
+    assert produce(c, "z", batch(5)).error_code == 0
+    IC = IR.AlterableConfig
+    c.request(IncrementalAlterConfigsRequest(resources=[IR(resource_type=2, resource_name="z", configs=[
+        IC(name="compression.type", config_operation=DELETE, value=None)])], validate_only=False), 1)
+    assert produce(c, "z", batch(5)).error_code == 0
+    pd = fetch(c, "z", 0)
+    codecs = [h.compression for _, h, _ in iter_batches(memoryview(pd.records))]
+    assert codecs == [Compression.ZSTD, Compression.NONE]
