@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 
 from ..protocol.errors import ErrorCode, KafkaError
+from . import group_configs
 from .config import CONFIG_DEFS, ConfigError, _parse
 from .topic_configs import TOPIC_CONFIG_DEFS, TOPIC_CONFIGS, validate as validate_topic_configs
 
@@ -83,6 +84,9 @@ def current_configs(broker, resource_type: int, name: str) -> dict[str, str]:
     if resource_type == BROKER:
         _check_broker_name(broker, name)
         return dict(broker.metadata.broker_configs.get(name, {}))
+    if resource_type == group_configs.GROUP:
+        group_configs.check_name(name)
+        return dict(broker.metadata.group_configs.get(name, {}))
     raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type {resource_type}")
 
 
@@ -125,6 +129,8 @@ def incremental(broker, resource_type: int, name: str, ops) -> dict[str, str]:
 
 
 def _config_type(resource_type: int, key: str) -> str | None:
+    if resource_type == group_configs.GROUP:
+        return "int" if key in group_configs.GROUP_CONFIG_DEFS else None
     if resource_type == TOPIC:
         d = TOPIC_CONFIG_DEFS.get(key)
     else:
@@ -163,6 +169,13 @@ def apply_configs(broker, resource_type: int, name: str, configs: dict[str, str 
         broker.metadata.set_broker_configs(name, configs)
         apply_dynamic_broker_configs(broker)
         log.info("dynamic broker configs (%s): %s", name or "cluster default", configs)
+    elif resource_type == group_configs.GROUP:
+        group_configs.check_name(name)
+        group_configs.validate(broker, configs)
+        if validate_only:
+            return
+        broker.metadata.set_group_configs(name, {k: v.strip() for k, v in configs.items()})
+        log.info("group %s configs: %s", name, configs)
     else:
         raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type {resource_type}")
 

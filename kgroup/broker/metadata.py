@@ -82,6 +82,7 @@ class ClusterMetadata:
         self._by_id: dict[bytes, Topic] = {}
         # dynamic broker configs: resource name ("" = cluster default, or a node id) -> {key: value}
         self.broker_configs: dict[str, dict[str, str]] = {}
+        self.group_configs: dict[str, dict[str, str]] = {}    # group id -> GROUP config overrides
         self._load_topics()
 
     # -- identity ---------------------------------------------------------------------------
@@ -112,6 +113,7 @@ class ClusterMetadata:
             return
         doc = json.load(open(self._topics_path))
         self.broker_configs = doc.get("broker_configs", {})
+        self.group_configs = doc.get("group_configs", {})
         for t in doc["topics"]:
             topic = Topic(t["name"], base64.b64decode(t["id"]), t["partitions"], t.get("configs", {}))
             self.topics[topic.name] = topic
@@ -123,6 +125,8 @@ class ClusterMetadata:
              "configs": t.configs} for t in self.topics.values()]}
         if self.broker_configs:
             doc["broker_configs"] = self.broker_configs
+        if self.group_configs:
+            doc["group_configs"] = self.group_configs
         _atomic_write(self._topics_path, json.dumps(doc, indent=1, sort_keys=True))
 
     def get(self, name: str) -> Topic | None:
@@ -188,6 +192,13 @@ class ClusterMetadata:
             self.broker_configs[resource_name] = dict(configs)
         else:
             self.broker_configs.pop(resource_name, None)
+        self._save_topics()
+
+    def set_group_configs(self, group_id: str, configs: dict[str, str]) -> None:
+        if configs:
+            self.group_configs[group_id] = dict(configs)
+        else:
+            self.group_configs.pop(group_id, None)
         self._save_topics()
 
     def topic_config(self, topic: Topic) -> dict[str, tuple[str | None, bool]]:

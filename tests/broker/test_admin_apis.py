@@ -230,3 +230,53 @@ def test_topic_compression_type_recompresses(broker):
     pd = fetch(c, "z", 0)
     codecs = [h.compression for _, h, _ in iter_batches(memoryview(pd.records))]
     assert codecs == [Compression.ZSTD, Compression.NONE]
+
+
+def test_group_configs(tmp_path):
+    """DescribeConfigs / IncrementalAlterConfigs / AlterConfigs on a GROUP (Kafka 4.0 GroupConfig)."""
+    b = BrokerProcess(tmp_path / "d").start()
+    try:
+        c = RawClient(b.port)
+        cfg = describe(c, 32, "g")     # any group id: the broker defaults
+        assert {k: (e.value, e.config_source, e.config_type) for k, e in cfg.items()} == {
+            "consumer.session.timeout.ms": ("45000", 5, 3), "consumer.heartbeat.interval.ms": ("5000", 5, 3)}
+        C = IR.AlterableConfig
+
+        def alter(ops, name="g"):
+            r = c.request(IncrementalAlterConfigsRequest(resources=[IR(resource_type=32, resource_name=name, configs=[
+                C(name=k, config_operation=op, value=v) for k, op, v in ops])], validate_only=False), 1)
+            return r.responses[0].error_code, r.responses[0].error_message
+
+        assert alter([("consumer.session.timeout.ms", SET, "50000"), ("consumer.heartbeat.interval.ms", SET, "8000")]) \
+            == (0, None)
+        cfg = describe(c, 32, "g")
+        assert (cfg["consumer.session.timeout.ms"].value, cfg["consumer.session.timeout.ms"].config_source) == ("50000", 8)
+        assert describe(c, 32, "other")["consumer.session.timeout.ms"].value == "45000"
+        assert alter([("consumer.session.timeout.ms", SET, "70000")]) == (
+            ErrorCode.INVALID_CONFIG,
+            "consumer.session.timeout.ms must be less than or equal to group.consumer.max.session.timeout.ms")
+        assert alter([("consumer.heartbeat.interval.ms", SET, "1000")]) == (
+            ErrorCode.INVALID_CONFIG,
+            "consumer.heartbeat.interval.ms must be greater than or equal to group.consumer.min.heartbeat.interval.ms")
+        assert alter([("share.session.timeout.ms", SET, "1")]) == (
+            ErrorCode.INVALID_CONFIG, "Unknown group config name: share.session.timeout.ms")
+        assert alter([("consumer.session.timeout.ms", APPEND, "1")])[0] == ErrorCode.INVALID_CONFIG
+        assert alter([("consumer.session.timeout.ms", SET, "1")], name="")[0] == ErrorCode.INVALID_REQUEST
+        r = c.request(DescribeConfigsRequest(resources=[DR(resource_type=32, resource_name="", configuration_keys=None)]), 4)
+        assert (r.results[0].error_code, r.results[0].error_message) == (ErrorCode.INVALID_REQUEST,
+                                                                         "Group name must not be empty")
+        # legacy AlterConfigs replaces the group's set: the heartbeat interval returns to its default
+        AC = AR.AlterableConfig
+        r = c.request(AlterConfigsRequest(resources=[AR(resource_type=32, resource_name="g", configs=[
+            AC(name="consumer.session.timeout.ms", value="55000")])], validate_only=False), 2).responses[0]
+        assert r.error_code == 0
+        cfg = describe(c, 32, "g")
+        assert (cfg["consumer.heartbeat.interval.ms"].value, cfg["consumer.heartbeat.interval.ms"].config_source) == (
+            "5000", 5)
+    finally:
+        b.kill()
+    b = BrokerProcess(tmp_path / "d").start()      # persisted
+    try:
+        assert describe(RawClient(b.port), 32, "g")["consumer.session.timeout.ms"].value == "55000"
+    finally:
+        b.stop()

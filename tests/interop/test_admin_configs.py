@@ -152,3 +152,20 @@ def test_confluent_authorized_operations(broker):
         AclOperation.CREATE, AclOperation.CLUSTER_ACTION, AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS,
         AclOperation.IDEMPOTENT_WRITE, AclOperation.ALTER, AclOperation.DESCRIBE}
     assert admin.describe_cluster().result(10).authorized_operations is None
+
+
+def test_confluent_group_configs(broker):
+    """Kafka 4.0's GROUP config resource through librdkafka: incremental_alter_configs, describe_configs."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    res = ConfigResource(ConfigResource.Type.GROUP, "ck-group", incremental_configs=[
+        ConfigEntry("consumer.session.timeout.ms", "50000", incremental_operation=AlterConfigOpType.SET)])
+    _wait(admin.incremental_alter_configs([res]))
+    cfg = list(_wait(admin.describe_configs([ConfigResource(ConfigResource.Type.GROUP, "ck-group")])).values())[0]
+    assert cfg["consumer.session.timeout.ms"].value == "50000" and not cfg["consumer.session.timeout.ms"].is_default
+    assert cfg["consumer.heartbeat.interval.ms"].value == "5000" and cfg["consumer.heartbeat.interval.ms"].is_default
+    bad = ConfigResource(ConfigResource.Type.GROUP, "ck-group", incremental_configs=[
+        ConfigEntry("consumer.heartbeat.interval.ms", "60000", incremental_operation=AlterConfigOpType.SET)])
+    with pytest.raises(KafkaException, match="consumer.heartbeat.interval.ms must be less than or equal"):
+        _wait(admin.incremental_alter_configs([bad]))

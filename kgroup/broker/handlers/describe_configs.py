@@ -1,10 +1,12 @@
-"""DescribeConfigs (32) v0-4 for TOPIC (2) and BROKER (4) resources: every config or the
-requested keys, with Kafka's config sources (TOPIC_CONFIG 1, STATIC_BROKER_CONFIG 4,
-DEFAULT_CONFIG 5) and, when asked, synonyms and documentation."""
+"""DescribeConfigs (32) v0-4 for TOPIC (2), BROKER (4) and GROUP (32) resources: every config or
+the requested keys, with Kafka's config sources (TOPIC_CONFIG 1, DYNAMIC_BROKER_CONFIG 2,
+DYNAMIC_DEFAULT_BROKER_CONFIG 3, STATIC_BROKER_CONFIG 4, DEFAULT_CONFIG 5, GROUP_CONFIG 8) and,
+when asked, synonyms and documentation."""
 from ...protocol.errors import ErrorCode
 from ...protocol.messages.describe_configs import DescribeConfigsResponse
 from ..config import CONFIG_DEFS
 from ..metadata import TOPIC_CONFIGS
+from .. import group_configs
 from ..admin import DYNAMIC_BROKER_CONFIGS
 from ..topic_configs import TOPIC_CONFIG_DEFS, broker_synonym_source
 
@@ -66,6 +68,23 @@ def handle(broker, ctx, req, version):
                         synonyms=_broker_synonyms(broker, name) if req.include_synonyms else [],
                         config_type=_TYPES[defn.type],
                         documentation=defn.doc if req.include_documentation else None))
+        elif res.resource_type == group_configs.GROUP:
+            if not res.resource_name:
+                result.error_code = ErrorCode.INVALID_REQUEST
+                result.error_message = "Group name must not be empty"
+            else:
+                overrides = broker.metadata.group_configs.get(res.resource_name, {})
+                for name, value in sorted(group_configs.effective(broker, res.resource_name).items()):
+                    if res.configuration_keys is not None and name not in res.configuration_keys:
+                        continue
+                    source = group_configs.GROUP_CONFIG_SOURCE if name in overrides else DEFAULT_CONFIG
+                    result.configs.append(Entry(
+                        name=name, value=str(value), read_only=False, is_default=source == DEFAULT_CONFIG,
+                        config_source=source, is_sensitive=False,
+                        synonyms=[Synonym(name=name, value=str(value), source=source)] if req.include_synonyms else [],
+                        config_type=_TYPES["int"],
+                        documentation=group_configs.GROUP_CONFIG_DEFS[name].doc if req.include_documentation
+                        else None))
         else:
             result.error_code = ErrorCode.INVALID_REQUEST
             result.error_message = f"Unsupported resource type {res.resource_type}"
