@@ -465,7 +465,9 @@ async def _consume(args, props, out) -> int:
 # --- kafka-configs ---------------------------------------------------------------------------------
 
 _SOURCE_NAMES = {1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG", 3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
-                 4: "STATIC_BROKER_CONFIG", 5: "DEFAULT_CONFIG", 6: "DYNAMIC_BROKER_LOGGER_CONFIG"}
+                 4: "STATIC_BROKER_CONFIG", 5: "DEFAULT_CONFIG", 6: "DYNAMIC_BROKER_LOGGER_CONFIG",
+                 8: "DYNAMIC_GROUP_CONFIG"}
+GROUP_RESOURCE = 32
 
 
 def _parse_add_config(text: str) -> dict[str, str]:
@@ -498,10 +500,11 @@ def main_configs(argv: list[str] | None = None) -> int:
     act = p.add_mutually_exclusive_group(required=True)
     act.add_argument("--describe", action="store_true")
     act.add_argument("--alter", action="store_true")
-    p.add_argument("--entity-type", choices=["topics", "brokers"])
+    p.add_argument("--entity-type", choices=["topics", "brokers", "groups"])
     p.add_argument("--entity-name")
     p.add_argument("--entity-default", action="store_true")
     p.add_argument("--topic")
+    p.add_argument("--group")
     p.add_argument("--broker")
     p.add_argument("--broker-defaults", action="store_true")
     p.add_argument("--add-config", action="append", default=[])
@@ -510,14 +513,16 @@ def main_configs(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.topic:
         args.entity_type, args.entity_name = "topics", args.topic
+    elif args.group:
+        args.entity_type, args.entity_name = "groups", args.group
     elif args.broker is not None:
         args.entity_type, args.entity_name = "brokers", args.broker
     elif args.broker_defaults:
         args.entity_type, args.entity_default = "brokers", True
     if args.entity_type is None:
         p.error("--entity-type (or --topic / --broker / --broker-defaults) is required")
-    if args.entity_type == "topics" and not args.entity_name:
-        p.error("--entity-name (or --topic) is required for topics")
+    if args.entity_type in ("topics", "groups") and not args.entity_name:
+        p.error(f"--entity-name is required for {args.entity_type}")
     if args.entity_type == "brokers" and args.entity_name is None and not args.entity_default:
         p.error("--entity-name or --entity-default is required for brokers")
     if args.alter and not (args.add_config or args.delete_config):
@@ -526,9 +531,9 @@ def main_configs(argv: list[str] | None = None) -> int:
 
 
 async def _configs(args) -> int:
-    rtype = TOPIC_RESOURCE if args.entity_type == "topics" else BROKER_RESOURCE
+    rtype = {"topics": TOPIC_RESOURCE, "brokers": BROKER_RESOURCE, "groups": GROUP_RESOURCE}[args.entity_type]
     name = "" if args.entity_default else args.entity_name
-    what = ("topic " + name) if rtype == TOPIC_RESOURCE else (
+    what = {TOPIC_RESOURCE: "topic " + name, GROUP_RESOURCE: "group " + name}.get(rtype) or (
         "default config for brokers in the cluster" if name == "" else "broker " + name)
     async with Admin(bootstrap_servers=args.bootstrap_server) as admin:
         if args.alter:
@@ -538,10 +543,13 @@ async def _configs(args) -> int:
             for text in args.delete_config:
                 ops += [(k.strip(), DELETE, None) for k in text.split(",") if k.strip()]
             await admin.incremental_alter_configs(rtype, name, ops)
-            print(f"Completed updating {'config for ' if name != '' or rtype == TOPIC_RESOURCE else ''}{what}.")
+            print(f"Completed updating {'config for ' if name != '' or rtype != BROKER_RESOURCE else ''}{what}.")
             return 0
         configs = await admin.describe_configs(rtype, name or str((await admin.describe_cluster())["controller_id"]))
-        if rtype == TOPIC_RESOURCE:
+        if rtype == GROUP_RESOURCE:
+            header = f"Dynamic configs for group {name} are:" if not args.all else f"All configs for group {name} are:"
+            dynamic = {8}
+        elif rtype == TOPIC_RESOURCE:
             header = f"Dynamic configs for topic {name} are:" if not args.all else f"All configs for topic {name} are:"
             dynamic = {1}
         elif name == "":

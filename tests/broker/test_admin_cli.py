@@ -78,3 +78,14 @@ def test_delete_records_tool(broker, tmp_path):
         assert admin.list_offsets({("d", 0): -2})[("d", 0)][0] == end0
     finally:
         admin.close()
+
+
+def test_configs_for_a_group(broker):
+    bs = broker.bootstrap
+    r = kgroup("configs", "--bootstrap-server", bs, "--entity-type", "groups", "--entity-name", "g", "--alter",
+               "--add-config", "consumer.session.timeout.ms=50000")
+    assert (r.returncode, r.stdout.strip()) == (0, "Completed updating config for group g."), r.stderr
+    r = kgroup("configs", "--bootstrap-server", bs, "--group", "g", "--describe")
+    assert r.stdout.splitlines() == ["Dynamic configs for group g are:",
+                                     "  consumer.session.timeout.ms=50000 sensitive=false "
+                                     "synonyms={DYNAMIC_GROUP_CONFIG:consumer.session.timeout.ms=50000}"]
