@@ -16,7 +16,7 @@ from .config import BrokerConfig
 from .data_path import DataPath
 from .ops import attach_operations
 from .group_runtime import GroupRuntime
-from .metadata import TopicRegistry, Topic
+from .metadata import OFFSETS_TOPIC, TopicRegistry, Topic
 from .server import KafkaConnection
 
 log = logging.getLogger("kgroup.broker")
@@ -32,6 +32,8 @@ class Broker:
         self.config = config
         self.data_dir = os.path.abspath(config.log_dir)
         self.metadata = TopicRegistry(self.data_dir, config)
+        config.set_dynamic(self.metadata.broker_configs.get(str(config.node_id), {}),   # AlterConfigs'
+                           self.metadata.broker_configs.get("", {}))
         self.data_path = DataPath(config, self.data_dir,
                                   {t.name: t.configs for t in self.metadata.topics.values()})
         for topic in self.metadata.topics.values():  # a crash between the two writes leaves none missing
@@ -46,12 +48,14 @@ class Broker:
         self.bound_port: int | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self._housekeeping: asyncio.Task | None = None
+        self._cleaner: asyncio.Task | None = None
 
     # -- lifecycle ------------------------------------------------------------------------------
     async def start(self) -> None:
         host, port = self.config.listener()
         loop = self.loop = asyncio.get_running_loop()
         self._housekeeping = loop.create_task(self._housekeeping_loop())
+        self._cleaner = loop.create_task(self._cleaner_loop())
         self.group_coordinator.start()
         if self.timelines is not None:
             self.timelines.start()
@@ -88,6 +92,7 @@ class Broker:
             c.transport.close()
         if self._housekeeping is not None:
             self._housekeeping.cancel()
+            self._cleaner.cancel()
         if self.timelines is not None:
             self.timelines.close()
         self.group_coordinator.close()
@@ -95,8 +100,8 @@ class Broker:
         log.info("kgroup broker %d stopped", self.config.node_id)
 
     async def _housekeeping_loop(self) -> None:
-        """Retention and compaction every log.retention.check.interval.ms; flush.ms checks
-        every second (Kafka's log.flush.scheduler.interval.ms is also coarse)."""
+        """Retention every log.retention.check.interval.ms; flush.ms checks every second
+        (Kafka's log.flush.scheduler.interval.ms is also coarse). Compaction is the cleaner's."""
         interval = self.config["log.retention.check.interval.ms"] / 1000.0
         next_retention = self.loop.time() + interval
         while True:
@@ -107,9 +112,20 @@ class Broker:
                 if self.loop.time() >= next_retention:
                     next_retention = self.loop.time() + interval
                     self.data_path.logs.delete_old_segments()
-                    self.data_path.logs.compact_logs()
             except Exception:
                 log.exception("log housekeeping failed")
+
+    async def _cleaner_loop(self) -> None:
+        """Kafka's log cleaner thread: clean the filthiest compacted log (dirty ratio at least
+        min.cleanable.dirty.ratio, or past max.compaction.lag.ms), again at once while one is
+        due, else sleep log.cleaner.backoff.ms."""
+        while True:
+            cleaned = None
+            try:
+                cleaned = self.data_path.logs.clean_filthiest()
+            except Exception:
+                log.exception("log cleaner failed")
+            await asyncio.sleep(0 if cleaned else self.config["log.cleaner.backoff.ms"] / 1000.0)
 
     def advertised_listener(self) -> tuple[str, int]:
         return self.config.advertised(self.bound_port)
@@ -126,5 +142,12 @@ class Broker:
     def delete_topic(self, name: str) -> Topic:
         topic = self.metadata.delete_topic(name)
         self.data_path.delete_partitions(name, topic.num_partitions)
+        if name != OFFSETS_TOPIC and self.metadata.get(OFFSETS_TOPIC) is not None:
+            # GroupCoordinatorService.onPartitionsDeleted: every shard tombstones those offsets
+            gone = [(name, p) for p in range(topic.num_partitions)]
+            # Nobody waits for the answer: the tombstones are written and flushed regardless.
+            self.group_coordinator.execute_split(
+                gone, None, lambda shard, partitions, _version, now, token:
+                shard.handle_partitions_deleted(partitions, now, token), 0, lambda answers: None)
         log.info("deleted topic %s", name)
         return topic

@@ -46,7 +46,11 @@ def log_config_from_broker(config: BrokerConfig) -> LogConfig:
     props = {k: v[k] for k in ("log.segment.bytes", "log.retention.bytes", "log.cleanup.policy",
                                "log.cleaner.delete.retention.ms", "log.index.interval.bytes",
                                "log.flush.interval.messages", "message.max.bytes",
-                               "log.message.timestamp.type", "producer.id.expiration.ms")
+                               "log.message.timestamp.type", "producer.id.expiration.ms",
+                               "log.cleaner.min.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms",
+                               "log.cleaner.min.cleanable.ratio", "log.message.timestamp.before.max.ms",
+                               "log.message.timestamp.after.max.ms", "log.index.size.max.bytes",
+                               "min.insync.replicas", "compression.type")
              if v.get(k) is not None}
     props["log.retention.ms"] = config.retention_ms
     props["log.roll.ms"] = config.roll_ms
