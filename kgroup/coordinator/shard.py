@@ -253,7 +253,7 @@ class GroupCoordinatorShard:
         """Deleted topics' partitions lose every group's committed offsets, by tombstones
         (OffsetMetadataManager.onPartitionsDeleted), so a recreated topic starts with none."""
         res = self._begin(now_ms)
-        n = self.offsets.on_partitions_deleted(topic_partitions, res) if self.is_loaded else 0
+        n = self.offset_metadata_manager.on_partitions_deleted(topic_partitions, res) if self.is_loaded else 0
         res.reply(token, n)
         return res
 

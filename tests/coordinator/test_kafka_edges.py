@@ -22,7 +22,7 @@ def test_partitions_deleted_tombstone_every_groups_offsets():
         ("gone", 0): (-1, 0), ("gone", 1): (-1, 0), ("kept", 0): (7, 0)}
     assert c.fetched("g2", {"gone": [1]}) == {("gone", 1): (-1, 0)}
     reloaded = fresh_shard(c.shard, c.log, c.now)     # survives a restart: the tombstones replay
-    assert reloaded.offsets.offset("g1", "gone", 0) is None and reloaded.offsets.offset("g1", "kept", 0) is not None
+    assert reloaded.offset_metadata_manager.offset("g1", "gone", 0) is None and reloaded.offset_metadata_manager.offset("g1", "kept", 0) is not None
     # a partition nobody committed to writes nothing
     n = len(c.log)
     c.run(c.shard.handle_partitions_deleted([("other", 0)], c.now, "none"))
@@ -36,7 +36,7 @@ def _unloaded():
 
 
 def _answer(result):
-    ((_, response, _),) = result._replies
+    ((_, response),) = result.responses
     return response
 
 
