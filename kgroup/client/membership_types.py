@@ -52,6 +52,14 @@ class FetchMetadata:
 
 
 @dataclass(frozen=True)
+class ResolveTopicIds:
+    """KIP-848 assignments name topics by id: refresh metadata (these topics; None: all topics)
+    and answer with :meth:`on_topic_names` and the id -> name map the cluster returned."""
+    token: int
+    topics: tuple[str, ...] | None
+
+
+@dataclass(frozen=True)
 class CoordinatorDiscovered:
     node: NodeInfo
 
@@ -115,13 +123,15 @@ class MembershipConfig:
     auto_commit_interval_ms: int = 5000
     client_rack: str | None = None
     leave_group_on_close: bool = True
+    group_protocol: str = "classic"  # "consumer": KIP-848's ConsumerGroupHeartbeat protocol
+    group_remote_assignor: str | None = None  # KIP-848: the server-side assignor to ask for
 
     @classmethod
     def from_consumer_config(cls, c) -> "MembershipConfig":
         return cls(c["group.id"], c["group.instance.id"], c["session.timeout.ms"], c["heartbeat.interval.ms"],
                    c["max.poll.interval.ms"], c["retry.backoff.ms"], c["retry.backoff.max.ms"],
                    c["enable.auto.commit"], c["auto.commit.interval.ms"], c["client.rack"] or None,
-                   c["internal.leave.group.on.close"])
+                   c["internal.leave.group.on.close"], c["group.protocol"], c["group.remote.assignor"])
 
 
 class ExponentialBackoff:
