@@ -431,6 +431,7 @@ class ConsumerGroupMembership(GroupMembership):
         regex = self.pattern.pattern if self.pattern is not None else None
         owned = frozenset() if self.member_epoch == 0 else self.owned_ids
         sent = _Sent(c.rebalance_timeout_ms, topics, regex, c.group_remote_assignor, owned)
+        subscription_changed = full or last.topics != topics or last.regex != regex
         by_topic: dict[bytes, list[int]] = {}
         for tid, p in sorted(owned):
             by_topic.setdefault(tid, []).append(p)
@@ -440,8 +441,10 @@ class ConsumerGroupMembership(GroupMembership):
             rack_id=c.client_rack if full else None,
             rebalance_timeout_ms=c.rebalance_timeout_ms if full or last.rebalance_timeout_ms != c.rebalance_timeout_ms
             else -1,
-            subscribed_topic_names=list(topics) if topics is not None and (full or last.topics != topics) else None,
-            subscribed_topic_regex=regex if regex is not None and (full or last.regex != regex) else None,
+            # The subscription travels whole: names and regex together, the unused one empty
+            # (as librdkafka sends it; Kafka treats an empty regex as none).
+            subscribed_topic_names=list(topics or ()) if subscription_changed else None,
+            subscribed_topic_regex=(regex or "") if subscription_changed else None,
             server_assignor=c.group_remote_assignor if full or last.assignor != c.group_remote_assignor else None,
             topic_partitions=[ConsumerGroupHeartbeatRequest.TopicPartitions(topic_id=t, partitions=ps)
                               for t, ps in by_topic.items()] if full or last.owned != owned else None)

@@ -98,7 +98,7 @@ def test_join_sends_every_field_with_epoch_zero_and_our_member_id():
     assert mb.m.state == S.JOINING
     r = mb.heartbeat().request
     assert r.member_epoch == 0 and r.member_id == mb.m.member_id and len(r.member_id) == 22
-    assert r.subscribed_topic_names == ["t"] and r.subscribed_topic_regex is None
+    assert r.subscribed_topic_names == ["t"] and r.subscribed_topic_regex == ""
     assert r.rebalance_timeout_ms == 60000 and r.rack_id == "r1" and r.server_assignor == "uniform"
     assert r.topic_partitions == [] and r.instance_id is None
 
@@ -262,8 +262,13 @@ def test_regex_subscription_is_sent_to_the_broker():
     mb = Member()
     mb.m.subscribe(set(), re.compile("t.*"))
     mb.find()
-    r = mb.heartbeat().request
-    assert r.subscribed_topic_regex == "t.*" and r.subscribed_topic_names is None
+    join = mb.heartbeat()
+    r = join.request
+    assert r.subscribed_topic_regex == "t.*" and r.subscribed_topic_names == []
+    mb.ok(join, 1, assignment())
+    mb.m.subscribe({"t"})  # back to names: the regex is cleared with ""
+    hb = one(mb.fg(), SendRequest).request
+    assert hb.subscribed_topic_names == ["t"] and hb.subscribed_topic_regex == ""
 
 
 def test_regex_resolution_asks_for_every_topic():
@@ -281,6 +286,7 @@ def test_subscription_change_is_sent_at_once():
     mb.m.subscribe({"t", "u"})
     hb = one(mb.fg(), SendRequest).request
     assert hb.subscribed_topic_names == ["t", "u"] and hb.topic_partitions is None
+    assert hb.subscribed_topic_regex == ""
 
 
 def test_failed_heartbeat_backs_off_then_resends_every_field():
