@@ -131,9 +131,8 @@ def test_heartbeats_follow_the_brokers_interval_and_send_only_changes():
     mb.stable(t=[0])
     assert mb.tick(4999) == []
     hb = one(mb.tick(1), SendRequest).request
-    assert (hb.subscribed_topic_names, hb.topic_partitions, hb.rebalance_timeout_ms, hb.server_assignor) == \
-        (None, None, -1, None)
-    assert mb.m.next_deadline(mb.now) is None or mb.m.next_deadline(mb.now) >= mb.now
+    assert (hb.subscribed_topic_names, hb.subscribed_topic_regex, hb.topic_partitions, hb.rebalance_timeout_ms,
+            hb.server_assignor, hb.member_epoch) == (None, None, None, -1, None, 1)
 
 
 def test_interval_comes_from_the_broker():
@@ -205,6 +204,22 @@ def test_fenced_member_loses_its_partitions_and_rejoins_with_epoch_zero(error):
     assert join.request.member_epoch == 0 and join.request.member_id == member_id  # KIP-1082: same id
     assert join.request.topic_partitions == [] and join.request.subscribed_topic_names == ["t"]
     assert join.request.rebalance_timeout_ms == 300000
+
+
+def test_fenced_while_committing_before_revocation_loses_instead_of_revoking():
+    mb = Member(offsets={TP("t", 0): OffsetAndMetadata(5)}, enable_auto_commit=True)
+    mb.stable(t=[0, 1])
+    hb = one(mb.tick(5000), SendRequest)
+    mb.ok(hb, 2, assignment(t=[1]))
+    commit = next(o for o in mb.fg() if isinstance(o, SendRequest) and isinstance(o.request, OffsetCommitRequest))
+    hb = one(mb.tick(5000), SendRequest)
+    mb.reply(hb, HbResp(error_code=E.FENCED_MEMBER_EPOCH, member_epoch=-1))
+    outs = mb.fg()
+    assert one(outs, PartitionsLost).partitions == (TP("t", 0), TP("t", 1))
+    assert not any(isinstance(o, PartitionsRevoked) for o in outs)
+    mb.reply(commit, OffsetCommitResponse(topics=[]))  # the late answer changes nothing
+    join = mb.heartbeat()
+    assert join.request.member_epoch == 0 and mb.m.assignment == set()
 
 
 def test_answer_to_a_heartbeat_sent_before_fencing_is_ignored():
