@@ -164,7 +164,7 @@ class ConsumerCoordinator:
                 if node is None:
                     raise KafkaConnectionError("coordinator unknown")
                 resp = await self.client.send(node.node_id, o.request, group=COORDINATOR_GROUP, node=node,
-                                              timeout_ms=o.timeout_ms)
+                                              timeout_ms=o.timeout_ms, min_version=o.min_version)
             else:
                 resp = await self.client.send_any(o.request, timeout_ms=o.timeout_ms)
         except asyncio.CancelledError:

@@ -41,7 +41,7 @@ from kgroup.protocol.errors import ErrorCode, KafkaError
 from kgroup.protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 
 from .assignors import TopicPartition
-from .errors import CommitFailedError, FencedInstanceIdError
+from .errors import CommitFailedError, FencedInstanceIdError, UnsupportedVersionError
 from .membership import GroupMembership
 from .membership_types import (CALLBACKS, Generation, MembershipConfig, PartitionsAssigned, PartitionsLost,
                                PartitionsRevoked, PendingRequest, PendingRevocation, ResolveTopicIds,
@@ -187,6 +187,13 @@ class ConsumerGroupMembership(GroupMembership):
         if pending.kind == "cg_heartbeat":
             del self._pending[token]
             self._hb_token = None
+            if isinstance(error, UnsupportedVersionError):  # Java: fatal, the cluster lacks KIP-848
+                self._fatal_cg(UnsupportedVersionError(
+                    f"The cluster does not support the CONSUMER group protocol ({error}). Set "
+                    "group.protocol=classic on the consumer configs to revert to the CLASSIC protocol "
+                    "until the cluster is upgraded." if not pending.data.regex else
+                    f"The cluster does not support regular expressions subscriptions ({error})."), out)
+                return out
             self._sent = None  # resend every field (Java: heartbeatState.reset())
             self._mark_coordinator_unknown(f"heartbeat request failed: {error}", out)
             self._hb_retry_at = now + self._backoff.backoff(self._hb_attempts)
@@ -420,7 +427,8 @@ class ConsumerGroupMembership(GroupMembership):
         self._hb_token = token
         self._hb_due = now + self.heartbeat_interval_ms
         self._pending[token] = PendingRequest("cg_heartbeat", self.generation, sent, now)
-        out.append(SendRequest(token, req))
+        # a regex needs v1 (KIP-848's broker-side regex); v0 would silently drop it
+        out.append(SendRequest(token, req, min_version=1 if req.subscribed_topic_regex else None))
 
     def _build_heartbeat(self) -> tuple[ConsumerGroupHeartbeatRequest, _Sent]:
         """Java's HeartbeatState.buildRequestData: every field on a join, else only changes."""

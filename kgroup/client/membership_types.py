@@ -42,6 +42,7 @@ class SendRequest:
     request: object
     to_coordinator: bool = True  # False: the least-loaded node (FindCoordinator)
     timeout_ms: int | None = None  # None: request.timeout.ms
+    min_version: int | None = None  # the request uses a field older versions lack
 
 
 @dataclass(frozen=True)

@@ -233,3 +233,16 @@ def test_sync_kafka_consumer_with_the_consumer_protocol(mock):
         c.commit()
     assert events[0] == ("assigned", [TP(topic, p) for p in range(4)])
     assert events[-1] == ("revoked", [TP(topic, p) for p in range(4)])
+
+
+def test_regex_on_a_broker_with_only_v0_fails_instead_of_dropping_the_regex():
+    from kgroup.client.errors import UnsupportedVersionError
+    with rdkafka_mock.MockCluster(topics={"old": 1}, caps={68: 0}) as mc:
+        async def go():
+            async with Consumer(bootstrap_servers=mc.bootstrap_servers, group_id=name("g"), **KIP848) as c:
+                c.subscribe(pattern="o.*")
+                with pytest.raises(UnsupportedVersionError, match="regular expressions"):
+                    deadline = time.monotonic() + 20
+                    while time.monotonic() < deadline:
+                        await c.poll(100)
+        run(go(), timeout=30)

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from kgroup.client.config import ConfigError, ConsumerConfig
-from kgroup.client.errors import CommitFailedError
+from kgroup.client.errors import CommitFailedError, UnsupportedVersionError
 from kgroup.client.assignors import TopicPartition as TP
 from kgroup.client.membership_consumer import ConsumerGroupMembership, ConsumerMemberState as S, random_member_id
 from kgroup.client.membership_types import (CommitCompleted, GroupError, MembershipConfig, PartitionsAssigned,
@@ -369,3 +369,21 @@ def test_config_keys_and_checks():
         ConsumerConfig({"bootstrap.servers": "h:1", "group.id": "g", "group.remote.assignor": "uniform"})
     with pytest.raises(ConfigError):
         ConsumerConfig({"bootstrap.servers": "h:1", "group.id": "g", "group.protocol": "eager"})
+
+
+def test_regex_needs_version_one_and_a_cluster_without_the_protocol_is_fatal():
+    mb = Member()
+    mb.find()
+    join = mb.heartbeat()
+    assert join.min_version is None  # topic names: any version
+    outs = mb.m.on_failure(join.token, UnsupportedVersionError("node 1 does not support API"), mb.now)
+    err = one(outs, GroupError)
+    assert err.fatal and "group.protocol=classic" in str(err.error) and mb.m.state == S.FATAL
+
+    mb = Member()
+    mb.m.subscribe(set(), re.compile("t.*"))
+    mb.find()
+    join = mb.heartbeat()
+    assert join.min_version == 1  # v0 has no regex field: never send it there
+    outs = mb.m.on_failure(join.token, UnsupportedVersionError("up to v0"), mb.now)
+    assert "regular expressions" in str(one(outs, GroupError).error)
