@@ -145,12 +145,16 @@ class ConsumerGroupMembership(GroupMembership):
         if self._resolve_token is None and self._unresolved():
             times.append(self._resolve_retry_at)
         if foreground:
-            if (self._lost_pending or self._reconciled_ids is not None or self._needs_reconcile()
+            committing = self._prepare_commit in ("inflight", "retry")  # its answer wakes the driver
+            if (self._lost_pending or self._reconciled_ids is not None
+                    or (self._needs_reconcile() and not committing)
                     or (self.group_managed and self.state == ConsumerMemberState.UNSUBSCRIBED)):
                 times.append(now)
+            if committing and self._prepare_deadline is not None:
+                times.append(self._prepare_deadline)
             if self._prepare_commit == "retry":
                 times.append(self._prepare_retry_at)
-            if self._next_auto_commit is not None and self.config.enable_auto_commit:
+            if self._next_auto_commit is not None and self.config.enable_auto_commit and self._prepare_commit is None:
                 times.append(self._next_auto_commit)
         return max(min(times), now) if times else None
 
@@ -352,7 +356,6 @@ class ConsumerGroupMembership(GroupMembership):
         added = new - self.assignment
         if revoked and self.config.enable_auto_commit and not self._commit_before_revocation(revoked, now, out):
             return
-        self.state = ConsumerMemberState.RECONCILING
         log.info("Reconciling assignment: revoking %s, adding %s", sorted(revoked), sorted(added))
         if revoked:
             out.append(PartitionsRevoked(tuple(sorted(revoked))))

@@ -181,6 +181,7 @@ def test_auto_commit_happens_before_revocation():
     assert commit.request.generation_id_or_member_epoch == 2 and commit.request.member_id == mb.m.member_id
     assert not any(isinstance(o, PartitionsRevoked) for o in outs)
     assert not any(isinstance(o, PartitionsRevoked) for o in mb.fg())  # still waiting for the commit
+    assert mb.m.next_deadline(mb.now, foreground=True) > mb.now  # no busy loop meanwhile
     done = mb.reply(commit, OffsetCommitResponse(topics=[OffsetCommitResponse.OffsetCommitResponseTopic(
         name="t", partitions=[OffsetCommitResponse.OffsetCommitResponsePartition(partition_index=0, error_code=0)])]))
     assert one(done, CommitCompleted).kind == "prepare"
