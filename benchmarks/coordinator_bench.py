@@ -130,7 +130,7 @@ class EchoServer:
 class Broker:
     """``python -m kgroup serve`` on an ephemeral port with a fresh data directory."""
 
-    def __init__(self, profile_path: str | None = None):
+    def __init__(self, profile_path: str | None = None, overrides=()):
         self.dir = tempfile.mkdtemp(prefix="kgroup-bench-")
         self.log_path = os.path.join(self.dir, "broker.log")
         args = [sys.executable]
@@ -144,6 +144,8 @@ class Broker:
                  # message.max.bytes (1 MB): Kafka, and kgroup, then fail the leader's SyncGroup with
                  # UNKNOWN_SERVER_ERROR. Operators of groups this large raise the limit; so do we.
                  "--override", "message.max.bytes=8388608"]
+        for o in overrides:
+            args += ["--override", o]
         self._log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(args, cwd=_ROOT, stdout=self._log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 30
@@ -503,6 +505,123 @@ async def run(args) -> dict:
     return out
 
 
+async def setup_load(port, args, prefix):
+    """``args.connections`` single-member Stable groups on one broker, with the heartbeat and
+    durable-commit frame makers and answer checks of run()."""
+    conns = [await Conn.open(port) for _ in range(args.connections)]
+    CT = CreateTopicsRequest.CreatableTopic
+    await conns[0].request(CreateTopicsRequest(topics=[CT(name=TOPIC, num_partitions=args.connections,
+                                                          replication_factor=1)]), 5)
+    members = await asyncio.gather(*[single_member_group(c, f"{prefix}-{i}") for i, c in enumerate(conns)])
+    hb = {c: b"".join(encode_request(HeartbeatRequest(group_id=f"{prefix}-{i}", generation_id=gen, member_id=mid),
+                                     4, 1, "bench"))
+          for i, (c, (mid, gen)) in enumerate(zip(conns, members))}
+    T = OffsetCommitRequest.OffsetCommitRequestTopic
+    P = T.OffsetCommitRequestPartition
+    templates, next_offset = {}, {c: 0 for c in conns}
+    for i, (c, (mid, gen)) in enumerate(zip(conns, members)):
+        req = OffsetCommitRequest(group_id=f"{prefix}-{i}", generation_id_or_member_epoch=gen, member_id=mid,
+                                  topics=[T(name=TOPIC, partitions=[P(partition_index=i, committed_offset=0,
+                                                                      committed_metadata="")])])
+        frame = b"".join(encode_request(req, 8, 1, "bench"))
+        templates[c] = (bytearray(frame), frame.rindex(struct.pack(">qi", 0, -1)))
+
+    def commit_frames(c, n):
+        buf, at = templates[c]
+        parts = []
+        o = next_offset[c]
+        for k in range(n):
+            struct.pack_into(">q", buf, at, o + k)
+            parts.append(bytes(buf))
+        next_offset[c] = o + n
+        return b"".join(parts)
+    return conns, (lambda c, n: hb[c] * n), commit_frames
+
+
+async def metrics_overhead(args) -> dict:
+    """--metrics: two brokers, metrics.listener off and on, driven in alternating rounds (the
+    order flips each round) with the same heartbeat and durable-commit load; the figure is the
+    median of the per-round on/off ratios. Metrics are scraped meanwhile (Prometheus' pace:
+    one scrape a second)."""
+    import urllib.request
+    hb_reply_size = 4 + 1 + 4 + 2 + 1
+
+    def hb_check(frame):
+        return len(frame) == hb_reply_size and frame[9:11] == b"\x00\x00"
+
+    def commit_check(frame):
+        return frame[-5:-3] == b"\x00\x00"
+
+    off = Broker()
+    on = Broker(overrides=["metrics.listener=http://127.0.0.1:0"])
+    stop_scraping = False
+    scrapes = []
+    try:
+        with open(on.log_path, "rb") as f:
+            deadline = time.monotonic() + 10
+            while not (m := re.search(rb"metrics listener on http://[^:]+:(\d+)", f.read())):
+                assert time.monotonic() < deadline, "no metrics listener"
+                time.sleep(0.05)
+                f.seek(0)
+        url = f"http://127.0.0.1:{int(m.group(1))}/metrics"
+
+        def scraper():
+            while not stop_scraping:
+                t0 = time.perf_counter()
+                with urllib.request.urlopen(url, timeout=10) as r:
+                    r.read()
+                scrapes.append(time.perf_counter() - t0)
+                time.sleep(args.scrape_every)
+        loads = {"off": await setup_load(off.port, args, "off"), "on": await setup_load(on.port, args, "on")}
+        pids = {"off": off.proc.pid, "on": on.proc.pid}
+        import threading
+        if args.scrape_every > 0:
+            threading.Thread(target=scraper, daemon=True).start()
+        res = {k: {"hb": [], "commit": [], "hb_cpu": [], "commit_cpu": []} for k in loads}
+        for r in range(args.rounds):
+            order = ("off", "on") if r % 2 == 0 else ("on", "off")
+            for k in order:
+                conns, hb_frames, _ = loads[k]
+                res[k]["hb"].append(await pipeline(conns, hb_frames, args.window, args.duration, hb_check,
+                                                   pid=pids[k], cpu=res[k]["hb_cpu"]))
+            for k in order:
+                conns, _, commit_frames = loads[k]
+                res[k]["commit"].append(await pipeline(conns, commit_frames, args.window, args.duration, commit_check,
+                                                       pid=pids[k], cpu=res[k]["commit_cpu"]))
+            progress(f"round {r + 1}: heartbeats off {res['off']['hb'][-1]:,.0f}/s on {res['on']['hb'][-1]:,.0f}/s; "
+                     f"commits off {res['off']['commit'][-1]:,.0f}/s on {res['on']['commit'][-1]:,.0f}/s")
+        for k in loads:
+            for c in loads[k][0]:
+                c.transport.close()
+    finally:
+        stop_scraping = True
+        off.stop()
+        on.stop()
+    return {"res": res, "scrapes": scrapes}
+
+
+def report_metrics_overhead(out, args) -> bool:
+    res = out["res"]
+
+    def median(xs):
+        xs = sorted(xs)
+        return xs[len(xs) // 2]
+    scraped = (f"/metrics scraped every {args.scrape_every:g} s ({len(out['scrapes'])} scrapes, median "
+               f"{median(out['scrapes']) * 1000:.1f} ms)" if out["scrapes"] else "no scrapes")
+    print(f"metrics overhead: {args.connections} connections, window {args.window}, {args.rounds} alternating "
+          f"rounds x {args.duration:g} s, {scraped}")
+    ok = True
+    for what, label in (("hb", "heartbeats/s"), ("commit", "durable OffsetCommits/s")):
+        ratio = median([b / a for a, b in zip(res["off"][what], res["on"][what])])
+        cpu_off, cpu_on = min(res["off"][what + "_cpu"]), min(res["on"][what + "_cpu"])
+        print(f"  {label:<26} off {max(res['off'][what]):>10,.0f}  on {max(res['on'][what]):>10,.0f}  "
+              f"on/off (median of per-round ratios) {ratio:.3f}  broker CPU off {cpu_off:.1f} us, on {cpu_on:.1f} us "
+              f"({cpu_on / cpu_off - 1:+.1%})")
+        ok = ok and ratio >= 0.95
+    print("goal (<= 5% difference) met" if ok else "goal (<= 5% difference) missed")
+    return ok
+
+
 def report(out, args) -> bool:
     # Each round measures the echo right before the heartbeats: the ratio is taken per round (same
     # machine conditions) and the median reported; the figures themselves are each the best round.
@@ -551,7 +670,17 @@ def main(argv=None) -> int:
     p.add_argument("--profile", action="store_true", help="run the broker under cProfile and print its top 30")
     p.add_argument("--py-spy", metavar="DIR", help="sample the broker with py-spy during the throughput figures")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--scrape-every", type=float, default=1.0,
+                   help="with --metrics: seconds between scrapes of /metrics (0: none)")
+    p.add_argument("--metrics", action="store_true",
+                   help="only the metrics overhead: heartbeats/s and durable commits/s, metrics.listener off vs on")
     args = p.parse_args(argv)
+    if args.metrics:
+        out = asyncio.run(metrics_overhead(args))
+        ok = report_metrics_overhead(out, args)
+        if args.json:
+            print(json.dumps(out))
+        return 0 if ok else 1
     args.profile_path = None
     if args.profile:
         args.profile_path = os.path.join(tempfile.mkdtemp(prefix="kgroup-prof-"), "broker.prof")

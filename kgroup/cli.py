@@ -51,7 +51,7 @@ def _serve(args) -> int:
 
 
 _TOOLS = {"topics": "main_topics", "groups": "main_groups", "produce": "main_produce",
-          "consume": "main_consume"}
+          "consume": "main_consume", "configs": "main_configs", "delete-records": "main_delete_records"}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -59,6 +59,9 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] == "dump-log":
         from . import dump_log
         return dump_log.main(argv[1:])
+    if argv and argv[0] == "inject":
+        from .client import fault_injection
+        return fault_injection.main(argv[1:])
     if argv and argv[0] in _TOOLS:
         from .client import cli as client_cli
         logging.basicConfig(level="WARNING", format="%(levelname)s %(name)s: %(message)s")
@@ -71,9 +74,12 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--override", action="append", metavar="KEY=VALUE",
                        help="override a config key (Kafka's names), repeatable")
     serve.set_defaults(func=_serve)
-    for name, what in (("topics", "create, list, describe, delete topics (like kafka-topics.sh)"),
+    for name, what in (("topics", "create, list, describe, alter, delete topics (like kafka-topics.sh)"),
+                       ("configs", "describe or alter topic and broker configs (like kafka-configs.sh)"),
+                       ("delete-records", "delete records up to offsets (like kafka-delete-records.sh)"),
                        ("groups", "list, describe, delete groups, reset offsets (like kafka-consumer-groups.sh)"),
                        ("produce", "console producer"), ("consume", "console consumer"),
+                       ("inject", "fault injection into a broker that enables it (kgroup.fault.injection.enable)"),
                        ("dump-log", "print a segment's batches (--offsets-decoder for __consumer_offsets)")):
         sub.add_parser(name, help=what, add_help=False)
     args = parser.parse_args(argv)

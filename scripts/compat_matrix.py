@@ -41,7 +41,8 @@ COLUMNS = [
 SHORT = {"produce": "default", "produce-idempotent-default": "idempotent (default)", "produce-idempotent": "idempotent",
          "produce-plain": "plain", "incremental-assign": "incremental assign", "consume-balanced": "balanced -G",
          "consume-roundrobin-default": "roundrobin (default)", "admin": "admin API", "metadata-L": "-L",
-         "lag-equals-kgroup-describe": "lag = kgroup groups --describe", "protocol-vote": "vote",
+         "lag-equals-kgroup-describe": "lag = kgroup groups --describe",
+         "admin-partitions-configs-records": "partitions, configs, delete records", "protocol-vote": "vote",
          "inconsistent-group-protocol": "refused + reported", "soak-kills": "15 cycles"}
 
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Non-Python peers the test suite drives, from Debian: kcat (librdkafka's CLI) and a Java runtime
-# for Spark. Installed with apt when running as root and absent; the tests that need them fail
+# Non-Python peers the test suite drives, from Debian: kcat (librdkafka's CLI), a Java runtime
+# for Spark, Prometheus and Chromium. Installed with apt when running as root and absent; the tests that need them fail
 # (never skip) when a peer is missing.
 set -euo pipefail
 apt_updated=""
@@ -22,6 +22,10 @@ apt_install() {  # apt_install COMMAND PACKAGE
 }
 apt_install kcat kcat
 apt_install java openjdk-17-jre-headless
+# Prometheus scrapes kgroup's /metrics in tests/testing/test_metrics.py; Chromium renders the
+# web console headless in tests/testing/test_console.py.
+apt_install prometheus prometheus
+apt_install chromium chromium
 command -v kcat >/dev/null 2>&1 && echo "==> kcat: $(kcat -V 2>&1 | head -1)" || true
 command -v java >/dev/null 2>&1 && echo "==> java: $(java -version 2>&1 | head -1)" || true
 # kafkajs (npm), Burrow and ZooKeeper (Debian) for the compatibility matrix

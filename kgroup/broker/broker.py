@@ -14,8 +14,9 @@ import os
 from ..protocol.records import CRC32C_IMPLEMENTATION, crc32c_is_fast
 from .config import BrokerConfig
 from .data_path import DataPath
+from .ops import attach_operations
 from .group_runtime import GroupRuntime
-from .metadata import TopicRegistry, Topic
+from .metadata import OFFSETS_TOPIC, TopicRegistry, Topic
 from .server import KafkaConnection
 
 log = logging.getLogger("kgroup.broker")
@@ -31,23 +32,33 @@ class Broker:
         self.config = config
         self.data_dir = os.path.abspath(config.log_dir)
         self.metadata = TopicRegistry(self.data_dir, config)
+        config.set_dynamic(self.metadata.broker_configs.get(str(config.node_id), {}),   # AlterConfigs'
+                           self.metadata.broker_configs.get("", {}))
         self.data_path = DataPath(config, self.data_dir,
                                   {t.name: t.configs for t in self.metadata.topics.values()})
         for topic in self.metadata.topics.values():  # a crash between the two writes leaves none missing
             self.data_path.create_partitions(topic.name, topic.num_partitions, topic.configs)
         self.group_coordinator = GroupRuntime(self)
+        # Fault injection, metrics, rebalance timelines (ops.py): self.faults, .metrics,
+        # .timelines, each None unless configured, and .request_hook (None when all are off).
+        attach_operations(self)
+        self.http = None            # the metrics/console/admin HTTP listener (http.py), once started
         self.connections: set[KafkaConnection] = set()
         self.server: asyncio.AbstractServer | None = None
         self.bound_port: int | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self._housekeeping: asyncio.Task | None = None
+        self._cleaner: asyncio.Task | None = None
 
     # -- lifecycle ------------------------------------------------------------------------------
     async def start(self) -> None:
         host, port = self.config.listener()
         loop = self.loop = asyncio.get_running_loop()
         self._housekeeping = loop.create_task(self._housekeeping_loop())
+        self._cleaner = loop.create_task(self._cleaner_loop())
         self.group_coordinator.start()
+        if self.timelines is not None:
+            self.timelines.start()
         # Everything allocated so far (codec classes, metadata, loaded logs) lives for the whole
         # run: keep it out of the garbage collector's generations so each collection is cheaper.
         gc.freeze()
@@ -58,6 +69,10 @@ class Broker:
         self.server = await loop.create_server(lambda: KafkaConnection(self), host or "0.0.0.0", port,
                                                reuse_address=True)
         self.bound_port = self.server.sockets[0].getsockname()[1]
+        if self.config["metrics.listener"]:
+            from .http import BrokerHttpServer
+            self.http = BrokerHttpServer(self, self.config["metrics.listener"])
+            self.http.start()
         h, p = self.advertised_listener()
         log.info("kgroup broker %d serving on %s:%d (advertised %s:%d), cluster id %s, data in %s, "
                  "CRC-32C by %s", self.config.node_id, host or "0.0.0.0", self.bound_port, h, p,
@@ -66,6 +81,9 @@ class Broker:
     async def stop(self, timeout: float = 10.0) -> None:
         if self.server is not None:
             self.server.close()  # stop accepting; open connections finish below
+        if self.http is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self.http.close)
+            self.http = None
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while any(not c.idle for c in self.connections) and loop.time() < deadline:
@@ -74,13 +92,16 @@ class Broker:
             c.transport.close()
         if self._housekeeping is not None:
             self._housekeeping.cancel()
+            self._cleaner.cancel()
+        if self.timelines is not None:
+            self.timelines.close()
         self.group_coordinator.close()
         self.data_path.close(clean=True)
         log.info("kgroup broker %d stopped", self.config.node_id)
 
     async def _housekeeping_loop(self) -> None:
-        """Retention and compaction every log.retention.check.interval.ms; flush.ms checks
-        every second (Kafka's log.flush.scheduler.interval.ms is also coarse)."""
+        """Retention every log.retention.check.interval.ms; flush.ms checks every second
+        (Kafka's log.flush.scheduler.interval.ms is also coarse). Compaction is the cleaner's."""
         interval = self.config["log.retention.check.interval.ms"] / 1000.0
         next_retention = self.loop.time() + interval
         while True:
@@ -91,9 +112,20 @@ class Broker:
                 if self.loop.time() >= next_retention:
                     next_retention = self.loop.time() + interval
                     self.data_path.logs.delete_old_segments()
-                    self.data_path.logs.compact_logs()
             except Exception:
                 log.exception("log housekeeping failed")
+
+    async def _cleaner_loop(self) -> None:
+        """Kafka's log cleaner thread: clean the filthiest compacted log (dirty ratio at least
+        min.cleanable.dirty.ratio, or past max.compaction.lag.ms), again at once while one is
+        due, else sleep log.cleaner.backoff.ms."""
+        while True:
+            cleaned = None
+            try:
+                cleaned = self.data_path.logs.clean_filthiest()
+            except Exception:
+                log.exception("log cleaner failed")
+            await asyncio.sleep(0 if cleaned else self.config["log.cleaner.backoff.ms"] / 1000.0)
 
     def advertised_listener(self) -> tuple[str, int]:
         return self.config.advertised(self.bound_port)
@@ -110,5 +142,12 @@ class Broker:
     def delete_topic(self, name: str) -> Topic:
         topic = self.metadata.delete_topic(name)
         self.data_path.delete_partitions(name, topic.num_partitions)
+        if name != OFFSETS_TOPIC and self.metadata.get(OFFSETS_TOPIC) is not None:
+            # GroupCoordinatorService.onPartitionsDeleted: every shard tombstones those offsets
+            gone = [(name, p) for p in range(topic.num_partitions)]
+            # Nobody waits for the answer: the tombstones are written and flushed regardless.
+            self.group_coordinator.execute_split(
+                gone, None, lambda shard, partitions, _version, now, token:
+                shard.handle_partitions_deleted(partitions, now, token), 0, lambda answers: None)
         log.info("deleted topic %s", name)
         return topic

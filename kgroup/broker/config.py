@@ -67,10 +67,39 @@ CONFIG_DEFS: dict[str, ConfigDef] = {c.name: c for c in (
     _d("log.flush.interval.messages", "long", LONG_MAX, "Messages between forced fsyncs."),
     _d("log.flush.interval.ms", "long", None, "Milliseconds between forced fsyncs."),
     _d("log.message.timestamp.type", "string", "CreateTime", "CreateTime or LogAppendTime."),
+    # Broker synonyms of topic configs (ServerTopicConfigSynonyms): the defaults of topics' configs.
+    _d("log.roll.jitter.ms", "long", None, "Jitter subtracted from segment roll times (log.roll.jitter.hours if unset)."),
+    _d("log.roll.jitter.hours", "int", 0, "Jitter in hours subtracted from segment roll times."),
+    _d("log.index.size.max.bytes", "int", 10485760, "Size of a segment's offset index."),
+    _d("log.flush.scheduler.interval.ms", "long", LONG_MAX, "How often flush.ms is checked."),
+    _d("log.cleaner.min.compaction.lag.ms", "long", 0, "Minimum age of a record before compaction."),
+    _d("log.cleaner.max.compaction.lag.ms", "long", LONG_MAX, "Maximum age of an uncompacted record."),
+    _d("log.cleaner.min.cleanable.ratio", "double", 0.5, "Dirty ratio at which a log is compacted."),
+    _d("log.cleaner.backoff.ms", "long", 15000, "How long the cleaner sleeps when no log is cleanable."),
+    _d("log.segment.delete.delay.ms", "long", 60000, "Delay before a deleted segment's files are removed."),
+    _d("log.preallocate", "boolean", False, "Preallocate new segment files."),
+    _d("log.message.timestamp.before.max.ms", "long", LONG_MAX, "Largest allowed lag of a record timestamp."),
+    _d("log.message.timestamp.after.max.ms", "long", 3600000, "Largest allowed lead of a record timestamp."),
+    _d("log.message.downconversion.enable", "boolean", True, "A no-op since Kafka 4.0 (no down-conversion)."),
+    _d("log.local.retention.ms", "long", -2, "Local retention with tiered storage; -2 follows retention."),
+    _d("log.local.retention.bytes", "long", -2, "Local retention with tiered storage; -2 follows retention."),
+    _d("min.insync.replicas", "int", 1, "Minimum in-sync replicas for acks=all."),
+    _d("unclean.leader.election.enable", "boolean", False, "Elect out-of-sync replicas (one node: no effect)."),
+    _d("compression.type", "string", "producer", "Default compression.type of topics."),
+    _d("compression.gzip.level", "int", -1, "Default compression.gzip.level of topics."),
+    _d("compression.lz4.level", "int", 9, "Default compression.lz4.level of topics."),
+    _d("compression.zstd.level", "int", 3, "Default compression.zstd.level of topics."),
     _d("transactional.id.expiration.ms", "int", 604800000, "Expiry of idle transactional ids."),
     _d("producer.id.expiration.ms", "int", 86400000, "Expiry of idle producer ids."),
     _d("num.network.threads", "int", 3, "Accepted for compatibility; kgroup uses one event loop."),
     _d("num.io.threads", "int", 8, "Accepted for compatibility; kgroup uses one event loop."),
+    # kgroup's own keys (not Kafka's).
+    _d("metrics.listener", "string", None,
+       "http://host:port of the HTTP listener serving /metrics (Prometheus), the web console and "
+       "/admin/faults; unset: no listener."),
+    _d("kgroup.fault.injection.enable", "boolean", False,
+       "Accept fault-injection commands (injected errors, delays, dropped connections, a loading "
+       "coordinator, paused heartbeat expiry) for tests; never enable in production."),
 )}
 
 
@@ -127,8 +156,31 @@ class BrokerConfig:
             if defn is None:
                 raise ConfigError(f"Unknown configuration '{key}'")
             self.explicit[key] = _parse(defn, raw)
-        self.values = {k: self.explicit.get(k, d.default) for k, d in CONFIG_DEFS.items()}
+        # Dynamic broker configs (AlterConfigs on a BROKER resource): this node's, then the
+        # cluster-wide default (resource name ""), both above the static file, as in Kafka.
+        self.dynamic_broker: dict[str, Any] = {}
+        self.dynamic_default: dict[str, Any] = {}
+        self._resolve()
+
+    def _resolve(self) -> None:
+        self.values = {k: self.dynamic_broker.get(k, self.dynamic_default.get(k, self.explicit.get(k, d.default)))
+                       for k, d in CONFIG_DEFS.items()}
         self._validate()
+
+    def set_dynamic(self, per_broker: dict[str, str], cluster_default: dict[str, str]) -> None:
+        """Install dynamic configs (raw strings, already validated by the caller)."""
+        self.dynamic_broker = {k: _parse(CONFIG_DEFS[k], v) for k, v in per_broker.items() if k in CONFIG_DEFS}
+        self.dynamic_default = {k: _parse(CONFIG_DEFS[k], v) for k, v in cluster_default.items() if k in CONFIG_DEFS}
+        self._resolve()
+
+    def source(self, key: str) -> int:
+        """Kafka's ConfigSource of a broker config's value: DYNAMIC_BROKER_CONFIG 2,
+        DYNAMIC_DEFAULT_BROKER_CONFIG 3, STATIC_BROKER_CONFIG 4, DEFAULT_CONFIG 5."""
+        if key in self.dynamic_broker:
+            return 2
+        if key in self.dynamic_default:
+            return 3
+        return 4 if key in self.explicit else 5
 
     @classmethod
     def load(cls, path: str | None = None, overrides: list[str] = ()) -> "BrokerConfig":
@@ -152,6 +204,9 @@ class BrokerConfig:
         if self.values["log.message.timestamp.type"] not in ("CreateTime", "LogAppendTime"):
             raise ConfigError("log.message.timestamp.type must be CreateTime or LogAppendTime")
         self.listener()  # validates the listener URI
+        ml = self.values["metrics.listener"]
+        if ml and not re.fullmatch(r"http://\[?[^\]/]*\]?:\d+/?", ml.strip()):
+            raise ConfigError(f"Invalid value {ml!r} for configuration metrics.listener: expected http://host:port")
 
     @property
     def node_id(self) -> int:

@@ -24,6 +24,7 @@ import concurrent.futures
 import logging
 import os
 import struct
+import time
 
 from ..storage.config import LogConfig
 from ..storage.fs import syncfs, syncfs_available
@@ -45,7 +46,11 @@ def log_config_from_broker(config: BrokerConfig) -> LogConfig:
     props = {k: v[k] for k in ("log.segment.bytes", "log.retention.bytes", "log.cleanup.policy",
                                "log.cleaner.delete.retention.ms", "log.index.interval.bytes",
                                "log.flush.interval.messages", "message.max.bytes",
-                               "log.message.timestamp.type", "producer.id.expiration.ms")
+                               "log.message.timestamp.type", "producer.id.expiration.ms",
+                               "log.cleaner.min.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms",
+                               "log.cleaner.min.cleanable.ratio", "log.message.timestamp.before.max.ms",
+                               "log.message.timestamp.after.max.ms", "log.index.size.max.bytes",
+                               "min.insync.replicas", "compression.type")
              if v.get(k) is not None}
     props["log.retention.ms"] = config.retention_ms
     props["log.roll.ms"] = config.roll_ms
@@ -117,6 +122,8 @@ class DataPath:
         self._flush_scheduled = False
         self._sync_in_flight = False
         self._syncer: concurrent.futures.ThreadPoolExecutor | None = None   # the sync thread
+        self._round_started = 0.0
+        self.flush_observer = None  # fn(seconds) per group-commit round (broker metrics), or None
 
     # -- partitions ---------------------------------------------------------------------------
     def create_partitions(self, topic: str, num_partitions: int, topic_configs: dict[str, str]) -> None:
@@ -150,6 +157,7 @@ class DataPath:
         self._flush_scheduled = False
         if self._sync_in_flight or not self._flush_waiters:
             return          # the sync in flight starts the next round when it finishes
+        self._round_started = time.perf_counter()
         pending, waiters = self._flush_pending, self._flush_waiters
         self._flush_pending, self._flush_waiters = set(), []
         if len(pending) >= SYNCFS_MIN_LOGS and syncfs_available():
@@ -166,6 +174,8 @@ class DataPath:
                 self._start_sync(marks, waiters, error)
                 return
         self._resolve(waiters, self._fsync_each(pending))
+        if self.flush_observer is not None:
+            self.flush_observer(time.perf_counter() - self._round_started)
 
     def _split_by_device(self, pending):
         """(logs on the data directory's filesystem, logs elsewhere)."""
@@ -208,6 +218,8 @@ class DataPath:
                     log.error("flush of %s failed: %s", plog.directory, e)
                     error = e
         self._resolve(waiters, error)
+        if self.flush_observer is not None:
+            self.flush_observer(time.perf_counter() - self._round_started)
         self._group_commit()        # the round that gathered meanwhile
 
     @staticmethod

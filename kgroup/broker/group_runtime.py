@@ -83,6 +83,7 @@ class GroupRuntime:
         self._held_flush_scheduled = False
         self._load_task: asyncio.Task | None = None
         self._partition_of: dict[str, int] = {}    # group id -> partition (Java hash), a cache
+        self.partition_load_ms: dict[int, float] = {}  # partition -> its load time (metrics)
 
     # -- topic and shards -----------------------------------------------------------------------
     def start(self) -> None:
@@ -119,6 +120,7 @@ class GroupRuntime:
         started = time.monotonic()
         clock = time.monotonic
         for p, shard in sorted(self.shards.items()):
+            shard_started = clock()
             plog = self.broker.data_path.log(OFFSETS_TOPIC, p)
             slice_end = clock() + LOAD_SLICE_S
             try:
@@ -135,6 +137,7 @@ class GroupRuntime:
                 log.error("cannot load %s: %s", f"{OFFSETS_TOPIC}-{p}", e)
                 raise
             self._run(shard, shard.on_loaded(now_ms()))
+            self.partition_load_ms[p] = (clock() - shard_started) * 1000  # (includes yields to requests)
             await asyncio.sleep(0)
         log.info("loaded %d partition(s) of %s in %.2f s", len(self.shards), OFFSETS_TOPIC,
                  time.monotonic() - started)

@@ -15,34 +15,15 @@ import uuid
 from dataclasses import dataclass, field
 
 from ..protocol.errors import ErrorCode, KafkaError
-from .config import LONG_MAX, BrokerConfig
+from .config import BrokerConfig
+# Topic-level configs (name -> (broker synonym, type)) live in topic_configs.py with Kafka's
+# validation; DescribeConfigs reports the broker value as the default, as Kafka does.
+from .topic_configs import TOPIC_CONFIGS, broker_default, validate as validate_topic_configs  # noqa: F401
 
 OFFSETS_TOPIC = "__consumer_offsets"
 INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, "__transaction_state"})
 MAX_NAME_LENGTH = 249
 _LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
-
-# Topic-level configs: name -> (broker-level synonym, type). DescribeConfigs reports the broker
-# value as the default, as Kafka does (source DEFAULT_CONFIG or STATIC_BROKER_CONFIG).
-TOPIC_CONFIGS: dict[str, tuple[str | None, str]] = {
-    "cleanup.policy": ("log.cleanup.policy", "list"),
-    "compression.type": (None, "string"),
-    "delete.retention.ms": ("log.cleaner.delete.retention.ms", "long"),
-    "flush.messages": ("log.flush.interval.messages", "long"),
-    "flush.ms": ("log.flush.interval.ms", "long"),
-    "index.interval.bytes": ("log.index.interval.bytes", "int"),
-    "max.message.bytes": ("message.max.bytes", "int"),
-    "message.timestamp.type": ("log.message.timestamp.type", "string"),
-    "min.compaction.lag.ms": (None, "long"),
-    "min.insync.replicas": (None, "int"),
-    "retention.bytes": ("log.retention.bytes", "long"),
-    "retention.ms": ("log.retention.ms", "long"),
-    "segment.bytes": ("log.segment.bytes", "int"),
-    "segment.ms": ("log.roll.ms", "long"),
-}
-_TOPIC_DEFAULTS_WITHOUT_SYNONYM = {"compression.type": "producer", "min.compaction.lag.ms": "0",
-                                   "min.insync.replicas": "1"}
-
 
 def validate_topic_name(name: str) -> None:
     """Kafka's Topic.validate: non-empty, not '.'/'..', at most 249 legal characters."""
@@ -61,19 +42,7 @@ def validate_topic_name(name: str) -> None:
 
 
 def broker_default_for(config: BrokerConfig, topic_key: str) -> str | None:
-    synonym = TOPIC_CONFIGS[topic_key][0]
-    if synonym is None:
-        return _TOPIC_DEFAULTS_WITHOUT_SYNONYM[topic_key]
-    if synonym == "log.retention.ms":
-        return str(config.retention_ms)
-    if synonym == "log.roll.ms":
-        return str(config.roll_ms)
-    v = config[synonym]
-    if v is None:
-        return None
-    if synonym == "log.flush.interval.ms" and v is None:
-        return str(LONG_MAX)
-    return str(v).lower() if isinstance(v, bool) else str(v)
+    return broker_default(config, topic_key)
 
 
 @dataclass
@@ -112,6 +81,9 @@ class TopicRegistry:
         self.cluster_id = self._load_or_create_cluster_id()
         self.topics: dict[str, Topic] = {}
         self._by_id: dict[bytes, Topic] = {}
+        # dynamic broker configs: resource name ("" = cluster default, or a node id) -> {key: value}
+        self.broker_configs: dict[str, dict[str, str]] = {}
+        self.group_configs: dict[str, dict[str, str]] = {}    # group id -> GROUP config overrides
         self._load_topics()
 
     # -- identity ---------------------------------------------------------------------------
@@ -140,7 +112,10 @@ class TopicRegistry:
     def _load_topics(self) -> None:
         if not os.path.exists(self._topics_path):
             return
-        for t in json.load(open(self._topics_path))["topics"]:
+        doc = json.load(open(self._topics_path))
+        self.broker_configs = doc.get("broker_configs", {})
+        self.group_configs = doc.get("group_configs", {})
+        for t in doc["topics"]:
             topic = Topic(t["name"], base64.b64decode(t["id"]), t["partitions"], t.get("configs", {}))
             self.topics[topic.name] = topic
             self._by_id[topic.topic_id] = topic
@@ -149,6 +124,10 @@ class TopicRegistry:
         doc = {"version": 1, "topics": [
             {"name": t.name, "id": base64.b64encode(t.topic_id).decode(), "partitions": t.num_partitions,
              "configs": t.configs} for t in self.topics.values()]}
+        if self.broker_configs:
+            doc["broker_configs"] = self.broker_configs
+        if self.group_configs:
+            doc["group_configs"] = self.group_configs
         _atomic_write(self._topics_path, json.dumps(doc, indent=1, sort_keys=True))
 
     def get(self, name: str) -> Topic | None:
@@ -179,18 +158,7 @@ class TopicRegistry:
                              f"Unable to replicate the partition {replication_factor} time(s): The target "
                              f"replication factor of {replication_factor} cannot be reached because only "
                              "1 broker(s) are registered.")
-        for key, value in configs.items():
-            if key not in TOPIC_CONFIGS:
-                raise KafkaError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {key}")
-            if value is None:
-                raise KafkaError(ErrorCode.INVALID_CONFIG, f"Null value not supported for topic config {key}")
-            if TOPIC_CONFIGS[key][1] in ("int", "long"):
-                try:
-                    int(value)
-                except ValueError:
-                    raise KafkaError(ErrorCode.INVALID_CONFIG,
-                                     f"Invalid value {value} for configuration {key}: Not a number of "
-                                     f"type {TOPIC_CONFIGS[key][1].upper()}") from None
+        validate_topic_configs(configs, self.config)
         return num_partitions, replication_factor
 
     def create_topic(self, name: str, num_partitions: int, configs: dict[str, str] | None = None) -> Topic:
@@ -205,6 +173,34 @@ class TopicRegistry:
         self._by_id.pop(topic.topic_id, None)
         self._save_topics()
         return topic
+
+    def set_partition_count(self, name: str, count: int) -> Topic:
+        """CreatePartitions: persisted before the new partitions' logs exist."""
+        topic = self.topics[name]
+        topic.num_partitions = count
+        self._save_topics()
+        return topic
+
+    def set_topic_configs(self, name: str, configs: dict[str, str]) -> Topic:
+        """AlterConfigs: the topic's complete override set, persisted."""
+        topic = self.topics[name]
+        topic.configs = dict(configs)
+        self._save_topics()
+        return topic
+
+    def set_broker_configs(self, resource_name: str, configs: dict[str, str]) -> None:
+        if configs:
+            self.broker_configs[resource_name] = dict(configs)
+        else:
+            self.broker_configs.pop(resource_name, None)
+        self._save_topics()
+
+    def set_group_configs(self, group_id: str, configs: dict[str, str]) -> None:
+        if configs:
+            self.group_configs[group_id] = dict(configs)
+        else:
+            self.group_configs.pop(group_id, None)
+        self._save_topics()
 
     def topic_config(self, topic: Topic) -> dict[str, tuple[str | None, bool]]:
         """Every topic config: name -> (value, is explicitly set on the topic)."""

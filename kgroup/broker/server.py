@@ -229,7 +229,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._abort(f"cannot decode api key {api_key} v{version}: {e}")
             return
         try:
-            result = handler(self.broker, RequestContext(self, header, version), body, version)
+            hook = self.broker.request_hook  # metrics, fault injection (ops.py): None unless enabled
+            if hook is None:
+                result = handler(self.broker, RequestContext(self, header, version), body, version)
+            else:
+                result = hook(handler, self.broker, RequestContext(self, header, version), body, version)
         except Exception:
             log.exception("handler for api key %d v%d failed (request from %s)", api_key, version, self.peer)
             self._abort("internal error while handling the request")

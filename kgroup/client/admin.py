@@ -14,7 +14,11 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping, NamedTuple
 
 from kgroup.protocol.errors import ErrorCode, KafkaError
+from kgroup.protocol.messages.alter_configs import AlterConfigsRequest
+from kgroup.protocol.messages.create_partitions import CreatePartitionsRequest
 from kgroup.protocol.messages.create_topics import CreateTopicsRequest
+from kgroup.protocol.messages.delete_records import DeleteRecordsRequest
+from kgroup.protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
 from kgroup.protocol.messages.delete_groups import DeleteGroupsRequest
 from kgroup.protocol.messages.delete_topics import DeleteTopicsRequest
 from kgroup.protocol.messages.describe_cluster import DescribeClusterRequest
@@ -41,6 +45,8 @@ EARLIEST = -2
 LATEST = -1
 TOPIC_RESOURCE = 2
 BROKER_RESOURCE = 4
+# IncrementalAlterConfigs operations (KIP-339)
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 
 class NewTopic(NamedTuple):
@@ -161,16 +167,91 @@ class Admin:
     async def describe_configs(self, resource_type: int, name: str, keys: list[str] | None = None) -> dict[str, dict]:
         """{config name: {value, read_only, source, is_sensitive, is_default}} for a topic (2) or broker (4)."""
         req = DescribeConfigsRequest(resources=[DescribeConfigsRequest.DescribeConfigsResource(
-            resource_type=resource_type, resource_name=name, configuration_keys=keys)])
-        node = int(name) if resource_type == BROKER_RESOURCE else self._client.least_loaded_node()
+            resource_type=resource_type, resource_name=name, configuration_keys=keys)], include_synonyms=True)
+        node = await self._controller()    # (refreshes metadata when no node is known yet)
+        if resource_type == BROKER_RESOURCE and name:
+            node = int(name)
         resp = await self._client.send(node, req)
         result = resp.results[0]
         error = _check(result.error_code, f"DescribeConfigs {name}", result.error_message)
         if error:
             raise error
         return {c.name: {"value": c.value, "read_only": c.read_only, "source": c.config_source,
-                         "is_sensitive": c.is_sensitive, "is_default": c.is_default or c.config_source == 5}
+                         "is_sensitive": c.is_sensitive, "is_default": c.is_default or c.config_source == 5,
+                         "synonyms": [(s.name, s.value, s.source) for s in c.synonyms]}
                 for c in result.configs}
+
+    async def create_partitions(self, counts: Mapping[str, int], validate_only: bool = False,
+                                timeout_ms: int | None = None) -> dict[str, KafkaError | None]:
+        """Raise each topic's partition count to the given total: {topic: None or the error}."""
+        req = CreatePartitionsRequest(topics=[CreatePartitionsRequest.CreatePartitionsTopic(
+            name=t, count=n, assignments=None) for t, n in counts.items()],
+            timeout_ms=timeout_ms or self._timeout, validate_only=validate_only)
+        resp = await self._client.send(await self._controller(), req)
+        return {r.name: _check(r.error_code, f"Topic {r.name}", r.error_message) for r in resp.results}
+
+    async def incremental_alter_configs(self, resource_type: int, name: str,
+                                        ops: Iterable[tuple[str, int, str | None]],
+                                        validate_only: bool = False) -> None:
+        """(config, SET|DELETE|APPEND|SUBTRACT, value) changes to a topic (2) or broker (4; name ""
+        for the cluster default); raises the resource's error."""
+        R = IncrementalAlterConfigsRequest.AlterConfigsResource
+        req = IncrementalAlterConfigsRequest(resources=[R(resource_type=resource_type, resource_name=name, configs=[
+            R.AlterableConfig(name=k, config_operation=op, value=v) for k, op, v in ops])],
+            validate_only=validate_only)
+        node = await self._controller()    # (refreshes metadata when no node is known yet)
+        if resource_type == BROKER_RESOURCE and name:
+            node = int(name)
+        r = (await self._client.send(node, req)).responses[0]
+        error = _check(r.error_code, f"IncrementalAlterConfigs {name}", r.error_message)
+        if error:
+            raise error
+
+    async def alter_configs(self, resource_type: int, name: str, configs: Mapping[str, str],
+                            validate_only: bool = False) -> None:
+        """Legacy AlterConfigs: the resource's complete config set (what is left out is reset)."""
+        R = AlterConfigsRequest.AlterConfigsResource
+        req = AlterConfigsRequest(resources=[R(resource_type=resource_type, resource_name=name, configs=[
+            R.AlterableConfig(name=k, value=v) for k, v in configs.items()])], validate_only=validate_only)
+        node = await self._controller()    # (refreshes metadata when no node is known yet)
+        if resource_type == BROKER_RESOURCE and name:
+            node = int(name)
+        r = (await self._client.send(node, req)).responses[0]
+        error = _check(r.error_code, f"AlterConfigs {name}", r.error_message)
+        if error:
+            raise error
+
+    async def delete_records(self, offsets: Mapping[TopicPartition, int], timeout_ms: int | None = None
+                             ) -> dict[TopicPartition, int | KafkaError]:
+        """Delete records before each offset (-1: the high watermark), at each partition's leader:
+        {tp: the new low watermark or the error}."""
+        offsets = {TopicPartition(*tp): o for tp, o in offsets.items()}
+        await self._client.refresh_metadata({tp.topic for tp in offsets})
+        by_node: dict[int, dict] = {}
+        out: dict = {}
+        for tp, o in offsets.items():
+            leader = self._client.leader_for(tp.topic, tp.partition)
+            if leader < 0:
+                out[tp] = KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"no leader for {tp}")
+            else:
+                by_node.setdefault(leader, {})[tp] = o
+
+        async def one(node_id, parts):
+            T = DeleteRecordsRequest.DeleteRecordsTopic
+            by_topic: dict[str, list] = {}
+            for tp, o in parts.items():
+                by_topic.setdefault(tp.topic, []).append(T.DeleteRecordsPartition(partition_index=tp.partition,
+                                                                                 offset=o))
+            resp = await self._client.send(node_id, DeleteRecordsRequest(
+                topics=[T(name=t, partitions=p) for t, p in by_topic.items()], timeout_ms=timeout_ms or self._timeout))
+            for t in resp.topics:
+                for p in t.partitions:
+                    tp = TopicPartition(t.name, p.partition_index)
+                    out[tp] = (KafkaError(ErrorCode(p.error_code), f"DeleteRecords {tp}") if p.error_code
+                               else p.low_watermark)
+
+        await asyncio.gather(*(one(n, parts) for n, parts in by_node.items()))
+        return out
 
     # --- groups ------------------------------------------------------------------------------
 

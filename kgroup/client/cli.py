@@ -1,6 +1,8 @@
 """Admin and console commands, shaped like Kafka's scripts (the lead wires them into ``kgroup``):
 
-* ``main_topics``  ~ kafka-topics.sh          --create / --list / --describe / --delete
+* ``main_topics``  ~ kafka-topics.sh          --create / --list / --describe / --delete / --alter
+* ``main_configs`` ~ kafka-configs.sh         --describe / --alter (--add-config, --delete-config)
+* ``main_delete_records`` ~ kafka-delete-records.sh --offset-json-file
 * ``main_groups``  ~ kafka-consumer-groups.sh  --list / --describe [--members|--state] / --delete /
   --reset-offsets (--to-earliest|--to-latest|--to-offset N|--shift-by N|--to-current) [--execute]
 * ``main_produce`` ~ kafka-console-producer.sh (one record per stdin line)
@@ -16,7 +18,7 @@ import asyncio
 import base64
 import sys
 
-from .admin import EARLIEST, LATEST, TOPIC_RESOURCE, Admin, NewTopic
+from .admin import BROKER_RESOURCE, DELETE, EARLIEST, LATEST, SET, TOPIC_RESOURCE, Admin, NewTopic
 from .assignors import TopicPartition
 from .errors import KafkaError
 
@@ -55,7 +57,7 @@ def main_topics(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="kgroup topics", description="Create, delete, describe, or list topics.")
     p.add_argument("--bootstrap-server", required=True)
     act = p.add_mutually_exclusive_group(required=True)
-    for a in ("create", "list", "describe", "delete"):
+    for a in ("create", "list", "describe", "delete", "alter"):
         act.add_argument(f"--{a}", action="store_true")
     p.add_argument("--topic")
     p.add_argument("--partitions", type=int, default=-1)
@@ -65,8 +67,10 @@ def main_topics(argv: list[str] | None = None) -> int:
     p.add_argument("--if-exists", action="store_true")
     p.add_argument("--exclude-internal", action="store_true")
     args = p.parse_args(argv)
-    if (args.create or args.delete) and not args.topic:
-        p.error("--topic is required with --create and --delete")
+    if (args.create or args.delete or args.alter) and not args.topic:
+        p.error("--topic is required with --create, --alter and --delete")
+    if args.alter and args.partitions == -1:
+        p.error("--alter needs --partitions (topic configs are altered with kgroup configs)")
     return _run(_topics(args))
 
 
@@ -82,6 +86,14 @@ async def _topics(args) -> int:
                 print(f"Error while executing topic command : {err}", file=sys.stderr)
                 return 1
             print(f"Created topic {args.topic}.")
+            return 0
+        if args.alter:   # TopicCommand.alterTopic: raise the partition count, silent on success
+            err = (await admin.create_partitions({args.topic: args.partitions})).get(args.topic)
+            if err is not None:
+                if args.if_exists and err.code.name == "UNKNOWN_TOPIC_OR_PARTITION":
+                    return 0
+                print(f"Error while executing topic command : {err}", file=sys.stderr)
+                return 1
             return 0
         topics = await admin.list_topics(include_internal=not args.exclude_internal)
         if args.topic:
@@ -136,6 +148,8 @@ def main_groups(argv: list[str] | None = None) -> int:
     p.add_argument("--members", action="store_true")
     p.add_argument("--state", action="store_true")
     p.add_argument("--offsets", action="store_true")
+    p.add_argument("--timeline", action="store_true",
+                   help="with --describe: the group's rebalance timeline, as the broker keeps it")
     p.add_argument("--verbose", action="store_true")
     p.add_argument("--topic", action="append", default=[])
     p.add_argument("--all-topics", action="store_true")
@@ -157,6 +171,11 @@ def main_groups(argv: list[str] | None = None) -> int:
                     "--to-offset, --shift-by")
         if not (args.topic or args.all_topics):
             p.error("Option --reset-offsets requires --topic or --all-topics")
+    if args.timeline:
+        if not (args.describe and args.group):
+            p.error("Option --timeline requires --describe and --group")
+        from .timeline import print_timeline
+        return max(print_timeline(args.bootstrap_server, g) for g in args.group)
     return _run(_groups(args))
 
 
@@ -448,3 +467,148 @@ async def _consume(args, props, out) -> int:
             pass
     print(f"Processed a total of {count} messages", file=sys.stderr)
     return 0
+
+
+# --- kafka-configs ---------------------------------------------------------------------------------
+
+_SOURCE_NAMES = {1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG", 3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
+                 4: "STATIC_BROKER_CONFIG", 5: "DEFAULT_CONFIG", 6: "DYNAMIC_BROKER_LOGGER_CONFIG",
+                 8: "DYNAMIC_GROUP_CONFIG"}
+GROUP_RESOURCE = 32
+
+
+def _parse_add_config(text: str) -> dict[str, str]:
+    """ConfigCommand's --add-config: k=v pairs split on commas outside square brackets; a
+    bracketed value is a list (``cleanup.policy=[compact,delete]``)."""
+    out, depth, cur = {}, 0, ""
+    for ch in text + ",":
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+        if ch == "," and depth == 0:
+            if cur.strip():
+                k, sep, v = cur.partition("=")
+                if not sep:
+                    raise SystemExit(f"Invalid entity config: all configs to be added must be in the format "
+                                     f"\"key=val\". Found: {cur}")
+                v = v.strip()
+                out[k.strip()] = v[1:-1] if v.startswith("[") and v.endswith("]") else v
+            cur = ""
+        else:
+            cur += ch
+    return out
+
+
+def main_configs(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="kgroup configs", description="Describe or alter topic and broker configs "
+                                "(dynamic broker configs per broker or as the cluster default).")
+    p.add_argument("--bootstrap-server", required=True)
+    act = p.add_mutually_exclusive_group(required=True)
+    act.add_argument("--describe", action="store_true")
+    act.add_argument("--alter", action="store_true")
+    p.add_argument("--entity-type", choices=["topics", "brokers", "groups"])
+    p.add_argument("--entity-name")
+    p.add_argument("--entity-default", action="store_true")
+    p.add_argument("--topic")
+    p.add_argument("--group")
+    p.add_argument("--broker")
+    p.add_argument("--broker-defaults", action="store_true")
+    p.add_argument("--add-config", action="append", default=[])
+    p.add_argument("--delete-config", action="append", default=[])
+    p.add_argument("--all", action="store_true", help="with --describe: every config, not only overrides")
+    args = p.parse_args(argv)
+    if args.topic:
+        args.entity_type, args.entity_name = "topics", args.topic
+    elif args.group:
+        args.entity_type, args.entity_name = "groups", args.group
+    elif args.broker is not None:
+        args.entity_type, args.entity_name = "brokers", args.broker
+    elif args.broker_defaults:
+        args.entity_type, args.entity_default = "brokers", True
+    if args.entity_type is None:
+        p.error("--entity-type (or --topic / --broker / --broker-defaults) is required")
+    if args.entity_type in ("topics", "groups") and not args.entity_name:
+        p.error(f"--entity-name is required for {args.entity_type}")
+    if args.entity_type == "brokers" and args.entity_name is None and not args.entity_default:
+        p.error("--entity-name or --entity-default is required for brokers")
+    if args.alter and not (args.add_config or args.delete_config):
+        p.error("--alter needs --add-config and/or --delete-config")
+    return _run(_configs(args))
+
+
+async def _configs(args) -> int:
+    rtype = {"topics": TOPIC_RESOURCE, "brokers": BROKER_RESOURCE, "groups": GROUP_RESOURCE}[args.entity_type]
+    name = "" if args.entity_default else args.entity_name
+    what = {TOPIC_RESOURCE: "topic " + name, GROUP_RESOURCE: "group " + name}.get(rtype) or (
+        "default config for brokers in the cluster" if name == "" else "broker " + name)
+    async with Admin(bootstrap_servers=args.bootstrap_server) as admin:
+        if args.alter:
+            ops = []
+            for text in args.add_config:
+                ops += [(k, SET, v) for k, v in _parse_add_config(text).items()]
+            for text in args.delete_config:
+                ops += [(k.strip(), DELETE, None) for k in text.split(",") if k.strip()]
+            await admin.incremental_alter_configs(rtype, name, ops)
+            print(f"Completed updating {'config for ' if name != '' or rtype != BROKER_RESOURCE else ''}{what}.")
+            return 0
+        configs = await admin.describe_configs(rtype, name or str((await admin.describe_cluster())["controller_id"]))
+        if rtype == GROUP_RESOURCE:
+            header = f"Dynamic configs for group {name} are:" if not args.all else f"All configs for group {name} are:"
+            dynamic = {8}
+        elif rtype == TOPIC_RESOURCE:
+            header = f"Dynamic configs for topic {name} are:" if not args.all else f"All configs for topic {name} are:"
+            dynamic = {1}
+        elif name == "":
+            header, dynamic = "Default configs for brokers in the cluster are:", {3}
+        else:
+            header = f"Dynamic configs for broker {name} are:" if not args.all else f"All configs for broker {name} are:"
+            dynamic = {2}
+        print(header)
+        for key, c in sorted(configs.items()):
+            layer = [v for n, v, src in c["synonyms"] if src in dynamic and n == key]
+            if not args.all and not layer:
+                continue
+            value = "null" if c["is_sensitive"] else (layer[0] if layer and not args.all else c["value"])
+            syn = ", ".join(f"{_SOURCE_NAMES.get(src, src)}:{n}={v}" for n, v, src in c["synonyms"])
+            print(f"  {key}={value} sensitive={str(c['is_sensitive']).lower()} synonyms={{{syn}}}")
+        return 0
+
+
+# --- kafka-delete-records ----------------------------------------------------------------------------
+
+def main_delete_records(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="kgroup delete-records",
+                                description="Delete records of partitions up to the given offsets.")
+    p.add_argument("--bootstrap-server", required=True)
+    p.add_argument("--offset-json-file", required=True,
+                   help='{"partitions": [{"topic": "t", "partition": 0, "offset": 5}], "version": 1}; '
+                        "offset -1 deletes up to the high watermark")
+    args = p.parse_args(argv)
+    import json
+    try:
+        doc = json.load(open(args.offset_json_file))
+        wanted = {TopicPartition(e["topic"], int(e["partition"])): int(e["offset"]) for e in doc["partitions"]}
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        print(f"Error: cannot read {args.offset_json_file}: {e}", file=sys.stderr)
+        return 1
+    if len(wanted) != len(doc["partitions"]):
+        print("Error: Offset json file contains duplicate topic partitions", file=sys.stderr)
+        return 1
+    return _run(_delete_records(args, wanted))
+
+
+async def _delete_records(args, wanted) -> int:
+    async with Admin(bootstrap_servers=args.bootstrap_server) as admin:
+        print("Executing records delete operation")
+        results = await admin.delete_records(wanted)
+        print("Records delete operation completed:")
+        status = 0
+        for tp in sorted(results, key=lambda t: (t.topic, t.partition)):
+            r = results[tp]
+            if isinstance(r, Exception):
+                print(f"partition: {tp.topic}-{tp.partition}\terror: {r}")
+                status = 1
+            else:
+                print(f"partition: {tp.topic}-{tp.partition}\tlow_watermark: {r}")
+        return status

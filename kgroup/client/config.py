@@ -31,6 +31,8 @@ COMMON = {
 CONSUMER = dict(COMMON, **{
     "group.id": (None, str),
     "group.instance.id": (None, str),
+    "group.protocol": ("classic", str),  # KIP-848: "consumer" uses ConsumerGroupHeartbeat
+    "group.remote.assignor": (None, str),  # KIP-848: null lets the broker pick (its first assignor)
     "session.timeout.ms": (45000, int),
     "heartbeat.interval.ms": (3000, int),
     "max.poll.interval.ms": (300000, int),
@@ -163,6 +165,19 @@ class ConsumerConfig(ClientConfig):
             v["enable.auto.commit"] = False  # Java: no group, no auto-commit
         if v["group.id"] is None and v["enable.auto.commit"]:
             raise ConfigError("enable.auto.commit cannot be set to true when default group id (null) is used.")
+        protocol = str(v["group.protocol"]).lower()
+        if protocol not in ("classic", "consumer"):
+            raise ConfigError(f"Invalid value {v['group.protocol']} for configuration group.protocol: "
+                              "String must be one of: classic, consumer")
+        v["group.protocol"] = protocol
+        # Java's ConsumerConfig: under KIP-848 the broker owns the session timeout, the heartbeat
+        # interval and the assignment; the classic protocol has no remote assignor.
+        if protocol == "consumer":
+            for key in ("partition.assignment.strategy", "session.timeout.ms", "heartbeat.interval.ms"):
+                if key in self.explicit:
+                    raise ConfigError(f"{key} cannot be set when group.protocol=CONSUMER")
+        elif v["group.remote.assignor"] is not None:
+            raise ConfigError("group.remote.assignor cannot be set when group.protocol=CLASSIC")
         if v["heartbeat.interval.ms"] >= v["session.timeout.ms"]:
             raise ConfigError("Heartbeat must be set lower than the session timeout")
         if v["auto.offset.reset"] not in ("earliest", "latest", "none"):

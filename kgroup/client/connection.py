@@ -130,13 +130,17 @@ class BrokerConnection:
         return api_key in self.broker_versions
 
     async def send(self, body, *, version: int | None = None, max_version: int | None = None,
-                   timeout_ms: int | None = None, expect_response: bool = True):
-        """Send one request and await its response body (None when ``expect_response`` is false)."""
+                   min_version: int | None = None, timeout_ms: int | None = None, expect_response: bool = True):
+        """Send one request and await its response body (None when ``expect_response`` is false);
+        ``min_version``: fail with UnsupportedVersionError below it (a field older versions lack)."""
         if self.closed:
             raise KafkaConnectionError(f"connection to node {self.node_id} is closed: {self.close_reason}")
         key = body.API_KEY
         if version is None:
             version = self.api_version(key, max_version)
+        if min_version is not None and version < min_version:
+            raise UnsupportedVersionError(f"node {self.node_id} supports {ApiKey(key).name} up to v{version}, "
+                                          f"this request needs v{min_version}")
         self._correlation_id = (self._correlation_id + 1) & 0x7FFFFFFF
         cid = self._correlation_id
         frame = encode_request(body, version, cid, self.client_id)

@@ -24,8 +24,10 @@ from .assignors import ClusterMetadata, TopicPartition, get_assignor
 from .connection import KafkaClient, now_ms
 from .errors import KafkaConnectionError, KafkaTimeoutError, is_retriable
 from .membership import GroupMembership
+from .membership_consumer import ConsumerGroupMembership
 from .membership_types import (CALLBACKS, CommitCompleted, CoordinatorDiscovered, CoordinatorLost, FetchMetadata,
-                               GroupError, MembershipConfig, PendingRevocation, SendRequest)
+                               GroupError, MembershipConfig, PendingRevocation, ResolveTopicIds,
+                               SendRequest)
 from .types import OffsetAndMetadata
 
 log = logging.getLogger("kgroup.client.consumer_coordinator")
@@ -48,10 +50,14 @@ class ConsumerCoordinator:
         self.client = client
         self.config = config
         self.group_id = config["group.id"]
-        assignors = [get_assignor(name) for name in config["partition.assignment.strategy"]]
         kw = {"random": random} if random is not None else {}
-        self.machine = GroupMembership(MembershipConfig.from_consumer_config(config), assignors,
-                                       offsets_to_commit=offsets_to_commit, **kw)
+        membership = MembershipConfig.from_consumer_config(config)
+        if membership.group_protocol == "consumer":  # KIP-848: the broker assigns
+            self.machine: GroupMembership = ConsumerGroupMembership(membership, offsets_to_commit=offsets_to_commit,
+                                                                    **kw)
+        else:
+            assignors = [get_assignor(name) for name in config["partition.assignment.strategy"]]
+            self.machine = GroupMembership(membership, assignors, offsets_to_commit=offsets_to_commit, **kw)
         self._on_rebalance_event = on_rebalance_event
         self._wakeup = asyncio.Event()
         self._progress = asyncio.Event()
@@ -121,9 +127,11 @@ class ConsumerCoordinator:
     async def _dispatch(self, outs: list, foreground: bool = False) -> None:
         for o in outs:
             if isinstance(o, SendRequest):
-                self._spawn(self._request(o), leave=type(o.request).__name__ == "LeaveGroupRequest")
+                self._spawn(self._request(o), leave=_is_leave(o.request))
             elif isinstance(o, FetchMetadata):
                 self._spawn(self._leader_metadata(o))
+            elif isinstance(o, ResolveTopicIds):
+                self._spawn(self._resolve_topic_ids(o))
             elif isinstance(o, CommitCompleted):
                 fut = self._commits.pop(o.token, None)
                 if fut is not None and not fut.done():
@@ -156,7 +164,7 @@ class ConsumerCoordinator:
                 if node is None:
                     raise KafkaConnectionError("coordinator unknown")
                 resp = await self.client.send(node.node_id, o.request, group=COORDINATOR_GROUP, node=node,
-                                              timeout_ms=o.timeout_ms)
+                                              timeout_ms=o.timeout_ms, min_version=o.min_version)
             else:
                 resp = await self.client.send_any(o.request, timeout_ms=o.timeout_ms)
         except asyncio.CancelledError:
@@ -164,6 +172,8 @@ class ConsumerCoordinator:
         except Exception as e:
             outs = self.machine.on_failure(o.token, e, now_ms())
         else:
+            if isinstance(self.machine, ConsumerGroupMembership):  # topic ids the cache already knows
+                self.machine.on_topic_names(-1, self.client.topic_names, now_ms())
             outs = self.machine.on_response(o.token, resp, now_ms())
         await self._dispatch(outs)
 
@@ -178,6 +188,17 @@ class ConsumerCoordinator:
             counts = {t: self.client.partition_count(t) for t in o.topics}
             cluster = ClusterMetadata({t: n for t, n in counts.items() if n})
             outs = self.machine.on_metadata(o.token, cluster, now_ms())
+        await self._dispatch(outs)
+
+    async def _resolve_topic_ids(self, o: ResolveTopicIds) -> None:
+        try:
+            await self.client.refresh_metadata(None if o.topics is None else list(o.topics))
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            outs = self.machine.on_failure(o.token, e, now_ms())
+        else:
+            outs = self.machine.on_topic_names(o.token, dict(self.client.topic_names), now_ms())
         await self._dispatch(outs)
 
     async def unsubscribe(self) -> None:
@@ -309,6 +330,12 @@ class ConsumerCoordinator:
                 raise error
             await asyncio.sleep(self.machine._backoff.backoff(attempts) / 1000)
             attempts += 1
+
+
+def _is_leave(request) -> bool:
+    """LeaveGroup, or a ConsumerGroupHeartbeat with a leave epoch (-1, -2): close() waits for it."""
+    return (type(request).__name__ == "LeaveGroupRequest"
+            or (type(request).__name__ == "ConsumerGroupHeartbeatRequest" and request.member_epoch < 0))
 
 
 def parse_offset_fetch(resp, group_id: str) -> tuple[KafkaError | None, dict]:

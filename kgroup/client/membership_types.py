@@ -42,6 +42,7 @@ class SendRequest:
     request: object
     to_coordinator: bool = True  # False: the least-loaded node (FindCoordinator)
     timeout_ms: int | None = None  # None: request.timeout.ms
+    min_version: int | None = None  # the request uses a field older versions lack
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,14 @@ class FetchMetadata:
     """The leader needs partition counts of every topic the group subscribes to."""
     token: int
     topics: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ResolveTopicIds:
+    """KIP-848 assignments name topics by id: refresh metadata (these topics; None: all topics)
+    and answer with :meth:`on_topic_names` and the id -> name map the cluster returned."""
+    token: int
+    topics: tuple[str, ...] | None
 
 
 @dataclass(frozen=True)
@@ -115,13 +124,15 @@ class MembershipConfig:
     auto_commit_interval_ms: int = 5000
     client_rack: str | None = None
     leave_group_on_close: bool = True
+    group_protocol: str = "classic"  # "consumer": KIP-848's ConsumerGroupHeartbeat protocol
+    group_remote_assignor: str | None = None  # KIP-848: the server-side assignor to ask for
 
     @classmethod
     def from_consumer_config(cls, c) -> "MembershipConfig":
         return cls(c["group.id"], c["group.instance.id"], c["session.timeout.ms"], c["heartbeat.interval.ms"],
                    c["max.poll.interval.ms"], c["retry.backoff.ms"], c["retry.backoff.max.ms"],
                    c["enable.auto.commit"], c["auto.commit.interval.ms"], c["client.rack"] or None,
-                   c["internal.leave.group.on.close"])
+                   c["internal.leave.group.on.close"], c["group.protocol"], c["group.remote.assignor"])
 
 
 class ExponentialBackoff:

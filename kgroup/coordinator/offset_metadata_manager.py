@@ -159,6 +159,22 @@ class OffsetMetadataManager:
             topics.append(T(name=topic.name, partitions=parts))
         return OffsetDeleteResponse(topics=topics)
 
+    def on_partitions_deleted(self, topic_partitions, res) -> int:
+        """Tombstones for every group's offsets of the given (topic, partition)s."""
+        wanted: dict[str, set[int]] = {}
+        for topic, partition in topic_partitions:
+            wanted.setdefault(topic, set()).add(partition)
+        n = 0
+        for group_id, by_topic in self.offsets.items():
+            for topic, parts in by_topic.items():
+                gone = wanted.get(topic)
+                if gone:
+                    for partition in parts:
+                        if partition in gone:
+                            res.add_record(rec.offset_commit_tombstone(group_id, topic, partition))
+                            n += 1
+        return n
+
     def delete_all_offsets(self, group_id: str, res) -> int:
         n = 0
         for topic, parts in self.offsets.get(group_id, {}).items():

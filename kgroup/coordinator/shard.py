@@ -149,12 +149,13 @@ class GroupCoordinatorShard:
     # == membership APIs =========================================================================
     def handle_join_group(self, req, version, now_ms, token, client_id="", client_host="") -> Result:
         res = self._begin(now_ms)
-        if not self.is_loaded:
-            res.reply(token, join_response(version, LOADING))
-        elif not req.group_id:
+        # GroupCoordinatorService validates the request before the shard's loading check
+        if not req.group_id:
             res.reply(token, join_response(version, ErrorCode.INVALID_GROUP_ID, member_id=req.member_id))
         elif not (self.config.min_session_timeout_ms <= req.session_timeout_ms <= self.config.max_session_timeout_ms):
             res.reply(token, join_response(version, ErrorCode.INVALID_SESSION_TIMEOUT, member_id=req.member_id))
+        elif not self.is_loaded:
+            res.reply(token, join_response(version, LOADING))
         else:
             if version == 0 and req.rebalance_timeout_ms != req.session_timeout_ms:
                 req = copy.copy(req)
@@ -164,22 +165,22 @@ class GroupCoordinatorShard:
 
     def handle_sync_group(self, req, version, now_ms, token) -> Result:
         res = self._begin(now_ms)
-        if not self.is_loaded:
-            res.reply(token, sync_response(version, LOADING))
-        elif not req.group_id:
+        if not req.group_id:
             res.reply(token, sync_response(version, ErrorCode.INVALID_GROUP_ID))
         elif version >= 5 and (req.protocol_type is None or req.protocol_name is None):
             res.reply(token, sync_response(version, ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
+        elif not self.is_loaded:
+            res.reply(token, sync_response(version, LOADING))
         else:
             self.group_metadata_manager.sync_group(req, version, token, res)
         return res
 
     def handle_heartbeat(self, req, version, now_ms, token) -> Result:
         res = self._begin(now_ms)
-        if not self.is_loaded:
-            error = ErrorCode.NONE       # Kafka: "the group is still loading, so blindly respond"
-        elif not req.group_id:
+        if not req.group_id:
             error = ErrorCode.INVALID_GROUP_ID
+        elif not self.is_loaded:
+            error = ErrorCode.NONE       # Kafka: "the group is still loading, so blindly respond"
         else:
             error = self.group_metadata_manager.heartbeat(req)
         res.reply(token, HeartbeatResponse(error_code=int(error)))
@@ -187,10 +188,10 @@ class GroupCoordinatorShard:
 
     def handle_leave_group(self, req, version, now_ms, token) -> Result:
         res = self._begin(now_ms)
-        if not self.is_loaded:
-            res.reply(token, leave_response(version, LOADING))
-        elif not req.group_id:
+        if not req.group_id:
             res.reply(token, leave_response(version, ErrorCode.INVALID_GROUP_ID))
+        elif not self.is_loaded:
+            res.reply(token, leave_response(version, LOADING))
         else:
             if version <= 2:
                 members = [(req.member_id, None, None)]
@@ -233,10 +234,10 @@ class GroupCoordinatorShard:
 
     def handle_offset_delete(self, req, version, now_ms, token) -> Result:
         res = self._begin(now_ms)
-        if not self.is_loaded:
-            error = LOADING
-        elif not req.group_id:
+        if not req.group_id:
             error = ErrorCode.INVALID_GROUP_ID
+        elif not self.is_loaded:
+            error = LOADING
         else:
             try:
                 response = self.offset_metadata_manager.delete_offsets(req, res)
@@ -246,6 +247,14 @@ class GroupCoordinatorShard:
                 res.reply(token, response, lambda e: OffsetDeleteResponse(error_code=int(e)))
                 return res
         res.reply(token, OffsetDeleteResponse(error_code=int(error)))
+        return res
+
+    def handle_partitions_deleted(self, topic_partitions, now_ms, token) -> Result:
+        """Deleted topics' partitions lose every group's committed offsets, by tombstones
+        (OffsetMetadataManager.onPartitionsDeleted), so a recreated topic starts with none."""
+        res = self._begin(now_ms)
+        n = self.offset_metadata_manager.on_partitions_deleted(topic_partitions, res) if self.is_loaded else 0
+        res.reply(token, n)
         return res
 
     # == group administration ====================================================================

@@ -17,13 +17,14 @@ import struct
 from typing import NamedTuple
 
 from .header_defs import RequestHeader, ResponseHeader
-from .messages import (add_offsets_to_txn, add_partitions_to_txn, api_versions,
-                       consumer_group_describe, consumer_group_heartbeat, create_topics,
-                       delete_groups, delete_topics, describe_cluster, describe_configs,
-                       describe_groups, describe_transactions, end_txn, fetch, find_coordinator,
-                       heartbeat, init_producer_id, join_group, leave_group, list_groups,
-                       list_offsets, list_transactions, metadata, offset_commit, offset_delete,
-                       offset_fetch, produce, sync_group, txn_offset_commit, write_txn_markers)
+from .messages import (add_offsets_to_txn, add_partitions_to_txn, alter_configs, api_versions,
+                       consumer_group_describe, consumer_group_heartbeat, create_partitions,
+                       create_topics, delete_groups, delete_records, delete_topics,
+                       describe_cluster, describe_configs, describe_groups, describe_transactions,
+                       end_txn, fetch, find_coordinator, heartbeat, incremental_alter_configs,
+                       init_producer_id, join_group, leave_group, list_groups, list_offsets,
+                       list_transactions, metadata, offset_commit, offset_delete, offset_fetch,
+                       produce, sync_group, txn_offset_commit, write_txn_markers)
 from .primitives import DecodeError
 from .schema import DECODE_FAILURES, is_flexible
 
@@ -50,6 +51,7 @@ class ApiKey(enum.IntEnum):
     API_VERSIONS = 18
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
+    DELETE_RECORDS = 21
     INIT_PRODUCER_ID = 22
     ADD_PARTITIONS_TO_TXN = 24
     ADD_OFFSETS_TO_TXN = 25
@@ -57,7 +59,10 @@ class ApiKey(enum.IntEnum):
     WRITE_TXN_MARKERS = 27
     TXN_OFFSET_COMMIT = 28
     DESCRIBE_CONFIGS = 32
+    ALTER_CONFIGS = 33
+    CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
+    INCREMENTAL_ALTER_CONFIGS = 44
     OFFSET_DELETE = 47
     DESCRIBE_CLUSTER = 60
     DESCRIBE_TRANSACTIONS = 65
@@ -103,6 +108,10 @@ API_BY_KEY: dict[int, Api] = {a.key: a for a in (
     _api(ApiKey.DELETE_GROUPS, delete_groups, "DeleteGroups"),
     _api(ApiKey.OFFSET_DELETE, offset_delete, "OffsetDelete"),
     _api(ApiKey.DESCRIBE_CLUSTER, describe_cluster, "DescribeCluster"),
+    _api(ApiKey.DELETE_RECORDS, delete_records, "DeleteRecords"),
+    _api(ApiKey.ALTER_CONFIGS, alter_configs, "AlterConfigs"),
+    _api(ApiKey.CREATE_PARTITIONS, create_partitions, "CreatePartitions"),
+    _api(ApiKey.INCREMENTAL_ALTER_CONFIGS, incremental_alter_configs, "IncrementalAlterConfigs"),
     _api(ApiKey.DESCRIBE_TRANSACTIONS, describe_transactions, "DescribeTransactions"),
     _api(ApiKey.LIST_TRANSACTIONS, list_transactions, "ListTransactions"),
     # KIP-848: declared (and conformance-checked) ahead of their handlers; ApiVersions advertises

@@ -18,8 +18,12 @@ Error mapping (what Kafka 4.0 answers, see ``ByteBufferLogInputStream``,
   Kafka does not answer UNSUPPORTED_FOR_MESSAGE_FORMAT here), recordsCount inconsistent with
   lastOffsetDelta or with the records actually present, a malformed record, control batches or
   negative sequences from clients, keyless records on compacted topics.
-* ``UnsupportedCompressionTypeError`` -> UNSUPPORTED_COMPRESSION_TYPE (76): a codec whose Python
-  package is not installed (snappy, lz4, zstd are optional imports).
+* ``UnsupportedCompressionTypeError`` -> UNSUPPORTED_COMPRESSION_TYPE (76): zstd below Produce v7
+  (raised by the produce handler).
+
+All four codecs are dependencies (pyproject.toml), as Kafka ships its codec jars: gzip from the
+standard library, snappy from cramjam (the engine python-snappy itself now wraps), lz4 frames from
+lz4, zstd from zstandard.
 """
 from __future__ import annotations
 
@@ -32,7 +36,10 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Iterator, NamedTuple, Sequence
 
+import cramjam
 import crcmod.predefined
+import lz4.frame as lz4_frame
+import zstandard
 
 from kgroup.protocol.errors import ErrorCode, KafkaError
 from kgroup.protocol.primitives import (
@@ -524,51 +531,13 @@ _XERIAL_HEADER = _XERIAL_MAGIC + struct.pack(">ii", 1, 1)
 _XERIAL_BLOCK = 32 * 1024
 
 
-def _optional(module: str):
-    try:
-        return __import__(module, fromlist=["_"])
-    except ImportError:
-        return None
-
-
-def _missing(codec: str, package: str):
-    raise UnsupportedCompressionTypeError(
-        f"{codec} compression needs the '{package}' package, which is not installed")
-
-
-def _snappy():
-    mod = _optional("snappy")
-    if mod is None:
-        _missing("snappy", "python-snappy")
-    return mod
-
-
-def _lz4():
-    mod = _optional("lz4.frame")
-    if mod is None:
-        _missing("lz4", "lz4")
-    return mod
-
-
 def _zstd_decompress(data: bytes) -> bytes:
-    mod = _optional("zstandard")
-    if mod is not None:
-        # decompressobj copes with frames that omit the content size (Kafka's zstd-jni does).
-        return mod.ZstdDecompressor().decompressobj().decompress(data)
-    mod = _optional("pyzstd")
-    if mod is not None:
-        return mod.decompress(data)
-    _missing("zstd", "zstandard")
+    # decompressobj copes with frames that omit the content size (Kafka's zstd-jni does).
+    return zstandard.ZstdDecompressor().decompressobj().decompress(data)
 
 
 def _zstd_compress(data: bytes) -> bytes:
-    mod = _optional("zstandard")
-    if mod is not None:
-        return mod.ZstdCompressor(level=3).compress(data)
-    mod = _optional("pyzstd")
-    if mod is not None:
-        return mod.compress(data, 3)
-    _missing("zstd", "zstandard")
+    return zstandard.ZstdCompressor(level=3).compress(data)    # Kafka's default zstd level
 
 
 def compress(codec: int, data: bytes) -> bytes:
@@ -579,18 +548,16 @@ def compress(codec: int, data: bytes) -> bytes:
         c = zlib.compressobj(6, zlib.DEFLATED, 31)
         return c.compress(data) + c.flush()
     if codec == Compression.SNAPPY:
-        snappy = _snappy()
         # Kafka writes xerial-framed snappy (snappy-java's SnappyOutputStream).
         parts = [_XERIAL_HEADER]
         for i in range(0, len(data), _XERIAL_BLOCK):
-            block = snappy.compress(data[i:i + _XERIAL_BLOCK])
+            block = bytes(cramjam.snappy.compress_raw(data[i:i + _XERIAL_BLOCK]))
             parts.append(INT32.pack(len(block)))
             parts.append(block)
         return b"".join(parts)
     if codec == Compression.LZ4:
-        lz4f = _lz4()
-        return lz4f.compress(data, block_size=lz4f.BLOCKSIZE_MAX64KB, block_linked=False,
-                             content_checksum=False)
+        return lz4_frame.compress(data, block_size=lz4_frame.BLOCKSIZE_MAX64KB, block_linked=False,
+                                  content_checksum=False)
     if codec == Compression.ZSTD:
         return _zstd_compress(data)
     raise CorruptRecordError(f"Unknown compression type id: {codec}")
@@ -606,20 +573,19 @@ def decompress(codec: int, data) -> bytes:
             raise InvalidRecordError(f"Failed to decompress gzip records: {e}") from None
     try:
         if codec == Compression.SNAPPY:
-            snappy = _snappy()
             data = bytes(data)
             if data[:8] != _XERIAL_MAGIC:
-                return snappy.decompress(data)
+                return bytes(cramjam.snappy.decompress_raw(data))
             out = []
             pos = 16
             while pos < len(data):
                 n = INT32.unpack_from(data, pos)[0]
                 pos += 4
-                out.append(snappy.decompress(data[pos:pos + n]))
+                out.append(bytes(cramjam.snappy.decompress_raw(data[pos:pos + n])))
                 pos += n
             return b"".join(out)
         if codec == Compression.LZ4:
-            return _lz4().decompress(bytes(data))
+            return lz4_frame.decompress(bytes(data))
         if codec == Compression.ZSTD:
             return _zstd_decompress(bytes(data))
     except RecordBatchError:

@@ -30,7 +30,7 @@ log = logging.getLogger("kgroup.spark")
 
 # executors never join a group or commit: the driver owns the group
 _DRIVER_ONLY = ("group.id", "group.instance.id", "session.timeout.ms", "heartbeat.interval.ms",
-                "max.poll.interval.ms", "auto.commit.interval.ms")
+                "max.poll.interval.ms", "auto.commit.interval.ms", "group.protocol", "group.remote.assignor")
 DEFAULT_MAX_POLL_RECORDS = 20000
 FAULT_DIR_ENV = "KGROUP_SPARK_FAULT_DIR"  # tests: fail a range's first attempt (see tests/spark)
 

@@ -7,7 +7,8 @@ the coordinated group member.
   no member id (what ``kafka-consumer-groups.sh --reset-offsets`` does), so ``kgroup groups
   --describe`` shows the query's position and lag while the group itself has no members.
 * :class:`CoordinatedMember` -- ``groupMode=coordinated``: a kgroup ``KafkaConsumer`` subscribed
-  with the chosen assignor, polled by the streaming driver but never fetching (every assigned
+  with the chosen assignor (or, with ``kafka.group.protocol=consumer``, a KIP-848 member that the
+  broker assigns; revocations then happen in the same ``sync`` polls and commit with the member epoch), polled by the streaming driver but never fetching (every assigned
   partition is paused as soon as it is assigned). It owns the assignment the driver plans with.
   Rebalances only happen inside :meth:`CoordinatedMember.sync`, which the driver calls while it
   builds the next micro-batch -- when everything planned before has been processed -- so a revoked
@@ -166,8 +167,12 @@ class CoordinatedMember:
         cfg = {k: v for k, v in opts.kafka_params.items()}
         cfg.setdefault("client.id", client_id or f"kgroup-spark-{opts.group_id}")
         cfg.update({"bootstrap.servers": opts.bootstrap_servers, "group.id": opts.group_id,
-                    "enable.auto.commit": False, "auto.offset.reset": "latest",
-                    "partition.assignment.strategy": opts.assignor})
+                    "enable.auto.commit": False, "auto.offset.reset": "latest"})
+        if opts.group_protocol == "consumer":  # KIP-848: the broker assigns, with its assignor
+            if opts.assignor is not None:
+                cfg["group.remote.assignor"] = opts.assignor
+        else:
+            cfg["partition.assignment.strategy"] = opts.assignor
         self.consumer = KafkaConsumer(config=cfg)
         listener = _Listener(self)
         if opts.subscribe is not None:

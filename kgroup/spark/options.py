@@ -4,7 +4,9 @@ Option names follow Spark's built-in Kafka source (``kafka.bootstrap.servers``, 
 ``subscribePattern``, ``assign``, ``startingOffsets``, ``endingOffsets``, ``maxOffsetsPerTrigger``,
 ``failOnDataLoss``, ``kafka.group.id``, ``groupIdPrefix``, ``includeHeaders``, ``minPartitions``,
 ``kafkaConsumer.pollTimeoutMs``) and mean the same; kgroup adds ``groupMode``
-(``standalone`` | ``coordinated``) and ``assignor`` (``range`` | ``roundrobin`` | ``sticky``).
+(``standalone`` | ``coordinated``) and ``assignor`` (``range`` | ``roundrobin`` | ``sticky``; with
+``kafka.group.protocol=consumer`` (KIP-848) the broker assigns and ``assignor`` names its server-side
+assignor, ``uniform`` | ``range``).
 Spark hands options over case-insensitively (lower-cased keys); any other ``kafka.<key>`` is a
 consumer config passed to the kgroup client, checked against its known keys. An unknown option,
 or one of Spark's Kafka options this source does not implement, is an error naming it.
@@ -54,6 +56,7 @@ _KAFKA_MANAGED = {
 }
 
 ASSIGNORS = ("range", "roundrobin", "sticky")
+SERVER_ASSIGNORS = ("uniform", "range")  # KIP-848: kafka.group.protocol=consumer, the broker assigns
 GROUP_MODES = ("standalone", "coordinated")
 
 
@@ -128,7 +131,8 @@ class SourceOptions:
     min_partitions: int | None = None
     poll_timeout_ms: int = 120000
     group_mode: str = "standalone"
-    assignor: str = "range"
+    assignor: str | None = "range"  # classic: the client assignor; consumer: group.remote.assignor
+    group_protocol: str = "classic"  # kafka.group.protocol: "consumer" is KIP-848's protocol
     kafka_params: dict[str, str] = field(default_factory=dict)
     explicit: set[str] = field(default_factory=set)
 
@@ -260,11 +264,16 @@ def parse_options(options) -> SourceOptions:
             raise OptionError(f"Invalid value '{raw['groupmode']}' for option 'groupMode': must be one of "
                               f"{', '.join(GROUP_MODES)}")
         opts.group_mode = mode
+    if str(kafka_params.get("group.protocol", "classic")).strip().lower() == "consumer":
+        opts.group_protocol = "consumer"
+        opts.assignor = None  # the broker's default assignor unless 'assignor' names one
     if "assignor" in raw:
         name = raw["assignor"].strip().lower()
-        if name not in ASSIGNORS:
+        choices = SERVER_ASSIGNORS if opts.group_protocol == "consumer" else ASSIGNORS
+        if name not in choices:
             raise OptionError(f"Invalid value '{raw['assignor']}' for option 'assignor': must be one of "
-                              f"{', '.join(ASSIGNORS)}")
+                              f"{', '.join(choices)}" + (" (server-side assignors: kafka.group.protocol=consumer)"
+                                                         if opts.group_protocol == "consumer" else ""))
         if opts.group_mode != "coordinated":
             raise OptionError("Option 'assignor' only applies with groupMode=coordinated")
         opts.assignor = name

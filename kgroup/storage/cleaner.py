@@ -54,14 +54,57 @@ def cleanable_segments(plog: "PartitionLog", now_ms: int) -> list[LogSegment]:
     first_unstable = plog.producer_state.first_unstable_offset()
     if first_unstable is not None:
         limit = min(limit, first_unstable)
+    first_dirty = getattr(plog, "cleaner_checkpoint", 0)
     out = []
     for seg, nxt in zip(segs, segs[1:]):
         if nxt.base_offset > limit:
             break
-        if cfg.min_compaction_lag_ms > 0 and seg.largest_timestamp > now_ms - cfg.min_compaction_lag_ms:
+        # min.compaction.lag.ms applies to dirty segments only (LogCleanerManager.cleanableOffsets);
+        # an emptied clean segment's "largest timestamp" would be its file's mtime
+        if (cfg.min_compaction_lag_ms > 0 and nxt.base_offset > first_dirty
+                and seg.largest_timestamp > now_ms - cfg.min_compaction_lag_ms):
             break
         out.append(seg)
     return out
+
+
+@dataclass(slots=True)
+class CleanableInfo:
+    """LogCleanerManager.cleanableOffsets and the dirty ratio of one compacted log."""
+    first_dirty: int             # the cleaner checkpoint: everything before it was cleaned
+    first_uncleanable: int       # the active segment, an open transaction or min.compaction.lag.ms
+    clean_bytes: int
+    cleanable_bytes: int
+    needs_compaction_now: bool   # max.compaction.lag.ms passed for the earliest dirty record
+
+    @property
+    def dirty_ratio(self) -> float:
+        total = self.clean_bytes + self.cleanable_bytes
+        return self.cleanable_bytes / total if total else 0.0
+
+
+def cleanable_info(plog: "PartitionLog", now_ms: int) -> CleanableInfo:
+    segs = plog.segments
+    cfg = plog.config
+    first_dirty = max(plog.cleaner_checkpoint, plog.log_start_offset)
+    uncleanable = cleanable_segments(plog, now_ms)
+    first_uncleanable = segs[len(uncleanable)].base_offset if len(uncleanable) < len(segs) else plog.log_end_offset
+    clean_bytes = cleanable = 0
+    earliest_dirty_ts = None
+    for seg, nxt in zip(uncleanable, segs[1:]):
+        if nxt.base_offset <= first_dirty:
+            clean_bytes += seg.size
+            continue
+        cleanable += seg.size
+        if earliest_dirty_ts is None:
+            for _, header in seg.iter_headers(0):
+                earliest_dirty_ts = header.base_timestamp
+                break
+    # Kafka's maxCompactionDelay: the earliest dirty batch's first timestamp is older than
+    # now - max.compaction.lag.ms, so the log is cleaned whatever its dirty ratio
+    needs_now = (cfg.max_compaction_lag_ms < 2**63 - 1 and earliest_dirty_ts is not None
+                 and earliest_dirty_ts >= 0 and now_ms - cfg.max_compaction_lag_ms > earliest_dirty_ts)
+    return CleanableInfo(first_dirty, first_uncleanable, clean_bytes, cleanable, needs_now)
 
 
 def _decode(seg: LogSegment, header, batch):
@@ -177,4 +220,7 @@ def clean(plog: "PartitionLog", now_ms: int) -> CleanerStats:
     for seg in segments:
         clean_segment(seg, offset_map, now_ms, plog.config.delete_retention_ms, producer_last_offsets, stats)
         stats.segments_cleaned += 1
+    # the cleaner checkpoint: the start of the first segment not cleaned
+    segs = plog.segments
+    plog.cleaner_checkpoint = segs[len(segments)].base_offset if len(segments) < len(segs) else plog.log_end_offset
     return stats

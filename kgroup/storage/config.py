@@ -23,6 +23,10 @@ class LogConfig:
     cleanup_policy: tuple[str, ...] = ("delete",)
     delete_retention_ms: int = 24 * 3600 * 1000
     min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = LONG_MAX
+    min_cleanable_dirty_ratio: float = 0.5
+    min_insync_replicas: int = 1
+    compression_type: str = "producer"
     max_message_bytes: int = 1024 * 1024 + 12  # 1048588
     message_timestamp_type: str = "CreateTime"
     message_timestamp_before_max_ms: int = LONG_MAX
@@ -85,8 +89,10 @@ def _convert(fname: str, raw: Any) -> Any:
         if isinstance(raw, str):
             return tuple(p.strip().lower() for p in raw.split(",") if p.strip())
         return tuple(str(p).strip().lower() for p in raw)
-    if fname == "message_timestamp_type":
-        return str(raw)
+    if fname in ("message_timestamp_type", "compression_type"):
+        return str(raw).strip().lower() if fname == "compression_type" else str(raw)
+    if fname == "min_cleanable_dirty_ratio":
+        return float(raw)
     return int(raw)
 
 
@@ -104,6 +110,10 @@ _NAMES: dict[str, tuple[str, list[tuple[str, int]]]] = {
     "cleanup_policy": ("cleanup.policy", [("log.cleanup.policy", 1)]),
     "delete_retention_ms": ("delete.retention.ms", [("log.cleaner.delete.retention.ms", 1)]),
     "min_compaction_lag_ms": ("min.compaction.lag.ms", [("log.cleaner.min.compaction.lag.ms", 1)]),
+    "max_compaction_lag_ms": ("max.compaction.lag.ms", [("log.cleaner.max.compaction.lag.ms", 1)]),
+    "min_cleanable_dirty_ratio": ("min.cleanable.dirty.ratio", [("log.cleaner.min.cleanable.ratio", 1)]),
+    "min_insync_replicas": ("min.insync.replicas", [("min.insync.replicas", 1)]),
+    "compression_type": ("compression.type", [("compression.type", 1)]),
     "max_message_bytes": ("max.message.bytes", [("message.max.bytes", 1)]),
     "message_timestamp_type": ("message.timestamp.type", [("log.message.timestamp.type", 1)]),
     "message_timestamp_before_max_ms": ("message.timestamp.before.max.ms",

@@ -25,8 +25,10 @@ from kgroup.protocol.records import (
     LOG_OVERHEAD,
     NO_TIMESTAMP,
     BatchHeader,
+    Compression,
     InvalidRecordError,
     TimestampType,
+    build_batch,
     check_batch_records,
     decode_records,
     iter_batches,
@@ -123,6 +125,8 @@ class PartitionLog:
         self._bases: list[int] = []
         self._truncations = 0       # a sync mark taken before a truncation moves no recovery point
         self._load(recovery_point, log_start_offset, had_clean_shutdown)
+        # LogCleaner's checkpoint for this log: offsets before it have been compacted
+        self.cleaner_checkpoint = self.log_start_offset
         self._last_flush_ms = self._clock()
 
     def __repr__(self) -> str:
@@ -285,6 +289,10 @@ class PartitionLog:
             valid = pos + header.size
         if not found:
             raise InvalidRecordError("Produce requests must have at least one record batch per partition")
+        target = _TOPIC_CODECS.get(cfg.compression_type)
+        if (target is not None and origin == AppendOrigin.CLIENT
+                and any(header.compression != target for _, header in found)):
+            view, found, valid = _recompressed(view, found, target)
 
         # A writable request buffer (a large frame received into its own bytearray) is patched in
         # place; a read-only one is copied once.
@@ -412,11 +420,20 @@ class PartitionLog:
     def _maybe_roll(self, size: int, max_timestamp: int, last_offset: int, now: int) -> LogSegment:
         seg, cfg = self._segments[-1], self.config
         if (seg.size > cfg.segment_bytes - size
-                or (seg.size > 0 and seg.time_waited_for_roll(now, max_timestamp) > cfg.segment_ms)
+                or (seg.size > 0 and seg.time_waited_for_roll(now, max_timestamp) > self._max_segment_ms)
                 or seg.index.is_full() or seg.time_index.is_full()
                 or not seg.index.can_append_offset(last_offset)):
             return self.roll()
         return seg
+
+    @property
+    def _max_segment_ms(self) -> int:
+        """LogConfig.maxSegmentMs: a compacted log also rolls by max.compaction.lag.ms, so its
+        records become cleanable in time."""
+        cfg = self.config
+        if cfg.compact and cfg.max_compaction_lag_ms > 0:
+            return min(cfg.max_compaction_lag_ms, cfg.segment_ms)
+        return cfg.segment_ms
 
     def roll(self) -> LogSegment:
         """Start a new active segment at the log end offset (no-op on an empty active one)."""
@@ -744,3 +761,27 @@ class PartitionLog:
         if self._closed:
             raise ValueError(f"log {self.directory} is closed")
 
+
+
+# A topic's compression.type other than "producer": the codec every client batch is stored with.
+_TOPIC_CODECS = {"uncompressed": Compression.NONE, "gzip": Compression.GZIP, "snappy": Compression.SNAPPY,
+                 "lz4": Compression.LZ4, "zstd": Compression.ZSTD}
+
+
+def _recompressed(view, found, target: int):
+    """LogValidator.validateMessagesAndAssignOffsetsCompressed: batches in another codec than the
+    topic's compression.type are rebuilt in it (records, timestamps and producer fields kept)."""
+    parts, out, pos = [], [], 0
+    for start, header in found:
+        batch = view[start:start + header.size]
+        if header.compression != target:
+            batch = build_batch(decode_records(batch, header), producer_id=header.producer_id,
+                                producer_epoch=header.producer_epoch, base_sequence=header.base_sequence,
+                                compression=target, timestamp_type=header.timestamp_type,
+                                is_transactional=header.is_transactional,
+                                partition_leader_epoch=header.partition_leader_epoch)
+        rebuilt = read_batch_header(batch)
+        out.append((pos, rebuilt))
+        parts.append(batch)
+        pos += rebuilt.size
+    return memoryview(bytearray(b"".join(parts))), out, pos

@@ -16,8 +16,9 @@ import shutil
 import uuid
 from typing import Any, Callable, Iterator, Mapping
 
+from kgroup.storage import cleaner
 from kgroup.storage.config import LogConfig
-from kgroup.storage.log import PartitionLog
+from kgroup.storage.log import PartitionLog, now_ms as _wall_ms
 from kgroup.storage.segment import fsync_dir
 
 __all__ = ["LogConfig", "LogManager", "read_checkpoint", "write_checkpoint", "parse_topic_partition_dir",
@@ -28,6 +29,7 @@ log = logging.getLogger(__name__)
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
 _DELETE_DIR_SUFFIX = "-delete"
 
 TopicPartition = tuple[str, int]
@@ -112,6 +114,7 @@ class LogManager:
         self.had_clean_shutdown[log_dir] = clean
         recovery_points = read_checkpoint(os.path.join(log_dir, RECOVERY_POINT_CHECKPOINT))
         start_offsets = read_checkpoint(os.path.join(log_dir, LOG_START_OFFSET_CHECKPOINT))
+        cleaned_to = read_checkpoint(os.path.join(log_dir, CLEANER_OFFSET_CHECKPOINT))
         if not clean and any(parse_topic_partition_dir(n) for n in os.listdir(log_dir)):
             log.info("No clean shutdown marker in %s: recovering unflushed segments", log_dir)
         for name in sorted(os.listdir(log_dir)):
@@ -130,6 +133,8 @@ class LogManager:
                 path, self._config_for(tp[0]), recovery_point=recovery_points.get(tp, 0),
                 log_start_offset=start_offsets.get(tp, 0), had_clean_shutdown=clean, clock=self._clock)
             self._dir_of[tp] = log_dir
+            if tp in cleaned_to:
+                self._logs[tp].cleaner_checkpoint = max(cleaned_to[tp], self._logs[tp].log_start_offset)
         if clean:
             os.unlink(marker)
 
@@ -221,6 +226,34 @@ class LogManager:
         return self._each("compaction", lambda plog: plog.compact(now_ms).segments_rewritten,
                           [(tp, p) for tp, p in self._logs.items() if p.config.compact])
 
+    def clean_filthiest(self, now_ms: int | None = None) -> tuple[str, int] | None:
+        """One pass of Kafka's log cleaner thread (LogCleanerManager.grabFilthiestCompactedLog):
+        among compacted logs whose dirty ratio reaches min.cleanable.dirty.ratio, or whose
+        max.compaction.lag.ms has passed, clean the filthiest. Returns its (topic, partition)
+        or None when no log needs cleaning (the cleaner then backs off)."""
+        now = (self._clock or _wall_ms)() if now_ms is None else now_ms
+        best, best_ratio = None, -1.0
+        for tp, plog in list(self._logs.items()):
+            if not plog.config.compact:
+                continue
+            try:
+                info = cleaner.cleanable_info(plog, now)
+            except Exception:
+                log.exception("cleanable range of %s-%d failed", tp[0], tp[1])
+                continue
+            if info.cleanable_bytes <= 0:
+                continue
+            ratio = info.dirty_ratio
+            if info.needs_compaction_now or ratio >= plog.config.min_cleanable_dirty_ratio:
+                # a log past its max compaction lag goes first, as Kafka's cleaner does
+                key = 2.0 + ratio if info.needs_compaction_now else ratio
+                if key > best_ratio:
+                    best, best_ratio = tp, key
+        if best is None:
+            return None
+        self._each("compaction", lambda plog: plog.compact(now).segments_rewritten, [(best, self._logs[best])])
+        return best
+
     def checkpoint(self) -> None:
         """Write the recovery points and log start offsets of every directory."""
         for d in self.log_dirs:
@@ -229,6 +262,8 @@ class LogManager:
                              {tp: self._logs[tp].recovery_point for tp in tps})
             write_checkpoint(os.path.join(d, LOG_START_OFFSET_CHECKPOINT),
                              {tp: self._logs[tp].log_start_offset for tp in tps})
+            write_checkpoint(os.path.join(d, CLEANER_OFFSET_CHECKPOINT),   # Kafka's LogCleanerManager file
+                             {tp: self._logs[tp].cleaner_checkpoint for tp in tps if self._logs[tp].config.compact})
 
     def close_all(self, clean: bool = True) -> None:
         """Clean: close every log cleanly, checkpoint, then write the clean-shutdown marker.

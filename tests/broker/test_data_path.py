@@ -535,25 +535,25 @@ def test_zstd_batches_need_produce_v7(c, version):
     assert r.error_code == (ErrorCode.UNSUPPORTED_COMPRESSION_TYPE if version < 7 else 0)
 
 
-def test_list_offsets_on_a_batch_the_broker_cannot_decompress(c, server):
-    """A timestamp lookup landing in an lz4/zstd/snappy batch needs its codec, an optional package:
-    without it the handler raised and the client's connection was closed (confluent-kafka's
-    offsets_for_times failed with a transport error). It now answers per batch: the base offset
-    of the first batch reaching the timestamp, never later than the exact answer."""
+def test_list_offsets_inside_compressed_batches(c, server):
+    """A timestamp lookup landing inside an lz4/zstd/snappy batch decompresses it (the codecs are
+    dependencies) and answers the exact record, as Kafka does."""
     t = new_topic(c)
     base = now_ms() - 10_000
     produce(c, t, build_batch([Record(value=b"a", timestamp=base)]))
-    produce(c, t, with_codec(build_batch([Record(value=b"%d" % i, timestamp=base + 10 * i) for i in range(1, 6)]),
-                             Compression.LZ4))
-    produce(c, t, build_batch([Record(value=b"z", timestamp=base + 100)]))
+    produce(c, t, build_batch([Record(value=b"%d" % i, timestamp=base + 10 * i) for i in range(1, 6)],
+                              compression=Compression.LZ4))
+    produce(c, t, build_batch([Record(value=b"z%d" % i, timestamp=base + 100 + i) for i in range(3)],
+                              compression=Compression.SNAPPY))
+    produce(c, t, build_batch([Record(value=b"y", timestamp=base + 200)], compression=Compression.ZSTD))
     r = list_offset(c, t, base + 25)
-    assert (r.error_code, r.offset, r.timestamp) == (0, 1, base + 50)
-    r = list_offset(c, t, base + 60)
-    assert (r.error_code, r.offset, r.timestamp) == (0, 6, base + 100)
-    r = list_offset(c, t, base)
-    assert (r.error_code, r.offset, r.timestamp) == (0, 0, base)
-    assert end_offset(c, t) == 7  # the same connection still works
-    assert "answered per batch" in server.log_text()
+    assert (r.error_code, r.offset, r.timestamp) == (0, 3, base + 30)
+    r = list_offset(c, t, base + 101)
+    assert (r.error_code, r.offset, r.timestamp) == (0, 7, base + 101)
+    r = list_offset(c, t, base + 150)
+    assert (r.error_code, r.offset, r.timestamp) == (0, 9, base + 200)
+    assert end_offset(c, t) == 10
+    assert "answered per batch" not in server.log_text()
 
 
 def test_duplicate_at_acks_all_waits_for_the_original_to_be_flushed(tmp_path):

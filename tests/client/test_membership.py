@@ -581,7 +581,7 @@ def test_commit_on_disconnect_is_retriable():
 
 def test_membership_imports_no_io():
     root = pathlib.Path(__file__).resolve().parents[2] / "kgroup"
-    seen, todo = set(), ["kgroup.client.membership", "kgroup.client.partitioner"]
+    seen, todo = set(), ["kgroup.client.membership", "kgroup.client.membership_consumer", "kgroup.client.partitioner"]
     while todo:
         mod = todo.pop()
         if mod in seen:

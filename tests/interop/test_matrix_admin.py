@@ -199,3 +199,55 @@ def test_kcat_metadata(env, record_property):
     (t,) = [t for t in md["topics"] if t["topic"] == TOPIC]
     assert [p["partition"] for p in t["partitions"]] == list(range(PARTITIONS))
     assert all(p["leader"] == md["brokers"][0]["id"] for p in t["partitions"])
+
+
+def test_kafka_python_topic_admin(env, record_property):
+    """CreatePartitions, IncrementalAlterConfigs / AlterConfigs, DescribeConfigs and DeleteRecords."""
+    tag(record_property, "kafka-python", "admin-partitions-configs-records")
+    from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewTopic
+    from kafka.structs import TopicPartition
+    broker, _ = env
+    a = KafkaAdminClient(bootstrap_servers=broker.bootstrap, client_id="kp-admin2", request_timeout_ms=10000)
+    try:
+        a.create_topics([NewTopic("adm-kp-grow", 1, 1)])
+        a.create_partitions({"adm-kp-grow": 3})
+        assert len(a.describe_topics(["adm-kp-grow"])[0]["partitions"]) == 3
+        assert a.alter_configs([ConfigResource(ConfigResourceType.TOPIC, "adm-kp-grow",
+                                               configs={"retention.ms": "60000"})]) == {"topic": {"adm-kp-grow": "OK"}}
+        got = a.describe_configs([ConfigResource(ConfigResourceType.TOPIC, "adm-kp-grow")])
+        assert got["topic"]["adm-kp-grow"]["retention.ms"]["value"] == "60000"
+        low = a.delete_records({TopicPartition(TOPIC, 0): 4})
+        assert low[TopicPartition(TOPIC, 0)]["low_watermark"] == 4
+    finally:
+        a.close()
+
+
+def test_confluent_kafka_topic_admin(env, record_property):
+    tag(record_property, "confluent-kafka", "admin-partitions-configs-records")
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions, NewTopic
+    broker, _ = env
+    a = AdminClient({"bootstrap.servers": broker.bootstrap})
+    a.create_topics([NewTopic("adm-ck-grow", 1, 1)])["adm-ck-grow"].result(10)
+    a.create_partitions([NewPartitions("adm-ck-grow", 4)])["adm-ck-grow"].result(10)
+    assert len(a.list_topics("adm-ck-grow", timeout=10).topics["adm-ck-grow"].partitions) == 4
+    res = ConfigResource(ConfigResource.Type.TOPIC, "adm-ck-grow", incremental_configs=[
+        ConfigEntry("retention.ms", "60000", incremental_operation=AlterConfigOpType.SET)])
+    list(a.incremental_alter_configs([res]).values())[0].result(10)
+    cfg = list(a.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, "adm-ck-grow")]).values())[0].result(10)
+    assert cfg["retention.ms"].value == "60000"
+    (deleted,) = a.delete_records([TopicPartition(TOPIC, 1, 5)]).values()
+    assert deleted.result(10).low_watermark == 5
+
+
+def test_kafkajs_topic_admin(env, record_property):
+    tag(record_property, "kafkajs", "admin-partitions-configs-records")
+    broker, _ = env
+    conf = {"role": "topic-admin", "bootstrap": broker.bootstrap, "topic": "adm-js-grow", "log_level": "WARN"}
+    p = subprocess.run([node_bin(), DRIVER_JS, json.dumps(conf)], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    evs = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
+    assert p.returncode == 0 and evs and evs[-1]["ev"] == "topic-admin", f"{evs}\n{p.stderr[-3000:]}"
+    out = evs[-1]
+    assert out["partitions"] == 3
+    assert out["configs"] == {"retention.ms": "60000", "cleanup.policy": "delete"}
+    assert out["low"] == 4

@@ -76,6 +76,7 @@ def test_issue_version_ranges():
             "TxnOffsetCommit": 4, "DescribeTransactions": 0, "ListTransactions": 1,
             # KIP-848 (registered, not advertised yet); the facts table has ConsumerGroupDescribe v0 only
             "ConsumerGroupHeartbeat": 1, "ConsumerGroupDescribe": 0}
+    want.update({"CreatePartitions": 3, "AlterConfigs": 2, "IncrementalAlterConfigs": 1, "DeleteRecords": 2})
     got = {a.request.__name__[:-len("Request")]: a.request.VERSIONS for a in API_BY_KEY.values()}
     assert got == {k: (0, v) for k, v in want.items()}
     assert consumer_protocol.ConsumerProtocolSubscription.VERSIONS == (0, 3)

@@ -102,3 +102,18 @@ def test_rate_limit_prorates_and_never_starves():
     latest = {TP("t", 0): 1000, TP("t", 1): 1, TP("t", 2): 10}
     assert rate_limit(start, latest, 100) == {TP("t", 0): 99, TP("t", 1): 1, TP("t", 2): 10}
     assert rate_limit(start, latest, 10**9) == latest
+
+
+def test_group_protocol_consumer_uses_server_side_assignors():
+    base = dict(subscribe="t", groupMode="coordinated", kafka__group__id="g", kafka__group__protocol="consumer")
+    o = opts(**base)
+    assert o.group_protocol == "consumer" and o.assignor is None  # the broker's default
+    assert opts(**base, assignor="uniform").assignor == "uniform"
+    assert opts(**base, assignor="Range").assignor == "range"
+    with pytest.raises(OptionError, match="server-side assignors"):
+        opts(**base, assignor="roundrobin")
+    # the broker owns session timeout and heartbeat interval under KIP-848 (Java's check)
+    with pytest.raises(OptionError, match="session.timeout.ms"):
+        opts(**base, kafka__session__timeout__ms="60000")
+    classic = opts(subscribe="t", groupMode="coordinated", kafka__group__id="g")
+    assert classic.group_protocol == "classic" and classic.assignor == "range"

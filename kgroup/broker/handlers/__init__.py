@@ -9,6 +9,7 @@ from . import (api_versions, create_topics, delete_groups, delete_topics, descri
                describe_configs, describe_groups, fetch, find_coordinator, heartbeat, init_producer_id,
                join_group, leave_group, list_groups, list_offsets, metadata, offset_commit, offset_delete,
                offset_fetch, produce, sync_group)
+from . import alter_configs, create_partitions, delete_records, incremental_alter_configs
 
 # api key -> (handler, min version, max version)
 HANDLERS = {
@@ -33,6 +34,10 @@ HANDLERS = {
     ApiKey.DELETE_TOPICS: (delete_topics.handle, 0, 6),
     ApiKey.DESCRIBE_CONFIGS: (describe_configs.handle, 0, 4),
     ApiKey.DESCRIBE_CLUSTER: (describe_cluster.handle, 0, 1),
+    ApiKey.DELETE_RECORDS: (delete_records.handle, 0, 2),
+    ApiKey.ALTER_CONFIGS: (alter_configs.handle, 0, 2),
+    ApiKey.CREATE_PARTITIONS: (create_partitions.handle, 0, 3),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (incremental_alter_configs.handle, 0, 1),
 }
 
 

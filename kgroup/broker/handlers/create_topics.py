@@ -40,13 +40,21 @@ def handle(broker, ctx, req, version):
                 for key, (value, explicit) in _all_configs(broker, configs).items():
                     effective.setdefault(key, (value, explicit))
                 result.configs = [ResultConfig(name=k, value=v, read_only=False,
-                                               config_source=TOPIC_CONFIG if explicit else DEFAULT_CONFIG,
+                                               config_source=TOPIC_CONFIG if explicit else _default_source(broker, k),
                                                is_sensitive=False)
                                   for k, (v, explicit) in sorted(effective.items())]
             resp.topics.append(result)
         except KafkaError as e:
             resp.topics.append(Result(name=t.name, error_code=e.code, error_message=str(e), configs=None))
     return resp
+
+
+def _default_source(broker, key):
+    """As DescribeConfigs reports it: the broker synonym's source when one is set, else default."""
+    from ..config import CONFIG_DEFS
+    from ..topic_configs import broker_synonym_source
+    synonym = broker_synonym_source(broker.config, key)
+    return broker.config.source(synonym) if synonym in CONFIG_DEFS else DEFAULT_CONFIG
 
 
 def _all_configs(broker, configs):

@@ -2,6 +2,7 @@
 the controller endpoint too)."""
 from ...protocol.errors import ErrorCode
 from ...protocol.messages.describe_cluster import DescribeClusterResponse
+from ..authorized_operations import CLUSTER_OPERATIONS
 
 Broker = DescribeClusterResponse.DescribeClusterBroker
 
@@ -16,4 +17,6 @@ def handle(broker, ctx, req, version):
     return DescribeClusterResponse(
         throttle_time_ms=0, error_code=0, error_message=None, endpoint_type=req.endpoint_type,
         cluster_id=broker.metadata.cluster_id, controller_id=node,
-        brokers=[Broker(broker_id=node, host=host, port=port, rack=None)])
+        brokers=[Broker(broker_id=node, host=host, port=port, rack=None)],
+        cluster_authorized_operations=CLUSTER_OPERATIONS if req.include_cluster_authorized_operations
+        else -2147483648)

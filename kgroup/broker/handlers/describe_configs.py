@@ -1,10 +1,14 @@
-"""DescribeConfigs (32) v0-4 for TOPIC (2) and BROKER (4) resources: every config or the
-requested keys, with Kafka's config sources (TOPIC_CONFIG 1, STATIC_BROKER_CONFIG 4,
-DEFAULT_CONFIG 5) and, when asked, synonyms and documentation."""
+"""DescribeConfigs (32) v0-4 for TOPIC (2), BROKER (4) and GROUP (32) resources: every config or
+the requested keys, with Kafka's config sources (TOPIC_CONFIG 1, DYNAMIC_BROKER_CONFIG 2,
+DYNAMIC_DEFAULT_BROKER_CONFIG 3, STATIC_BROKER_CONFIG 4, DEFAULT_CONFIG 5, GROUP_CONFIG 8) and,
+when asked, synonyms and documentation."""
 from ...protocol.errors import ErrorCode
 from ...protocol.messages.describe_configs import DescribeConfigsResponse
 from ..config import CONFIG_DEFS
 from ..metadata import TOPIC_CONFIGS
+from .. import group_configs
+from ..admin import DYNAMIC_BROKER_CONFIGS
+from ..topic_configs import TOPIC_CONFIG_DEFS, broker_synonym_source
 
 Result = DescribeConfigsResponse.DescribeConfigsResult
 Entry = Result.DescribeConfigsResourceResult
@@ -34,16 +38,19 @@ def handle(broker, ctx, req, version):
                     if req.include_synonyms:
                         if explicit:
                             synonyms.append(Synonym(name=name, value=value, source=TOPIC_CONFIG))
-                        broker_key = TOPIC_CONFIGS[name][0]
-                        if broker_key is not None:
+                        broker_key = broker_synonym_source(broker.config, name)
+                        if broker_key is not None and broker_key in CONFIG_DEFS:
                             synonyms.append(Synonym(name=broker_key, value=_broker_default(broker, name),
                                                     source=_broker_source(broker, broker_key)))
-                    source = TOPIC_CONFIG if explicit else DEFAULT_CONFIG
+                    # Kafka's ConfigHelper: a default's source is its broker synonym's (static config)
+                    broker_key = broker_synonym_source(broker.config, name)
+                    source = TOPIC_CONFIG if explicit else (
+                        _broker_source(broker, broker_key) if broker_key in CONFIG_DEFS else DEFAULT_CONFIG)
                     result.configs.append(Entry(
                         name=name, value=value, read_only=False, is_default=not explicit,
                         config_source=source, is_sensitive=False, synonyms=synonyms,
                         config_type=_TYPES[TOPIC_CONFIGS[name][1]],
-                        documentation=None))
+                        documentation=TOPIC_CONFIG_DEFS[name].doc if req.include_documentation else None))
         elif res.resource_type == BROKER:
             if res.resource_name not in ("", str(broker.config.node_id)):
                 result.error_code = ErrorCode.INVALID_REQUEST
@@ -56,11 +63,28 @@ def handle(broker, ctx, req, version):
                     value = None if value is None else (str(value).lower() if isinstance(value, bool) else str(value))
                     source = _broker_source(broker, name)
                     result.configs.append(Entry(
-                        name=name, value=value, read_only=True, is_default=source == DEFAULT_CONFIG,
-                        config_source=source, is_sensitive=False,
-                        synonyms=[Synonym(name=name, value=value, source=source)] if req.include_synonyms else [],
+                        name=name, value=value, read_only=name not in DYNAMIC_BROKER_CONFIGS,
+                        is_default=source == DEFAULT_CONFIG, config_source=source, is_sensitive=False,
+                        synonyms=_broker_synonyms(broker, name) if req.include_synonyms else [],
                         config_type=_TYPES[defn.type],
                         documentation=defn.doc if req.include_documentation else None))
+        elif res.resource_type == group_configs.GROUP:
+            if not res.resource_name:
+                result.error_code = ErrorCode.INVALID_REQUEST
+                result.error_message = "Group name must not be empty"
+            else:
+                overrides = broker.metadata.group_configs.get(res.resource_name, {})
+                for name, value in sorted(group_configs.effective(broker, res.resource_name).items()):
+                    if res.configuration_keys is not None and name not in res.configuration_keys:
+                        continue
+                    source = group_configs.GROUP_CONFIG_SOURCE if name in overrides else DEFAULT_CONFIG
+                    result.configs.append(Entry(
+                        name=name, value=str(value), read_only=False, is_default=source == DEFAULT_CONFIG,
+                        config_source=source, is_sensitive=False,
+                        synonyms=[Synonym(name=name, value=str(value), source=source)] if req.include_synonyms else [],
+                        config_type=_TYPES["int"],
+                        documentation=group_configs.GROUP_CONFIG_DEFS[name].doc if req.include_documentation
+                        else None))
         else:
             result.error_code = ErrorCode.INVALID_REQUEST
             result.error_message = f"Unsupported resource type {res.resource_type}"
@@ -69,7 +93,22 @@ def handle(broker, ctx, req, version):
 
 
 def _broker_source(broker, key):
-    return STATIC_BROKER_CONFIG if key in broker.config.explicit else DEFAULT_CONFIG
+    return broker.config.source(key)
+
+
+def _broker_synonyms(broker, key):
+    """Every layer that sets the key, highest precedence first (Kafka's DescribeConfigs)."""
+    c = broker.config
+    layers = [(c.dynamic_broker, 2), (c.dynamic_default, 3), (c.explicit, STATIC_BROKER_CONFIG)]
+    out = [Synonym(name=key, value=_text(layer[key]), source=src) for layer, src in layers if key in layer]
+    default = CONFIG_DEFS[key].default
+    if default is not None or not out:
+        out.append(Synonym(name=key, value=_text(default), source=DEFAULT_CONFIG))
+    return out
+
+
+def _text(v):
+    return None if v is None else (str(v).lower() if isinstance(v, bool) else str(v))
 
 
 def _broker_default(broker, topic_key):

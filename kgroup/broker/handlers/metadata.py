@@ -7,6 +7,7 @@ are never auto-created here (``__consumer_offsets`` is created by the coordinato
 """
 from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages.metadata import MetadataResponse
+from ..authorized_operations import CLUSTER_OPERATIONS, TOPIC_OPERATIONS
 from ..metadata import INTERNAL_TOPICS
 
 Broker = MetadataResponse.MetadataResponseBroker
@@ -48,6 +49,12 @@ def handle(broker, ctx, req, version):
                                      partitions=[]))
         else:
             resp.topics.append(_topic(topic, node))
+    if version >= 8:   # no authorizer: every supported operation, when asked (KafkaApis)
+        if req.include_topic_authorized_operations:
+            for t in resp.topics:
+                t.topic_authorized_operations = TOPIC_OPERATIONS
+        if version <= 10 and req.include_cluster_authorized_operations:
+            resp.cluster_authorized_operations = CLUSTER_OPERATIONS
     return resp
 
 

@@ -51,6 +51,13 @@ def handle(broker, ctx, req, version):
                 pr.error_message = f"Cannot append to internal topic {topic.name}"
                 continue
             plog = dp.log(td.name, pd.index)
+            if req.acks == -1 and plog.config.min_insync_replicas > 1:
+                # Partition.appendRecordsToLeader: this node is the whole ISR
+                pr.error_code = ErrorCode.NOT_ENOUGH_REPLICAS
+                pr.error_message = (f"The size of the current ISR Set({broker.config.node_id}) is insufficient to "
+                                    f"satisfy the min.isr requirement of {plog.config.min_insync_replicas} for "
+                                    f"partition {td.name}-{pd.index}")
+                continue
             try:
                 result = plog.append(pd.records)
             except (LogError, RecordBatchError) as e:

@@ -176,7 +176,32 @@ async function admin() {
   emit(out)
 }
 
-const roles = { consumer, producer, admin }
+// CreatePartitions, AlterConfigs, DescribeConfigs and DeleteRecords on conf.topic (created here)
+async function topicAdmin() {
+  const a = kafka.admin()
+  await a.connect()
+  const out = { ev: 'topic-admin' }
+  await a.createTopics({ topics: [{ topic: conf.topic, numPartitions: 1 }], waitForLeaders: true })
+  await a.createPartitions({ topicPartitions: [{ topic: conf.topic, count: 3 }] })
+  const md = await a.fetchTopicMetadata({ topics: [conf.topic] })
+  out.partitions = md.topics[0].partitions.length
+  await a.alterConfigs({ validateOnly: false, resources: [{ type: 2, name: conf.topic,
+    configEntries: [{ name: 'retention.ms', value: '60000' }] }] })
+  const described = await a.describeConfigs({ includeSynonyms: false,
+    resources: [{ type: 2, name: conf.topic, configNames: ['retention.ms', 'cleanup.policy'] }] })
+  out.configs = Object.fromEntries(described.resources[0].configEntries.map(e => [e.configName, e.configValue]))
+  const p = kafka.producer()
+  await p.connect()
+  await p.send({ topic: conf.topic, acks: -1, messages: Array.from({ length: 6 }, (_, i) => ({ value: `v${i}`, partition: 0 })) })
+  await p.disconnect()
+  await a.deleteTopicRecords({ topic: conf.topic, partitions: [{ partition: 0, offset: '4' }] })
+  const offsets = await a.fetchTopicOffsets(conf.topic)
+  out.low = Number(offsets.find(o => o.partition === 0).low)
+  await a.disconnect()
+  emit(out)
+}
+
+const roles = { consumer, producer, admin, 'topic-admin': topicAdmin }
 roles[conf.role]().catch(e => {
   emit({ ev: 'error', where: 'fatal', ...errorInfo(e) })
   process.exit(1)

@@ -1,0 +1,25 @@
+"""CreatePartitions (37) v0-3: raise a topic's partition count (with optional manual
+assignments onto this node), ``validate_only``. Clients see the new partitions through
+Metadata; a classic group's leader notices the change on its metadata refresh and rejoins,
+as with Kafka."""
+from ...protocol.errors import ErrorCode, KafkaError
+from ...protocol.messages.create_partitions import CreatePartitionsResponse
+from .. import admin
+
+Result = CreatePartitionsResponse.CreatePartitionsTopicResult
+
+
+def handle(broker, ctx, req, version):
+    resp = CreatePartitionsResponse(throttle_time_ms=0, results=[])
+    names = [t.name for t in req.topics]
+    for t in req.topics:
+        if names.count(t.name) > 1:
+            resp.results.append(Result(name=t.name, error_code=ErrorCode.INVALID_REQUEST,
+                                       error_message="Duplicate topic name."))
+            continue
+        try:
+            admin.create_partitions(broker, t.name, t.count, t.assignments, req.validate_only)
+            resp.results.append(Result(name=t.name, error_code=0, error_message=None))
+        except KafkaError as e:
+            resp.results.append(Result(name=t.name, error_code=e.code, error_message=str(e)))
+    return resp

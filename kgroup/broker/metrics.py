@@ -1,0 +1,382 @@
+"""Broker metrics in Prometheus' text format (served by kgroup/broker/http.py on
+``metrics.listener``; off by default).
+
+What is measured where:
+- requests: the server hands each request to ``BrokerMetrics.dispatch`` (only when metrics are
+  on), which counts it per API and version and times it from dispatch to its answer being ready
+  (a parked JoinGroup or a fsync-waiting OffsetCommit counts until answered). Kafka's
+  RequestMetrics (RequestsPerSec, TotalTimeMs with request and version tags) under
+  ``kafka_network_requestmetrics_*``.
+- everything else is read at scrape time from broker state, on the broker's event loop (the
+  HTTP thread asks the loop for a snapshot; nothing is shared across threads):
+  the group coordinator metrics under Kafka 4.0's names (type=group-coordinator-metrics:
+  group-count{protocol}, classic-group-count{state}, offset-count, offset-commit-count,
+  offset-expiration-count, offset-deletion-count, group-completed-rebalance-count; Prometheus
+  derives the rates with rate()), partition load time (group-coordinator-runtime-metrics),
+  log size and flush latency (kafka.log Log Size, LogFlushStats), and the consumer-lag series
+  of kafka_exporter with its names and labels (kafka_consumergroup_lag{consumergroup,topic,
+  partition}, ...), so its Grafana dashboards work unchanged.
+- coordinator counters come from the ``__consumer_offsets`` records themselves, tailed at
+  scrape time: an offset commit record is a commit, an offset tombstone is an expiration unless
+  it was written while an OffsetDelete or DeleteGroups request was handled (a deletion), a
+  group metadata record holding an assignment is a completed rebalance (the coordinator writes
+  it when the leader's SyncGroup completes one).
+"""
+from __future__ import annotations
+
+import bisect
+import functools
+import time
+
+from ..coordinator.coordinator_records import GROUP_METADATA, decode_record
+from ..protocol.api import API_BY_KEY, ApiKey
+from ..protocol.records import decode_records
+from ..protocol.schema import Message
+from .metadata import OFFSETS_TOPIC
+from .pending import PendingResponse
+from .timeline import decode_assignment
+
+_perf = time.perf_counter
+# Latency buckets (seconds), Prometheus histogram style: 0.1 ms .. 10 s.
+BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+FLUSH_BUCKETS = BUCKETS
+_NAMES = {k: a.request.__name__[:-len("Request")] for k, a in API_BY_KEY.items()}
+_DELETING = (ApiKey.OFFSET_DELETE, ApiKey.DELETE_GROUPS)
+SAMPLE_EVERY = 8                # one request in this many (per API and version) is timed
+SAMPLE_MASK = SAMPLE_EVERY - 1
+
+
+class Histogram:
+    """Requests counted, and the latencies observed: counts per bucket (the last one above
+    every bound) and their sum; the observation count is the buckets' sum."""
+    __slots__ = ("counts", "sum", "requests", "slow", "api_key")
+
+    def __init__(self, buckets=BUCKETS):
+        self.counts = [0] * (len(buckets) + 1)
+        self.sum = 0.0
+        self.requests = 0          # every request; one in SAMPLE_EVERY is timed
+        self.slow = False          # its requests take _dispatch_slow (deletions, timelines)
+        self.api_key = -1
+
+    def observe(self, seconds: float, _bisect=bisect.bisect_left, _buckets=BUCKETS) -> None:
+        self.counts[_bisect(_buckets, seconds)] += 1
+        self.sum += seconds
+
+    def data(self) -> tuple:
+        return list(self.counts), self.sum, sum(self.counts)
+
+
+class BrokerMetrics:
+    """Per-broker metrics state; every method runs on the broker's event loop."""
+
+    def __init__(self, broker):
+        self.broker = broker
+        self.requests: dict[tuple[int, int], Histogram] = {}      # (api key, version) -> stats
+        self._by_class: dict[type, list[Histogram]] = {}            # request class -> per version
+        self.timelines = None       # GroupTimelines routed through dispatch (attach_timelines)
+        self.flush = Histogram(FLUSH_BUCKETS)
+        # __consumer_offsets tailing: partition -> next offset to read
+        self._tail: dict[int, int] = {}
+        self.offset_commits = 0
+        self.offset_tombstones = 0
+        self.offset_deletions = 0
+        self.completed_rebalances = 0
+        dp = broker.data_path
+        dp.flush_observer = self.observe_flush
+        # Counters count from this start: what __consumer_offsets already holds is history.
+        topic = broker.metadata.get(OFFSETS_TOPIC)
+        for p in range(topic.num_partitions if topic is not None else 0):
+            plog = dp.log(OFFSETS_TOPIC, p)
+            if plog is not None:
+                self._tail[p] = plog.log_end_offset
+
+    # -- the request path (only when metrics are on) -------------------------------------------
+    def dispatch(self, handler, broker, ctx, body, version, inner=None):
+        # Runs on every request while metrics are on: every request is counted, one in
+        # SAMPLE_EVERY (per API and version) is timed, so most requests cost two lookups and an
+        # increment (benchmarks/coordinator_bench.py --metrics measures it against a broker
+        # without metrics).
+        per_version = self._by_class.get(body.__class__)
+        if per_version is None:
+            per_version = self._register(body)
+        h = per_version[version]
+        n = h.requests = h.requests + 1
+        if h.slow or n & SAMPLE_MASK == 1:        # the 1st, 9th, 17th, ...: timed
+            return self._dispatch_timed(handler, broker, ctx, body, version, h, inner)
+        return handler(broker, ctx, body, version) if inner is None else inner(handler, broker, ctx, body, version)
+
+    def attach_timelines(self, timelines) -> None:
+        """Route the few requests rebalance timelines watch through them from here (one request
+        layer on the hot path instead of two)."""
+        self.timelines = timelines
+        for per_version in self._by_class.values():
+            for h in per_version:
+                h.slow = h.slow or h.api_key in timelines.WATCHED
+
+    def _dispatch_timed(self, handler, broker, ctx, body, version, h, inner):
+        """A sampled request, and every one of the slow kinds: OffsetDelete and DeleteGroups (the
+        offset tombstones their handler writes, synchronously before it answers, are deletions;
+        every other offset tombstone is an expiration) and the requests rebalance timelines
+        watch (when attached)."""
+        if h.slow:
+            timelines = self.timelines
+            if timelines is not None and h.api_key in timelines.WATCHED:
+                inner = functools.partial(timelines.dispatch, inner=inner) if inner is not None else timelines.dispatch
+            if h.requests & SAMPLE_MASK != 1 and h.api_key not in _DELETING:   # watched, not sampled
+                return handler(broker, ctx, body, version) if inner is None else inner(handler, broker, ctx, body, version)
+        deleting = h.api_key in _DELETING
+        if deleting:
+            self._tail_offsets()
+        t0 = _perf()
+        result = handler(broker, ctx, body, version) if inner is None else inner(handler, broker, ctx, body, version)
+        if deleting:
+            self.offset_deletions += self._tail_offsets()
+        if isinstance(result, Message):
+            h.observe(_perf() - t0)
+            return result
+        return self._deferred(result, h, t0)
+
+    def _register(self, body) -> list:
+        api_key = body.API_KEY
+        top = max(getattr(body, "_DECODERS", None) or getattr(body, "_ENCODERS", None) or {32: None})
+        per_version = self._by_class[body.__class__] = [Histogram() for _ in range(top + 1)]
+        for h in per_version:
+            h.api_key = api_key
+            h.slow = api_key in _DELETING or (self.timelines is not None and api_key in self.timelines.WATCHED)
+        for v, h in enumerate(per_version):
+            self.requests[(api_key, v)] = h
+        return per_version
+
+    def _deferred(self, result, h, t0):
+        if result is None:                       # nothing to send (acks=0)
+            h.observe(_perf() - t0)
+            return None
+        if type(result) is PendingResponse:
+            if result.answered:
+                h.observe(_perf() - t0)
+                return result
+            return self._timed_pending(result, h, t0)
+        h.observe(_perf() - t0)
+        return result
+
+    @staticmethod
+    def _timed_pending(inner: PendingResponse, hist, t0) -> PendingResponse:
+        outer = PendingResponse()
+
+        def relay(p):
+            hist.observe(_perf() - t0)
+            if p.error is not None:
+                outer.fail(p.error)
+            else:
+                outer.answer(p.response)
+        inner.listen(relay)
+        return outer
+
+    def observe_flush(self, seconds: float) -> None:
+        self.flush.observe(seconds)
+
+    # -- scrape time ---------------------------------------------------------------------------
+    def _tail_offsets(self) -> int:
+        """Read the ``__consumer_offsets`` records appended since the last call; returns the
+        offset tombstones among them."""
+        dp = self.broker.data_path
+        topic = self.broker.metadata.get(OFFSETS_TOPIC)
+        if topic is None:
+            return 0
+        tombstones = commits = 0
+        for p in range(topic.num_partitions):
+            plog = dp.log(OFFSETS_TOPIC, p)
+            if plog is None:
+                continue
+            start = self._tail.get(p, 0)
+            end = plog.log_end_offset
+            if end <= start:
+                continue
+            for header, batch in plog.iter_batches(max(start, plog.log_start_offset)):
+                if header.is_control:
+                    continue
+                for r in decode_records(batch, header):
+                    key = r.key
+                    if r.offset < start or key is None or len(key) < 2:
+                        continue
+                    # The key's version says the record type (0-1 offset commit, 2 group
+                    # metadata): only group metadata values need decoding.
+                    key_version = (key[0] << 8) | key[1]
+                    if key_version <= 1:
+                        if r.value is None:
+                            tombstones += 1
+                        else:
+                            commits += 1
+                    elif key_version == 2 and r.value is not None:
+                        try:
+                            rec = decode_record(bytes(key), bytes(r.value))
+                        except Exception:
+                            continue
+                        if rec.record_type == GROUP_METADATA and any(m.assignment for m in rec.value_struct.members):
+                            self.completed_rebalances += 1
+            self._tail[p] = end
+        self.offset_tombstones += tombstones
+        self.offset_commits += commits
+        return tombstones
+
+    def snapshot(self) -> dict:
+        """Plain data of everything the scrape and the console show (run on the loop)."""
+        self._tail_offsets()
+        b = self.broker
+        topics = {}
+        log_sizes = {}
+        for t in b.metadata.topics.values():
+            parts = []
+            for p in range(t.num_partitions):
+                plog = b.data_path.log(t.name, p)
+                if plog is None:
+                    continue
+                parts.append((p, plog.log_start_offset, plog.high_watermark))
+                log_sizes[(t.name, p)] = plog.size_in_bytes
+            topics[t.name] = parts
+        groups = {}
+        for shard in b.group_coordinator.shards.values():
+            if not shard.is_loaded:
+                continue
+            offsets = shard.offset_metadata_manager.offsets
+            for gid, g in shard.group_metadata_manager.groups.items():
+                members = []
+                for m in g.members.values():
+                    assignment = decode_assignment(m.assignment) if g.protocol_type == "consumer" else {}
+                    members.append({"member_id": m.member_id, "group_instance_id": m.group_instance_id,
+                                    "client_id": m.client_id, "client_host": m.client_host,
+                                    "assignment": assignment})
+                committed = {}
+                for topic_name, parts in offsets.get(gid, {}).items():
+                    for p, om in parts.items():
+                        committed[(topic_name, p)] = om.committed_offset
+                groups[gid] = {"state": str(g.state), "protocol_type": g.protocol_type or "",
+                               "protocol": g.protocol_name or "", "generation": g.generation_id,
+                               "leader": g.leader_id, "members": members, "offsets": committed}
+        return {"topics": topics, "log_sizes": log_sizes, "groups": groups,
+                "requests": {k: (h.requests,) + h.data() for k, h in self.requests.items() if h.requests},
+                "flush": self.flush.data(),
+                "offset_commits": self.offset_commits,
+                "offset_expirations": max(0, self.offset_tombstones - self.offset_deletions),
+                "offset_deletions": self.offset_deletions,
+                "completed_rebalances": self.completed_rebalances,
+                "partition_load_ms": dict(getattr(b.group_coordinator, "partition_load_ms", {}) or {}),
+                "node_id": b.config.node_id}
+
+
+# -- Prometheus text format --------------------------------------------------------------------
+
+def _esc(v) -> str:
+    return str(v).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def _labels(**kv) -> str:
+    return "{" + ",".join(f'{k}="{_esc(v)}"' for k, v in kv.items()) + "}" if kv else ""
+
+
+def _fmt(v) -> str:
+    return repr(float(v)) if isinstance(v, float) else str(v)
+
+
+def render(snap: dict) -> str:
+    out: list[str] = []
+
+    def family(name, kind, help_text, samples):
+        out.append(f"# HELP {name} {help_text}")
+        out.append(f"# TYPE {name} {kind}")
+        for labels, value in samples:
+            out.append(f"{name}{labels} {_fmt(value)}")
+
+    def histogram(name, help_text, series, buckets=BUCKETS):
+        out.append(f"# HELP {name} {help_text}")
+        out.append(f"# TYPE {name} histogram")
+        for labels, (counts, total, n) in series:
+            cum = 0
+            for le, c in zip(buckets, counts):
+                cum += c
+                out.append(f"{name}_bucket{_labels(**labels, le=repr(le))} {cum}")
+            out.append(f"{name}_bucket{_labels(**labels, le='+Inf')} {n}")
+            out.append(f"{name}_sum{_labels(**labels)} {_fmt(total)}")
+            out.append(f"{name}_count{_labels(**labels)} {n}")
+
+    # requests (Kafka's RequestMetrics: request and version tags)
+    reqs = sorted(snap["requests"].items())
+    family("kafka_network_requestmetrics_requests_total", "counter",
+           "Requests received, per API and version (Kafka's RequestsPerSec)",
+           [(_labels(request=_NAMES.get(k, k), version=v), h[0]) for (k, v), h in reqs])
+    histogram("kafka_network_requestmetrics_total_time_seconds",
+              "Time from a request's dispatch to its answer being ready (Kafka's TotalTimeMs; "
+              f"one request in {SAMPLE_EVERY} per API and version is timed)",
+              [({"request": _NAMES.get(k, k), "version": v}, h[1:]) for (k, v), h in reqs])
+
+    # group coordinator (Kafka 4.0: kafka.server:type=group-coordinator-metrics)
+    groups = snap["groups"]
+    by_state: dict[str, int] = {s: 0 for s in ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty")}
+    for g in groups.values():
+        by_state[g["state"]] = by_state.get(g["state"], 0) + 1
+    prefix = "kafka_server_group_coordinator_metrics_"
+    family(prefix + "group_count", "gauge", "Groups per rebalance protocol (group-count)",
+           [(_labels(protocol="classic"), len(groups)), (_labels(protocol="consumer"), 0)])
+    family(prefix + "classic_group_count", "gauge", "Classic groups per state (classic-group-count)",
+           [(_labels(state=s), n) for s, n in sorted(by_state.items())])
+    family(prefix + "offset_count", "gauge", "Committed offsets retained (offset-count)",
+           [("", sum(len(g["offsets"]) for g in groups.values()))])
+    family(prefix + "offset_commit_count", "counter", "Offsets committed (offset-commit-count; rate() for offset-commit-rate)",
+           [("", snap["offset_commits"])])
+    family(prefix + "offset_expiration_count", "counter", "Offsets expired (offset-expiration-count)",
+           [("", snap["offset_expirations"])])
+    family(prefix + "offset_deletion_count", "counter", "Offsets deleted by OffsetDelete/DeleteGroups (offset-deletion-count)",
+           [("", snap["offset_deletions"])])
+    family(prefix + "group_completed_rebalance_count", "counter",
+           "Classic group rebalances completed (group-completed-rebalance-count)",
+           [("", snap["completed_rebalances"])])
+    loads = snap["partition_load_ms"]
+    rt = "kafka_server_group_coordinator_runtime_metrics_"
+    family(rt + "partition_load_time_max", "gauge", "Longest __consumer_offsets partition load, ms",
+           [("", max(loads.values()) if loads else 0.0)])
+    family(rt + "partition_load_time_avg", "gauge", "Average __consumer_offsets partition load, ms",
+           [("", sum(loads.values()) / len(loads) if loads else 0.0)])
+
+    # storage (kafka.log:type=Log,name=Size and LogFlushStats)
+    family("kafka_log_log_size", "gauge", "Bytes of a partition's log (kafka.log:type=Log,name=Size)",
+           [(_labels(topic=t, partition=p), size) for (t, p), size in sorted(snap["log_sizes"].items())])
+    histogram("kafka_log_logflushstats_flush_time_seconds", "Group-commit flush (fsync/syncfs) durations",
+              [({}, snap["flush"])])
+
+    # kafka_exporter's series, names and labels
+    topics = snap["topics"]
+    family("kafka_brokers", "gauge", "Number of Brokers in the Kafka Cluster.", [("", 1)])
+    family("kafka_topic_partitions", "gauge", "Number of partitions for this Topic",
+           [(_labels(topic=t), len(ps)) for t, ps in sorted(topics.items())])
+    family("kafka_topic_partition_current_offset", "gauge", "Current Offset of a Broker at Topic/Partition",
+           [(_labels(topic=t, partition=p), hw) for t, ps in sorted(topics.items()) for p, _, hw in ps])
+    family("kafka_topic_partition_oldest_offset", "gauge", "Oldest Offset of a Broker at Topic/Partition",
+           [(_labels(topic=t, partition=p), ls) for t, ps in sorted(topics.items()) for p, ls, _ in ps])
+    family("kafka_topic_partition_leader", "gauge", "Leader Broker ID of this Topic/Partition",
+           [(_labels(topic=t, partition=p), snap["node_id"]) for t, ps in sorted(topics.items()) for p, _, _ in ps])
+    family("kafka_topic_partition_replicas", "gauge", "Number of Replicas for this Topic/Partition",
+           [(_labels(topic=t, partition=p), 1) for t, ps in sorted(topics.items()) for p, _, _ in ps])
+    family("kafka_topic_partition_in_sync_replica", "gauge", "Number of In-Sync Replicas for this Topic/Partition",
+           [(_labels(topic=t, partition=p), 1) for t, ps in sorted(topics.items()) for p, _, _ in ps])
+    family("kafka_topic_partition_under_replicated_partition", "gauge", "1 if Topic/Partition is under Replicated",
+           [(_labels(topic=t, partition=p), 0) for t, ps in sorted(topics.items()) for p, _, _ in ps])
+    hw = {(t, p): h for t, ps in topics.items() for p, _, h in ps}
+    cur, lag, cur_sum, lag_sum = [], [], {}, {}
+    for gid, g in sorted(groups.items()):
+        for (t, p), off in sorted(g["offsets"].items()):
+            if (t, p) not in hw:
+                continue
+            lb = _labels(consumergroup=gid, topic=t, partition=p)
+            cur.append((lb, off))
+            lag.append((lb, hw[(t, p)] - off))
+            cur_sum[(gid, t)] = cur_sum.get((gid, t), 0) + off
+            lag_sum[(gid, t)] = lag_sum.get((gid, t), 0) + hw[(t, p)] - off
+    family("kafka_consumergroup_current_offset", "gauge", "Current Offset of a ConsumerGroup at Topic/Partition", cur)
+    family("kafka_consumergroup_current_offset_sum", "gauge", "Current Offset of a ConsumerGroup at Topic for all partitions",
+           [(_labels(consumergroup=g, topic=t), v) for (g, t), v in sorted(cur_sum.items())])
+    family("kafka_consumergroup_lag", "gauge", "Current Approximate Lag of a ConsumerGroup at Topic/Partition", lag)
+    family("kafka_consumergroup_lag_sum", "gauge", "Current Approximate Lag of a ConsumerGroup at Topic for all partitions",
+           [(_labels(consumergroup=g, topic=t), v) for (g, t), v in sorted(lag_sum.items())])
+    family("kafka_consumergroup_members", "gauge", "Amount of members in a consumer group",
+           [(_labels(consumergroup=gid), len(g["members"])) for gid, g in sorted(groups.items())])
+    return "\n".join(out) + "\n"

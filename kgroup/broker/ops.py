@@ -1,0 +1,44 @@
+"""Operations features, each off unless configured, and the one request hook they share.
+
+- fault injection (faults.py): ``kgroup.fault.injection.enable``
+- metrics (metrics.py) and the HTTP listener with the web console (http.py, console.py):
+  ``metrics.listener``
+- rebalance timelines (timeline.py): kept whenever either of the above is on
+
+The server calls ``broker.request_hook(handler, broker, ctx, body, version)`` instead of the
+handler when it is not None; with every feature off it is None, and the request path pays one
+attribute check.
+"""
+from __future__ import annotations
+
+import functools
+
+from .faults import FaultInjector
+from .metrics import BrokerMetrics
+from .timeline import GroupTimelines
+
+
+def attach_operations(broker) -> None:
+    """Set ``broker.faults``, ``.metrics``, ``.timelines`` (each None when off) and
+    ``.request_hook``."""
+    config = broker.config
+    broker.faults = FaultInjector(broker) if config["kgroup.fault.injection.enable"] else None
+    broker.metrics = BrokerMetrics(broker) if config["metrics.listener"] else None
+    broker.timelines = GroupTimelines(broker) if broker.faults or broker.metrics else None
+    if broker.metrics is not None and broker.faults is None:
+        # Production with metrics: one layer on the request path, which hands the few requests
+        # the timelines watch to them itself.
+        broker.metrics.attach_timelines(broker.timelines)
+        broker.request_hook = broker.metrics.dispatch
+    else:
+        broker.request_hook = request_hook(broker.metrics, broker.faults, broker.timelines)
+
+
+def request_hook(*layers):
+    """The layers' ``dispatch`` methods chained, the first outermost (metrics time what fault
+    injection answers too); None when every layer is None."""
+    hook = None
+    for layer in reversed([layer for layer in layers if layer is not None]):
+        # Each layer's dispatch runs ``inner(handler, ...)`` (the next layer) or the handler.
+        hook = layer.dispatch if hook is None else functools.partial(layer.dispatch, inner=hook)
+    return hook

@@ -1,0 +1,415 @@
+"""A real kgroup broker for tests and scripts: ``KafkaBroker`` and the ``broker()`` context manager.
+
+Two ways to run it, one object:
+
+* **in-process** (the default): the broker runs on its own event loop in a daemon thread of the
+  test process. Nothing is spawned or imported anew, so it is ready in milliseconds (the figures
+  are in benchmarks/testing_bench.py and the README). Clients still talk to it over a real
+  socket on 127.0.0.1, exactly as to ``kgroup serve``.
+* **a subprocess** (``process=True``): ``python -m kgroup serve``, as an operator runs it. Slower
+  to start (a new interpreter imports kgroup), but the only way to *kill -9* a broker without
+  killing the test: ``kill()`` sends SIGKILL, so nothing is flushed and no clean-shutdown marker is
+  written, and ``restart()`` brings it back on the same data directory and port.
+
+Both bind an ephemeral port on 127.0.0.1 and keep it across restarts (clients reconnect to the
+same bootstrap address). The data directory is a fresh temporary one unless given, removed by
+``close()`` when it was ours.
+
+Test defaults differ from a production broker in two keys: ``group.initial.rebalance.delay.ms=0``
+(the first join of a group is not held 3 s, as in Kafka's own test harnesses) and
+``kgroup.fault.injection.enable=true`` (``inject()`` and friends work; kgroup/broker/faults.py).
+Pass ``overrides`` to change any key.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from typing import Iterable, Mapping
+
+TEST_DEFAULTS = {"group.initial.rebalance.delay.ms": "0", "kgroup.fault.injection.enable": "true"}
+
+
+class KafkaBroker:
+    """A kgroup broker on 127.0.0.1 with helpers for tests (see the module docstring)."""
+
+    def __init__(self, data_dir: str | os.PathLike | None = None, overrides: Mapping[str, object] | None = None,
+                 *, process: bool = False, metrics: bool = False, start_timeout: float = 20.0):
+        self._own_dir = data_dir is None
+        self.data_dir = str(data_dir) if data_dir is not None else tempfile.mkdtemp(prefix="kgroup-test-")
+        self.overrides = {**TEST_DEFAULTS, **{k: str(v) for k, v in (overrides or {}).items()}}
+        self.process = process
+        if metrics:
+            self.overrides.setdefault("metrics.listener", "http://127.0.0.1:0")
+        self.http_port = 0
+        self.start_timeout = start_timeout
+        self.port = 0                 # 0 until the first start picks an ephemeral port, then kept
+        self.broker = None            # the in-process Broker (None in subprocess mode)
+        self.proc: subprocess.Popen | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._log_file = None
+
+    # -- addresses -----------------------------------------------------------------------------
+    @property
+    def host(self) -> str:
+        return "127.0.0.1"
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """``host:port`` for a client's ``bootstrap.servers``."""
+        return f"{self.host}:{self.port}"
+
+    @property
+    def running(self) -> bool:
+        if self.process:
+            return self.proc is not None and self.proc.poll() is None
+        return self.broker is not None
+
+    @property
+    def log_path(self) -> str:
+        """The subprocess broker's log (its stdout and stderr)."""
+        return self.data_dir.rstrip(os.sep) + ".log"
+
+    @property
+    def http_url(self) -> str:
+        """``http://127.0.0.1:port`` of the metrics/console/admin listener (``metrics=True``)."""
+        if not self.http_port:
+            raise RuntimeError("no HTTP listener: start the broker with metrics=True "
+                               "(or a metrics.listener override)")
+        return f"http://127.0.0.1:{self.http_port}"
+
+    def _config_items(self) -> dict[str, str]:
+        items = {**self.overrides, "listeners": f"PLAINTEXT://127.0.0.1:{self.port}", "log.dirs": self.data_dir}
+        if self.http_port and items.get("metrics.listener"):   # a restart keeps its HTTP port too
+            items["metrics.listener"] = f"http://127.0.0.1:{self.http_port}"
+        return items
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def start(self) -> "KafkaBroker":
+        if self.running:
+            raise RuntimeError("the broker is already running")
+        if self.process:
+            self._start_process()
+        else:
+            self._start_in_process()
+        return self
+
+    def stop(self) -> None:
+        """A clean shutdown, as on SIGTERM: in-flight requests finish, logs are flushed."""
+        if self.process:
+            if self.running:
+                self.proc.send_signal(signal.SIGTERM)
+                self.proc.wait(self.start_timeout)
+            self._close_log()
+            return
+        if self.broker is None:
+            return
+        try:
+            asyncio.run_coroutine_threadsafe(self.broker.stop(), self._loop).result(self.start_timeout)
+        finally:
+            self.broker = None
+            self._stop_loop()
+
+    def restart(self) -> "KafkaBroker":
+        """Stop cleanly (if running) and start again on the same data directory and port."""
+        self.stop()
+        return self.start()
+
+    def kill(self) -> int:
+        """SIGKILL the broker process (no flush, no clean-shutdown marker); ``restart()`` or
+        ``start()`` recovers it from the same data, as after a crash. Needs ``process=True``: a
+        broker inside the test process cannot be killed without killing the test."""
+        if not self.process:
+            raise RuntimeError("kill -9 needs a broker process: use the kafka_broker_process fixture or "
+                               "kgroup.testing.broker(process=True)")
+        if not self.running:
+            raise RuntimeError("the broker is not running")
+        self.proc.kill()
+        rc = self.proc.wait(self.start_timeout)
+        self._close_log()
+        return rc
+
+    def kill_and_restart(self) -> "KafkaBroker":
+        """kill -9, then start on the same data (the restart recovers the unflushed logs)."""
+        self.kill()
+        return self.start()
+
+    def close(self) -> None:
+        """Stop (cleanly) and remove the data directory if this object created it."""
+        try:
+            if self.process and self.running:
+                # A test may leave the broker half-dead; never hang a teardown on it.
+                try:
+                    self.stop()
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.wait()
+            else:
+                self.stop()
+        finally:
+            self._close_log()
+            if self._own_dir:
+                shutil.rmtree(self.data_dir, ignore_errors=True)
+                with contextlib.suppress(OSError):
+                    os.unlink(self.log_path)
+
+    def __enter__(self) -> "KafkaBroker":
+        if not self.running:
+            self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- in-process ----------------------------------------------------------------------------
+    def _start_in_process(self) -> None:
+        from ..broker.broker import Broker
+        from ..broker.config import BrokerConfig
+        config = BrokerConfig(self._config_items())
+        loop = asyncio.new_event_loop()
+        ready = threading.Event()
+
+        def main():
+            asyncio.set_event_loop(loop)
+            loop.call_soon(ready.set)
+            loop.run_forever()
+
+        thread = threading.Thread(target=main, name=f"kgroup-broker-{self.port or 'new'}", daemon=True)
+        thread.start()
+        ready.wait()
+        self._loop, self._thread = loop, thread
+        # Broker.start() tunes the garbage collector for a broker process (gc.freeze, a young-
+        # generation threshold of 50,000). In a test process those would outlive the broker and
+        # change the tests' own memory behaviour, so they are put back once it has started.
+        threshold, frozen = gc.get_threshold(), gc.get_freeze_count()
+
+        async def create_and_start():
+            broker = Broker(config)
+            await broker.start()
+            return broker
+        try:
+            broker = asyncio.run_coroutine_threadsafe(create_and_start(), loop).result(self.start_timeout)
+        except BaseException:
+            self._stop_loop()
+            raise
+        finally:
+            gc.set_threshold(*threshold)
+            if frozen == 0:
+                gc.unfreeze()
+        self.broker = broker
+        self.port = broker.bound_port
+        if broker.http is not None:
+            self.http_port = broker.http.port
+
+    def _stop_loop(self) -> None:
+        loop, thread = self._loop, self._thread
+        self._loop = self._thread = None
+        if loop is None:
+            return
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(self.start_timeout)
+        if not loop.is_running():
+            loop.close()
+
+    def call(self, fn, *args):
+        """Run ``fn(broker, *args)`` on the in-process broker's event loop and return its result
+        (broker state is only touched from that loop)."""
+        if self.broker is None:
+            raise RuntimeError("call() needs a running in-process broker")
+
+        async def run():
+            return fn(self.broker, *args)
+        return asyncio.run_coroutine_threadsafe(run(), self._loop).result(self.start_timeout)
+
+    # -- subprocess ----------------------------------------------------------------------------
+    def _start_process(self) -> None:
+        args = [sys.executable, "-m", "kgroup", "serve"]
+        for k, v in self._config_items().items():
+            args += ["--override", f"{k}={v}"]
+        self._log_file = open(self.log_path, "ab")
+        since = self._log_file.tell()
+        self.proc = subprocess.Popen(args, stdout=self._log_file, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + self.start_timeout
+        while time.monotonic() < deadline:
+            text = self.log_text(since)
+            m = re.search(r"serving on 127\.0\.0\.1:(\d+)", text)
+            if m and ("metrics.listener" not in self.overrides or "metrics listener on" in text):
+                self.port = int(m.group(1))
+                h = re.search(r"metrics listener on http://[^:]+:(\d+)", text)
+                if h:
+                    self.http_port = int(h.group(1))
+                return
+            if self.proc.poll() is not None:
+                self._close_log()
+                raise RuntimeError(f"broker exited with {self.proc.returncode}:\n{self.log_text(since)}")
+            time.sleep(0.005)
+        self.proc.kill()
+        self.proc.wait()
+        self._close_log()
+        raise RuntimeError("broker did not start:\n" + self.log_text(since))
+
+    def log_text(self, since: int = 0) -> str:
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(since)
+                return f.read().decode(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def _close_log(self) -> None:
+        if self._log_file is not None:
+            self._log_file.close()
+            self._log_file = None
+
+    # -- helpers (through the Kafka protocol, with kgroup's own client) ------------------------
+    def client_config(self, **configs) -> dict:
+        """``bootstrap.servers`` plus ``configs`` (Kafka's keys, or underscores)."""
+        return {"bootstrap.servers": self.bootstrap_servers, **{k.replace("_", "."): v for k, v in configs.items()}}
+
+    def admin(self, **configs):
+        """A blocking admin client (``kgroup.client.sync.KafkaAdmin``); close it, or use ``with``."""
+        from ..client.sync import KafkaAdmin
+        return KafkaAdmin(self.client_config(**configs))
+
+    def create_topics(self, *names: str, partitions: int = 1, configs: Mapping[str, str] | None = None) -> None:
+        """Create topics (each with ``partitions``); an error (e.g. it exists) raises."""
+        from ..client.admin import NewTopic
+        with self.admin() as admin:
+            result = admin.create_topics([NewTopic(n, partitions, -1, dict(configs or {})) for n in names])
+        errors = {n: e for n, e in result.items() if e is not None}
+        if errors:
+            raise next(iter(errors.values()))
+
+    def create_topic(self, name: str, partitions: int = 1, configs: Mapping[str, str] | None = None) -> None:
+        self.create_topics(name, partitions=partitions, configs=configs)
+
+    def produce(self, topic: str, values: Iterable, *, key=None, partition: int | None = None,
+                **configs) -> list:
+        """Produce each of ``values`` (bytes or str) and wait for every acknowledgement; returns
+        their RecordMetadata (topic, partition, offset, ...)."""
+        from ..client.sync import KafkaProducer
+
+        def raw(v):
+            return v.encode() if isinstance(v, str) else v
+        with KafkaProducer(self.client_config(**configs)) as producer:
+            futures = [producer.send(topic, raw(v), raw(key), partition=partition) for v in values]
+            producer.flush()
+            return [f.get(30) for f in futures]
+
+    def consume(self, topic: str, count: int, *, group: str | None = None, timeout: float = 30.0,
+                **configs) -> list:
+        """Read ``count`` records of ``topic`` from the beginning and return them (ConsumerRecord:
+        topic, partition, offset, key, value, ...). With ``group`` the records come through a group
+        subscription and their offsets are committed; without, every partition is assigned."""
+        from ..client.assignors import TopicPartition
+        from ..client.sync import KafkaConsumer
+        cfg = self.client_config(**{"auto.offset.reset": "earliest", **configs})
+        if group is not None:
+            cfg.update({"group.id": group, "enable.auto.commit": False})
+        out: list = []
+        with KafkaConsumer(config=cfg) as consumer:
+            if group is not None:
+                consumer.subscribe([topic])
+            else:
+                parts = consumer.partitions_for(topic) or set()
+                tps = [TopicPartition(topic, p) for p in sorted(parts)]
+                consumer.assign(tps)
+                consumer.seek_to_beginning(*tps)
+            deadline = time.monotonic() + timeout
+            while len(out) < count:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"consumed {len(out)} of {count} records of {topic} in {timeout}s")
+                out += consumer.poll(timeout_ms=int(min(left, 1.0) * 1000))
+            out = out[:count]
+            if group is not None:
+                # Commit what is returned, not the position (a poll may have fetched further).
+                from ..client.types import OffsetAndMetadata
+                last: dict = {}
+                for r in out:
+                    last[TopicPartition(r.topic, r.partition)] = OffsetAndMetadata(r.offset + 1, "")
+                consumer.commit(last)
+        return out
+
+    def describe_group(self, group: str):
+        """The group as DescribeGroups shows it (state, protocol, members with assignments)."""
+        with self.admin() as admin:
+            return admin.describe_groups([group])[group]
+
+    def describe_groups(self, *groups: str) -> dict:
+        with self.admin() as admin:
+            return admin.describe_groups(list(groups))
+
+    def list_groups(self) -> list:
+        with self.admin() as admin:
+            return admin.list_groups()
+
+    def committed_offsets(self, group: str) -> dict:
+        """{TopicPartition: offset} the group has committed."""
+        with self.admin() as admin:
+            got = admin.list_group_offsets(group)
+        return {tp: (o.offset if o is not None else None) for tp, o in got.items()}
+
+    # -- fault injection (kgroup/broker/faults.py), over the wire in both modes ------------------
+    def inject(self, fault: str, **params) -> dict:
+        """Apply one fault command, e.g. ``inject("errors", api="OffsetCommit",
+        errors=["NOT_COORDINATOR"], group="g")``; returns the broker's fault state."""
+        from ..client.fault_injection import send_fault_command
+        return send_fault_command(self.bootstrap_servers, {"fault": fault, **params})
+
+    def inject_errors(self, api, errors, *, client_id=None, group=None) -> dict:
+        """The next requests of ``api`` (name or key) get ``errors`` (names or codes), one each."""
+        return self.inject("errors", api=api, errors=list(errors), client_id=client_id, group=group)
+
+    def inject_delay(self, api, ms: int, *, count: int | None = 1, client_id=None, group=None) -> dict:
+        """Delay the answers to the next ``count`` requests of ``api`` (None: every one) by ``ms``."""
+        return self.inject("delay", api=api, ms=ms, count=count, client_id=client_id, group=group)
+
+    def drop_connection(self, *, after: int = 0, count: int | None = 1, api=None, client_id=None,
+                        group=None) -> dict:
+        """Close the connection of the request that follows ``after`` matching requests."""
+        return self.inject("drop", after=after, count=count, api=api, client_id=client_id, group=group)
+
+    def hold_loading(self, ms: int, *, group: str | None = None) -> dict:
+        """The coordinator answers COORDINATOR_LOAD_IN_PROGRESS for ``group`` (all if None) for ``ms``."""
+        return self.inject("loading", ms=ms, group=group)
+
+    def pause_heartbeat_expiry(self) -> dict:
+        return self.inject("pause-heartbeat-expiry")
+
+    def resume_heartbeat_expiry(self) -> dict:
+        return self.inject("resume-heartbeat-expiry")
+
+    def clear_faults(self) -> dict:
+        return self.inject("clear")
+
+    def timeline(self, group: str) -> list[dict]:
+        """The group's rebalance timeline as the broker keeps it (kgroup/broker/timeline.py)."""
+        from ..client.timeline import fetch_timeline
+        return fetch_timeline(self.bootstrap_servers, group)
+
+    def __repr__(self) -> str:
+        mode = "process" if self.process else "in-process"
+        return f"<KafkaBroker {self.bootstrap_servers} {mode} data={self.data_dir}>"
+
+
+@contextlib.contextmanager
+def broker(data_dir=None, overrides: Mapping[str, object] | None = None, *, process: bool = False,
+           metrics: bool = False):
+    """``with kgroup.testing.broker() as b:`` a started broker, closed (and its temporary data
+    directory removed) on exit; for unittest and scripts."""
+    b = KafkaBroker(data_dir, overrides, process=process, metrics=metrics).start()
+    try:
+        yield b
+    finally:
+        b.close()

@@ -1,0 +1,70 @@
+"""Edges found by an audit against Kafka's GroupCoordinatorService / OffsetMetadataManager:
+deleted partitions lose their committed offsets (tombstones, replayed like any record) and the
+request validation Kafka does before the shard's loading check."""
+from __future__ import annotations
+
+from kgroup.coordinator import GroupCoordinatorShard, TimerQueue
+from kgroup.protocol.messages.join_group import JoinGroupRequest
+from kgroup.protocol.messages.sync_group import SyncGroupRequest
+from tests.coordinator.support import E, Ctx, fresh_shard, protocols
+
+
+def test_partitions_deleted_tombstone_every_groups_offsets():
+    c = Ctx()
+    assert set(c.commit("g1", {("gone", 0): 5, ("gone", 1): 6, ("kept", 0): 7}).values()) == {0}
+    assert set(c.commit("g2", {("gone", 1): 9}).values()) == {0}
+    before = len(c.log)
+    c.run(c.shard.handle_partitions_deleted([("gone", 0), ("gone", 1)], c.now, "del"))
+    assert c.answer("del") == 3
+    tombstones = c.log[before:]
+    assert len(tombstones) == 3 and all(value is None for _, value in tombstones)
+    assert c.fetched("g1", {"gone": [0, 1], "kept": [0]}) == {
+        ("gone", 0): (-1, 0), ("gone", 1): (-1, 0), ("kept", 0): (7, 0)}
+    assert c.fetched("g2", {"gone": [1]}) == {("gone", 1): (-1, 0)}
+    reloaded = fresh_shard(c.shard, c.log, c.now)     # survives a restart: the tombstones replay
+    assert reloaded.offset_metadata_manager.offset("g1", "gone", 0) is None and reloaded.offset_metadata_manager.offset("g1", "kept", 0) is not None
+    # a partition nobody committed to writes nothing
+    n = len(c.log)
+    c.run(c.shard.handle_partitions_deleted([("other", 0)], c.now, "none"))
+    assert c.answer("none") == 0 and len(c.log) == n
+
+
+def _unloaded():
+    shard = GroupCoordinatorShard(3, Ctx().config, TimerQueue(), lambda: "m")
+    assert not shard.is_loaded
+    return shard
+
+
+def _answer(result):
+    ((_, response),) = result.responses
+    return response
+
+
+def test_validation_happens_before_the_loading_check():
+    shard = _unloaded()
+    J = JoinGroupRequest
+    join = J(group_id="", session_timeout_ms=10000, rebalance_timeout_ms=10000, member_id="m1",
+             protocol_type="consumer", protocols=protocols("range"))
+    r = _answer(shard.handle_join_group(join, 9, 0, "t"))
+    assert (r.error_code, r.member_id) == (E.INVALID_GROUP_ID, "m1")
+    join = J(group_id="g", session_timeout_ms=1, rebalance_timeout_ms=10000, member_id="",
+             protocol_type="consumer", protocols=protocols("range"))
+    assert _answer(shard.handle_join_group(join, 9, 0, "t")).error_code == E.INVALID_SESSION_TIMEOUT
+    join.session_timeout_ms = 10000
+    assert _answer(shard.handle_join_group(join, 9, 0, "t")).error_code == E.COORDINATOR_LOAD_IN_PROGRESS
+    sync = SyncGroupRequest(group_id="g", generation_id=1, member_id="m", protocol_type=None, protocol_name="range",
+                            assignments=[])
+    assert _answer(shard.handle_sync_group(sync, 5, 0, "t")).error_code == E.INCONSISTENT_GROUP_PROTOCOL
+    sync.group_id = ""
+    assert _answer(shard.handle_sync_group(sync, 5, 0, "t")).error_code == E.INVALID_GROUP_ID
+    sync.group_id, sync.protocol_type = "g", "consumer"
+    assert _answer(shard.handle_sync_group(sync, 5, 0, "t")).error_code == E.COORDINATOR_LOAD_IN_PROGRESS
+    from kgroup.protocol.messages.heartbeat import HeartbeatRequest
+    from kgroup.protocol.messages.leave_group import LeaveGroupRequest
+    from kgroup.protocol.messages.offset_delete import OffsetDeleteRequest
+    hb = HeartbeatRequest(group_id="", generation_id=1, member_id="m")
+    assert _answer(shard.handle_heartbeat(hb, 4, 0, "t")).error_code == E.INVALID_GROUP_ID
+    leave = LeaveGroupRequest(group_id="", members=[])
+    assert _answer(shard.handle_leave_group(leave, 5, 0, "t")).error_code == E.INVALID_GROUP_ID
+    od = OffsetDeleteRequest(group_id="", topics=[])
+    assert _answer(shard.handle_offset_delete(od, 0, 0, "t")).error_code == E.INVALID_GROUP_ID

@@ -1,0 +1,184 @@
+"""The metrics listener: /metrics in Prometheus' text format, scraped by a real Prometheus
+server (Debian's ``prometheus``), whose PromQL answers a real consumer group's lag; the admin
+endpoint applies fault-injection commands."""
+import json
+import os
+import shutil
+import subprocess
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+import pytest
+
+from kgroup.testing.broker import KafkaBroker
+from tests.harness import free_port
+
+pytestmark = pytest.mark.interop
+
+
+def get(url, timeout=10):
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        return r.status, r.headers.get("Content-Type"), r.read().decode()
+
+
+def post(url, obj):
+    req = urllib.request.Request(url, data=json.dumps(obj).encode(), method="POST",
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def samples(text):
+    """{(name, frozenset(labels)): value} of a Prometheus text exposition."""
+    out = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        head, value = line.rsplit(" ", 1)
+        if "{" in head:
+            name, labels = head[:-1].split("{", 1)
+            pairs = frozenset(tuple(kv.split("=", 1)) for kv in labels.split(",")) if labels else frozenset()
+            pairs = frozenset((k, v.strip('"')) for k, v in pairs)
+        else:
+            name, pairs = head, frozenset()
+        out[(name, pairs)] = float(value)
+    return out
+
+
+def test_metrics_off_by_default(kafka_broker):
+    assert kafka_broker.broker.http is None and kafka_broker.broker.metrics is None
+    assert kafka_broker.broker.request_hook is not None     # the fixture enables fault injection only
+
+
+def test_no_hook_when_metrics_and_faults_are_off(tmp_path):
+    with KafkaBroker(tmp_path / "d", {"kgroup.fault.injection.enable": "false"}) as b:
+        assert b.broker.request_hook is None
+
+
+def test_metrics_text_with_kafka_python_group(tmp_path):
+    from kafka import KafkaConsumer, KafkaProducer
+    with KafkaBroker(tmp_path / "d", metrics=True) as b:
+        b.create_topic("m", partitions=2)
+        producer = KafkaProducer(bootstrap_servers=b.bootstrap_servers)
+        for i in range(10):
+            producer.send("m", value=b"x", partition=i % 2)
+        producer.flush()
+        producer.close()
+        consumer = KafkaConsumer("m", bootstrap_servers=b.bootstrap_servers, group_id="mg",
+                                 auto_offset_reset="earliest", enable_auto_commit=False, consumer_timeout_ms=10000)
+        n = 0
+        for _ in consumer:
+            n += 1
+            if n == 10:
+                break
+        consumer.commit()
+        status, ctype, text = get(b.http_url + "/metrics")
+        assert status == 200 and ctype.startswith("text/plain; version=0.0.4")
+        s = samples(text)
+        assert s[("kafka_consumergroup_members", frozenset({("consumergroup", "mg")}))] == 1
+        consumer.close()
+        b.produce("m", ["late"] * 3, partition=1)
+        s = samples(get(b.http_url + "/metrics")[2])
+        lag = {p: s[("kafka_consumergroup_lag", frozenset({("consumergroup", "mg"), ("topic", "m"), ("partition", p)}))]
+               for p in ("0", "1")}
+        assert lag == {"0": 0, "1": 3}
+        assert s[("kafka_consumergroup_lag_sum", frozenset({("consumergroup", "mg"), ("topic", "m")}))] == 3
+        assert s[("kafka_topic_partition_current_offset", frozenset({("topic", "m"), ("partition", "1")}))] == 8
+        assert s[("kafka_topic_partition_oldest_offset", frozenset({("topic", "m"), ("partition", "1")}))] == 0
+        assert s[("kafka_server_group_coordinator_metrics_group_count", frozenset({("protocol", "classic")}))] == 1
+        assert s[("kafka_server_group_coordinator_metrics_classic_group_count", frozenset({("state", "Empty")}))] == 1
+        assert s[("kafka_server_group_coordinator_metrics_offset_commit_count", frozenset())] == 2
+        assert s[("kafka_server_group_coordinator_metrics_group_completed_rebalance_count", frozenset())] >= 1
+        assert s[("kafka_log_log_size", frozenset({("topic", "m"), ("partition", "1")}))] > 0
+        assert s[("kafka_log_logflushstats_flush_time_seconds_count", frozenset())] >= 1
+        commits = [v for (name, labels), v in s.items() if name == "kafka_network_requestmetrics_requests_total"
+                   and ("request", "OffsetCommit") in labels]
+        assert sum(commits) == 1
+        joins = [v for (name, labels), v in s.items()
+                 if name == "kafka_network_requestmetrics_requests_total" and ("request", "JoinGroup") in labels]
+        assert sum(joins) >= 1          # (parked answers are timed for 1 in 8: maybe none here)
+        timed = [v for (name, labels), v in s.items()
+                 if name == "kafka_network_requestmetrics_total_time_seconds_count" and ("request", "Metadata") in labels]
+        assert sum(timed) >= 1
+        # Offset deletion vs expiration: an OffsetDelete of an Empty group's partition is a deletion.
+        from kgroup.protocol.messages.offset_delete import OffsetDeleteRequest
+        from tests.harness import RawClient
+        T = OffsetDeleteRequest.OffsetDeleteRequestTopic
+        c = RawClient(b.port)
+        r = c.request(OffsetDeleteRequest(group_id="mg", topics=[T(name="m", partitions=[
+            T.OffsetDeleteRequestPartition(partition_index=0)])]), 0)
+        assert r.error_code == 0
+        s = samples(get(b.http_url + "/metrics")[2])
+        assert s[("kafka_server_group_coordinator_metrics_offset_deletion_count", frozenset())] == 1
+        assert s[("kafka_server_group_coordinator_metrics_offset_expiration_count", frozenset())] == 0
+
+
+def test_admin_faults_endpoint(tmp_path):
+    with KafkaBroker(tmp_path / "d", metrics=True) as b:
+        status, state = post(b.http_url + "/admin/faults", {"fault": "errors", "api": "Heartbeat",
+                                                             "errors": ["REBALANCE_IN_PROGRESS"]})
+        assert status == 200 and state["rules"][0]["errors"] == ["REBALANCE_IN_PROGRESS"]
+        assert post(b.http_url + "/admin/faults", {"fault": "nope"})[0] == 400
+    with KafkaBroker(tmp_path / "e", {"kgroup.fault.injection.enable": "false"}, metrics=True) as b:
+        status, body = post(b.http_url + "/admin/faults", {"fault": "list"})
+        assert status == 403 and "disabled" in body["error"]
+
+
+def test_prometheus_scrapes_consumer_lag(tmp_path):
+    prometheus = shutil.which("prometheus")
+    assert prometheus, "prometheus is not installed (scripts/install-test-deps.sh installs Debian's package)"
+    with KafkaBroker(tmp_path / "d", metrics=True) as b:
+        b.create_topic("lagging", partitions=3)
+        b.produce("lagging", [f"v{i}" for i in range(30)], partition=0)
+        b.produce("lagging", [f"w{i}" for i in range(12)], partition=2)
+        b.consume("lagging", 25, group="reporting")    # commits what it returns, per partition
+        committed = b.committed_offsets("reporting")
+        hw = {0: 30, 1: 0, 2: 12}
+        expected = sum(hw[tp.partition] - off for tp, off in committed.items() if off is not None and off >= 0)
+        port = free_port()
+        cfg = tmp_path / "prometheus.yml"
+        cfg.write_text(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+            "scrape_configs:\n  - job_name: kgroup\n    static_configs:\n"
+            f"      - targets: ['127.0.0.1:{b.http_port}']\n")
+        proc = subprocess.Popen([prometheus, f"--config.file={cfg}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+                                 f"--web.listen-address=127.0.0.1:{port}"],
+                                stdout=subprocess.DEVNULL, stderr=open(tmp_path / "prometheus.log", "wb"))
+        try:
+            query = urllib.parse.quote('sum(kafka_consumergroup_lag{consumergroup="reporting",topic="lagging"})')
+            deadline = time.monotonic() + 60
+            value = None
+            while time.monotonic() < deadline:
+                try:
+                    _, _, body = get(f"http://127.0.0.1:{port}/api/v1/query?query={query}", timeout=5)
+                    result = json.loads(body)["data"]["result"]
+                    if result:
+                        value = float(result[0]["value"][1])
+                        break
+                except (urllib.error.URLError, ConnectionError, OSError):
+                    pass
+                assert proc.poll() is None, (tmp_path / "prometheus.log").read_text()
+                time.sleep(0.5)
+            assert value == expected and expected > 0, (value, expected)
+            # The target is healthy and Prometheus read Kafka's group coordinator metrics too.
+            _, _, body = get(f"http://127.0.0.1:{port}/api/v1/targets")
+            target = json.loads(body)["data"]["activeTargets"][0]
+            assert target["health"] == "up", target
+            q = urllib.parse.quote('kafka_server_group_coordinator_metrics_group_count{protocol="classic"}')
+            _, _, body = get(f"http://127.0.0.1:{port}/api/v1/query?query={q}")
+            assert float(json.loads(body)["data"]["result"][0]["value"][1]) == 1
+        finally:
+            proc.terminate()
+            proc.wait(10)
+
+
+def test_metrics_listener_is_validated():
+    from kgroup.broker.config import BrokerConfig, ConfigError
+    assert BrokerConfig({"metrics.listener": "http://127.0.0.1:9404"})["metrics.listener"] == "http://127.0.0.1:9404"
+    with pytest.raises(ConfigError, match="metrics.listener"):
+        BrokerConfig({"metrics.listener": "127.0.0.1:9404"})
