@@ -91,14 +91,14 @@ async def read_all(bootstrap, topic, partitions, isolation, seconds=2.0):
         return got
 
 
-async def transform_loop(bootstrap, src, dst, group, tid, n, abort_every=None):
+async def transform_loop(bootstrap, src, dst, group, tid, n, abort_every=None, consumer_config=FAST):
     """Exactly-once consume-transform-produce: per poll, one transaction with the transformed
     records and the consumed offsets (send_offsets_to_transaction with the consumer's group
     metadata). With ``abort_every`` every k-th transaction is aborted and its input re-read
     from the last committed position. Returns (committed outputs, aborted outputs, metadata)."""
     committed, aborted, metas = [], [], []
     async with Consumer(src, bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False,
-                        isolation_level="read_committed", max_poll_records=4, **FAST) as consumer, \
+                        isolation_level="read_committed", max_poll_records=4, **consumer_config) as consumer, \
             Producer(bootstrap_servers=bootstrap, transactional_id=tid, linger_ms=1) as producer:
         await producer.init_transactions()
         done = 0
@@ -153,6 +153,19 @@ def test_consume_transform_produce_commit_path(mock):
         got = await read_all(mock, dst, 2, "read_committed")
         assert sorted(r.value for r in got) == sorted(committed)
         assert {(r.partition, r.offset) for r in got} == {(e[0], e[1]) for e in data}
+    run(go())
+
+
+def test_group_metadata_with_the_consumer_group_protocol(mock):
+    """KIP-848: the group metadata carries the member epoch as the generation, as Java's."""
+    src, dst, group = name("src"), name("dst"), name("g")
+
+    async def go():
+        await seed(mock, src, 8)
+        committed, _, metas = await transform_loop(mock, src, dst, group, name("tid"), 8, consumer_config=dict(
+            group_protocol="consumer", auto_offset_reset="earliest"))
+        assert sorted(committed) == sorted(f"out-{i}".encode() for i in range(8))
+        assert all(m.group_id == group and m.generation_id >= 1 and m.member_id for m in metas)
     run(go())
 
 
