@@ -105,10 +105,12 @@ class Broker:
         topic = self.metadata.create_topic(name, num_partitions, configs)
         self.data_path.create_partitions(name, num_partitions, configs)
         log.info("created topic %s with %d partition(s)", name, num_partitions)
+        self.group_coordinator.on_topics_changed()
         return topic
 
     def delete_topic(self, name: str) -> Topic:
         topic = self.metadata.delete_topic(name)
         self.data_path.delete_partitions(name, topic.num_partitions)
         log.info("deleted topic %s", name)
+        self.group_coordinator.on_topics_changed()
         return topic

@@ -5,6 +5,7 @@ it works end to end, with exactly the versions it handles.
 from __future__ import annotations
 
 from ...protocol.api import ApiKey
+from . import consumer_group_describe, consumer_group_heartbeat
 from . import (api_versions, create_topics, delete_groups, delete_topics, describe_cluster,
                describe_configs, describe_groups, fetch, find_coordinator, heartbeat, init_producer_id,
                join_group, leave_group, list_groups, list_offsets, metadata, offset_commit, offset_delete,
@@ -33,6 +34,9 @@ HANDLERS = {
     ApiKey.DELETE_TOPICS: (delete_topics.handle, 0, 6),
     ApiKey.DESCRIBE_CONFIGS: (describe_configs.handle, 0, 4),
     ApiKey.DESCRIBE_CLUSTER: (describe_cluster.handle, 0, 1),
+    # the consumer group protocol (KIP-848)
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: (consumer_group_heartbeat.handle, 0, 1),
+    ApiKey.CONSUMER_GROUP_DESCRIBE: (consumer_group_describe.handle, 0, 0),
 }
 
 
