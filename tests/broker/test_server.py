@@ -48,7 +48,8 @@ def test_advertised_versions_only_implemented(broker):
     got = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
     assert got == {0: (3, 11), 1: (4, 17), 2: (0, 10), 3: (0, 12), 8: (0, 9), 9: (0, 9), 10: (0, 6),
                    11: (0, 9), 12: (0, 4), 13: (0, 5), 14: (0, 5), 15: (0, 5), 16: (0, 5), 18: (0, 4),
-                   19: (0, 7), 20: (0, 6), 22: (0, 5), 32: (0, 4), 42: (0, 2), 47: (0, 0), 60: (0, 1)}
+                   19: (0, 7), 20: (0, 6), 22: (0, 5), 32: (0, 4), 42: (0, 2), 47: (0, 0), 60: (0, 1),
+                   68: (0, 1), 69: (0, 0)}
 
 
 def test_oversized_frame_closes_connection_before_reading_it(tmp_path):
