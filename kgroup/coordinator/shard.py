@@ -107,7 +107,7 @@ class GroupCoordinatorShard:
         # Kafka's getOrMaybeCreatePersistedConsumerGroup
         gid = record.key_struct.group_id
         classic = self.group_metadata_manager.groups.get(gid)
-        if classic is not None and gid in self.consumer_group_manager.groups and \
+        if classic is not None and record.value is not None and gid in self.consumer_group_manager.groups and \
                 classic.state is ClassicGroupState.EMPTY:
             del self.group_metadata_manager.groups[gid]
 
@@ -185,6 +185,15 @@ class GroupCoordinatorShard:
         elif not (self.config.min_session_timeout_ms <= req.session_timeout_ms <= self.config.max_session_timeout_ms):
             res.reply(token, join_response(version, ErrorCode.INVALID_SESSION_TIMEOUT, member_id=req.member_id))
         else:
+            consumer_group = self.consumer_group_manager.groups.get(req.group_id)
+            if consumer_group is not None:
+                if consumer_group.members:
+                    # online migration (KIP-848) is not supported: a consumer-protocol group with
+                    # members does not take classic members (Kafka's classicGroup lookup error)
+                    res.reply(token, join_response(version, ErrorCode.GROUP_ID_NOT_FOUND, member_id=req.member_id))
+                    return res
+                # an empty consumer group becomes a classic one (Kafka converts it the same way)
+                self.consumer_group_manager.delete_group(consumer_group, res)
             if version == 0 and req.rebalance_timeout_ms != req.session_timeout_ms:
                 req = copy.copy(req)
                 req.rebalance_timeout_ms = req.session_timeout_ms
@@ -294,8 +303,10 @@ class GroupCoordinatorShard:
         if not self.is_loaded:
             res.reply(token, ListGroupsResponse(error_code=int(LOADING)))
         else:
-            res.reply(token, ListGroupsResponse(groups=self.group_metadata_manager.list_groups(
-                req.states_filter if version >= 4 else [], req.types_filter if version >= 5 else [])))
+            states, types = req.states_filter if version >= 4 else [], req.types_filter if version >= 5 else []
+            groups = self.group_metadata_manager.list_groups(states, types)
+            groups += self.consumer_group_manager.list_groups(states, types)
+            res.reply(token, ListGroupsResponse(groups=groups))
         return res
 
     def handle_delete_groups(self, req, version, now_ms, token) -> Result:
@@ -304,6 +315,18 @@ class GroupCoordinatorShard:
         for group_id in req.groups_names:
             if not self.is_loaded:
                 results.append((group_id, LOADING))
+                continue
+            consumer_group = self.consumer_group_manager.groups.get(group_id)
+            if consumer_group is not None:
+                # a consumer-protocol group: deletable when Empty; every record is tombstoned
+                try:
+                    consumer_group.validate_delete_group()
+                except KafkaError as e:
+                    results.append((group_id, e.code))
+                    continue
+                self.offset_metadata_manager.delete_all_offsets(group_id, res)
+                self.consumer_group_manager.delete_group(consumer_group, res)
+                results.append((group_id, ErrorCode.NONE))
                 continue
             try:
                 group = self.group_metadata_manager.validate_delete_group(group_id)

@@ -288,3 +288,44 @@ def test_reload_restarts_sessions():
     other = fresh_shard(c.shard, c.log, c.now)
     assert other.consumer_group_manager.groups["g"].members["m1"].member_epoch == 1
     assert other.next_deadline() is not None
+
+
+def test_list_groups_reports_consumer_groups_with_kafkas_states():
+    c = CgCtx({"a": 2, "t": 1})
+    c.stable_group("classic", 1)
+    join(c, "g", "m1", topics=["a"])
+    join(c, "g", "m2", topics=["a"])
+    listed = {g.group_id: (g.protocol_type, g.group_state, g.group_type) for g in c.list_groups().groups}
+    assert listed["g"] == ("consumer", "Reconciling", "consumer")
+    assert listed["classic"][2] == "classic"
+    assert [g.group_id for g in c.list_groups(types=["consumer"]).groups] == ["g"]
+    assert [g.group_id for g in c.list_groups(states=["reconciling"]).groups] == ["g"]
+    assert c.list_groups(states=["stable"], types=["consumer"]).groups == []
+    # DescribeGroups (v0-5) shows a consumer-protocol group as Dead, as Kafka does
+    assert c.describe("g")[0].group_state == "Dead"
+
+
+def test_delete_consumer_group_tombstones_every_record():
+    c = CgCtx({"a": 2})
+    r = join(c, "g", "m1", topics=["a"])
+    c.commit("g", {("a", 0): 3}, member_id="m1", generation=r.member_epoch)
+    assert c.delete_groups("g") == {"g": E.NON_EMPTY_GROUP}
+    c.hb("g", "m1", -1)
+    assert c.delete_groups("g") == {"g": 0}
+    assert c.cg("g") is None and c.shard.offset_metadata_manager.offsets.get("g") is None
+    assert c.delete_groups("g") == {"g": E.GROUP_ID_NOT_FOUND}
+    # every key the group wrote ends with a tombstone: compaction would leave nothing
+    last = {}
+    for k, v in c.log:
+        last[k] = v
+    assert all(v is None for v in last.values())
+
+
+def test_classic_join_on_a_consumer_group():
+    c = CgCtx({"a": 2, "t": 1})
+    join(c, "g", "m1", topics=["a"])
+    token = c.join("g")
+    assert c.answer(token).error_code == E.GROUP_ID_NOT_FOUND
+    c.hb("g", "m1", -1)
+    c.stable_group("g", 1)            # an empty consumer group becomes a classic group
+    assert c.cg("g") is None and c.state("g") == "Stable"

@@ -23,7 +23,7 @@ from ...protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeat
 from . import records as rec
 from .current_assignment import reconcile
 from .describe import describe_group, group_not_found
-from .group import ConsumerGroup, TopicMetadata, member_removal_records
+from .group import ConsumerGroup, TopicMetadata, group_deletion_records, member_removal_records
 from .member import ConsumerGroupMember, MemberState, freeze
 from .target_assignment import build_target_assignment
 from .validation import (JOIN_GROUP_MEMBER_EPOCH, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
@@ -364,6 +364,30 @@ class ConsumerGroupManager:
             if metadata != group.subscription_metadata:
                 res.add_record(rec.subscription_metadata_record(group.group_id, metadata))
                 res.add_record(rec.group_epoch_record(group.group_id, group.group_epoch + 1))
+
+    # == ListGroups / DeleteGroups ==================================================================
+    def list_groups(self, states_filter, types_filter) -> list:
+        """Kafka's ConsumerGroup.asListedGroup: protocol type "consumer", type "consumer"."""
+        from ...protocol.messages.list_groups import ListGroupsResponse
+        states = {s.strip().lower() for s in states_filter}
+        types = {t.strip().lower() for t in types_filter}
+        if types and "consumer" not in types:
+            return []
+        out = []
+        for group in self.groups.values():
+            state = group.state.value
+            if states and state.lower() not in states:
+                continue
+            out.append(ListGroupsResponse.ListedGroup(group_id=group.group_id, protocol_type="consumer",
+                                                      group_state=state, group_type="consumer"))
+        return out
+
+    def delete_group(self, group: ConsumerGroup, res) -> None:
+        """Tombstones for every record of the group (Kafka's createGroupTombstoneRecords)."""
+        for r in group_deletion_records(group):
+            res.add_record(r)
+        for member_id in group.members:
+            self._cancel_member_timers(group.group_id, member_id)
 
     # == ConsumerGroupDescribe =======================================================================
     def describe(self, group_id: str, classic_group_exists: Callable[[str], bool] = lambda g: False):
