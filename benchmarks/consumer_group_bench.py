@@ -177,7 +177,7 @@ def produce_one_per_partition(bootstrap, topic, n_partitions):
 
 # -- heartbeat throughput ---------------------------------------------------------------------------
 
-async def heartbeat_rounds(port, n_conns, window, duration, rounds) -> dict:
+async def heartbeat_rounds(port, pid, n_conns, window, duration, rounds) -> dict:
     conns = [await Conn.open(port) for _ in range(n_conns)]
     CT = CreateTopicsRequest.CreatableTopic
     await conns[0].request(CreateTopicsRequest(topics=[CT(name="hb-topic", num_partitions=n_conns,
@@ -209,16 +209,15 @@ async def heartbeat_rounds(port, n_conns, window, duration, rounds) -> dict:
         return frame[9:11] == b"\x00\x00"
 
     out = {"classic": [], "consumer": [], "classic_cpu_us": [], "consumer_cpu_us": []}
-    pid = None
     for r in range(rounds):
         out["classic"].append(await pipeline(conns, lambda c, n: classic_frames[c] * n, window, duration,
-                                             classic_ok))
-        out["consumer"].append(await pipeline(cconns, lambda c, n: cg_frames[c] * n, window, duration, cg_ok))
+                                             classic_ok, pid=pid, cpu=out["classic_cpu_us"]))
+        out["consumer"].append(await pipeline(cconns, lambda c, n: cg_frames[c] * n, window, duration, cg_ok,
+                                              pid=pid, cpu=out["consumer_cpu_us"]))
         progress(f"round {r + 1}: Heartbeat {out['classic'][-1]:,.0f}/s, "
                  f"ConsumerGroupHeartbeat {out['consumer'][-1]:,.0f}/s")
     for c in conns + cconns:
         c.transport.close()
-    del pid
     return out
 
 
@@ -250,7 +249,7 @@ def main(argv=None) -> int:
             progress(f"round {r + 1}: rebalance consumer {lat['consumer'][-1]:.3f} s, "
                      f"classic {lat['classic'][-1]:.3f} s")
         out["rebalance_s"] = lat
-        out["heartbeats_per_s"] = asyncio.run(heartbeat_rounds(broker.port, args.connections, args.window,
+        out["heartbeats_per_s"] = asyncio.run(heartbeat_rounds(broker.port, broker.proc.pid, args.connections, args.window,
                                                                args.duration, args.rounds))
     finally:
         broker.stop()
@@ -267,8 +266,10 @@ def main(argv=None) -> int:
     print(f"  group.protocol=classic   {med(lat['classic']):6.3f} s   (all: "
           f"{', '.join(f'{x:.3f}' for x in lat['classic'])})")
     print(f"heartbeats/s, {args.connections} connections, window {args.window} (best of {args.rounds}):")
-    print(f"  ConsumerGroupHeartbeat v1  {max(hb['consumer']):10,.0f}/s")
-    print(f"  Heartbeat v4 (classic)     {max(hb['classic']):10,.0f}/s")
+    print(f"  ConsumerGroupHeartbeat v1  {max(hb['consumer']):10,.0f}/s   broker CPU "
+          f"{min(hb['consumer_cpu_us']):5.1f} us/heartbeat")
+    print(f"  Heartbeat v4 (classic)     {max(hb['classic']):10,.0f}/s   broker CPU "
+          f"{min(hb['classic_cpu_us']):5.1f} us/heartbeat")
     return 0
 
 

@@ -116,6 +116,8 @@ class GroupCoordinatorShard:
         self.is_loaded = True
         self.group_metadata_manager.on_loaded(res)
         self.consumer_group_manager.on_loaded()
+        # topics may have changed while the partition was not loaded (Kafka compares images too)
+        self.consumer_group_manager.on_topics_changed(res)
         self._schedule_expiration()
         return res
 

@@ -329,3 +329,22 @@ def test_classic_join_on_a_consumer_group():
     c.hb("g", "m1", -1)
     c.stable_group("g", 1)            # an empty consumer group becomes a classic group
     assert c.cg("g") is None and c.state("g") == "Stable"
+
+
+def test_steady_heartbeat_answers_like_the_full_path():
+    c = CgCtx({"a": 2})
+    r = join(c, "g", "m1", topics=["a"], instance_id="i1")
+    n = len(c.log)
+    r2 = c.hb("g", "m1", r.member_epoch, instance_id="i1")
+    assert r2.error_code == 0 and r2.member_epoch == r.member_epoch and r2.assignment is None
+    assert len(c.log) == n
+    c.advance(40_000)
+    c.hb("g", "m1", r.member_epoch)                     # the session restarts on the fast path too
+    c.advance(40_000)
+    assert "m1" in c.cg("g").members
+    # a topic deleted while the shard was not loaded bumps the epoch when it loads
+    from .support import fresh_shard
+    del c.topics["a"]
+    other = fresh_shard(c.shard, c.log, c.now)
+    res = other.on_loaded(c.now)
+    assert [r.record_type for r in res.records] == [4, 3]

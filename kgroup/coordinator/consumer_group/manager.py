@@ -102,9 +102,33 @@ class ConsumerGroupManager:
                   classic_group_exists: Callable[[str], bool] = lambda g: False):
         """Returns the response (records are added to ``res``); KafkaError for a refused request."""
         validate_heartbeat(req, version, self.config.consumer_assignors)
+        steady = self._steady_heartbeat(req, client_id, client_host)
+        if steady is not None:
+            return steady
         if req.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
             return self._leave(req, res)
         return self._heartbeat(req, version, res, client_id, client_host, classic_group_exists)
+
+    def _steady_heartbeat(self, req, client_id, client_host):
+        """The common case, answered without recomputing anything: a member reconciled to a
+        settled group that sends only its epoch (the full path would write nothing and answer
+        the same). Topic changes reach the group through ``on_topics_changed``, not here."""
+        if req.member_epoch <= 0 or req.topic_partitions is not None or req.subscribed_topic_names is not None \
+                or req.rebalance_timeout_ms != -1 or req.server_assignor is not None \
+                or getattr(req, "subscribed_topic_regex", None) is not None:
+            return None
+        group = self.groups.get(req.group_id)
+        if group is None or group.group_epoch != group.assignment_epoch:
+            return None
+        m = group.members.get(req.member_id)
+        if m is None or m.member_epoch != req.member_epoch or not m.is_reconciled_to(group.assignment_epoch) \
+                or (req.instance_id is not None and req.instance_id != m.instance_id) \
+                or (req.rack_id is not None and req.rack_id != m.rack_id) \
+                or client_id != m.client_id or client_host != m.client_host:
+            return None
+        self._schedule_session(group.group_id, m.member_id)
+        return ConsumerGroupHeartbeatResponse(member_id=m.member_id, member_epoch=m.member_epoch,
+                                              heartbeat_interval_ms=self.config.consumer_heartbeat_interval_ms)
 
     def _group_or_fail(self, group_id: str, create: bool, classic_group_exists) -> ConsumerGroup:
         group = self.groups.get(group_id)
