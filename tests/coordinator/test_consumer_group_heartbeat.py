@@ -348,3 +348,12 @@ def test_steady_heartbeat_answers_like_the_full_path():
     other = fresh_shard(c.shard, c.log, c.now)
     res = other.on_loaded(c.now)
     assert [r.record_type for r in res.records] == [4, 3]
+
+
+def test_an_empty_classic_group_with_offsets_becomes_a_consumer_group():
+    c = CgCtx({"a": 1})
+    c.commit("g", {("a", 0): 4})                  # a simple (empty classic) group with an offset
+    assert c.state("g") == "Empty"
+    r = join(c, "g", "m1", topics=["a"])
+    assert c.group("g") is None and c.cg("g").members["m1"].member_epoch == r.member_epoch
+    assert c.fetched("g", {"a": [0]}) == {("a", 0): (4, 0)}
