@@ -174,7 +174,8 @@ class GroupRuntime:
         if p is None:
             p = self.shard_for(group_id)
         shard = self.shards[p]
-        if p in self._held and not (offset_commit and group_id in shard.group_metadata_manager.groups):
+        if p in self._held and not (offset_commit and (group_id in shard.group_metadata_manager.groups
+                                                       or group_id in shard.consumer_group_manager.groups)):
             self._write_held(p)
         self._run(shard, handle(shard, req, version, now_ms(), token, *extra), may_hold=offset_commit)
         return token.response if token.answered else token
