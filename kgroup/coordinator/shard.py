@@ -351,16 +351,16 @@ class GroupCoordinatorShard:
     def handle_consumer_group_heartbeat(self, req, version, now_ms, token, client_id="", client_host="") -> Result:
         res = self._begin(now_ms)
         if not self.is_loaded:
-            res.reply(token, heartbeat_error(LOADING, member_id=req.member_id))
+            res.reply(token, heartbeat_error(LOADING))
             return res
         try:
             response = self.consumer_group_manager.heartbeat(req, version, res, client_id, client_host,
                                                              self._is_classic_group)
         except KafkaError as e:
             del res.records[:]          # a refused request writes nothing
-            res.reply(token, heartbeat_error(e.code, str(e), member_id=req.member_id))
+            res.reply(token, heartbeat_error(e.code, str(e)))  # as Kafka: no member id
             return res
-        res.reply(token, response, lambda e: heartbeat_error(e, member_id=req.member_id))
+        res.reply(token, response, lambda e: heartbeat_error(e))
         return res
 
     def handle_consumer_group_describe(self, req, version, now_ms, token) -> Result:
