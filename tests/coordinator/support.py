@@ -268,15 +268,16 @@ class CgCtx(Ctx):
         return self.shard.consumer_group_manager.groups.get(group_id)
 
     def hb(self, group_id, member_id, epoch, *, topics=None, regex=None, owned=None, instance_id=None,
-           rebalance=30000, assignor=None, version=1, rack=None):
+           rebalance=30000, assignor=None, version=1, rack=None, full=False):
         """One ConsumerGroupHeartbeat; ``owned``: {topic name: [partitions]} (None: not sent).
-        A join (epoch 0) sends an empty owned list and rebalance timeout by default."""
+        A join (epoch 0) sends an empty owned list and rebalance timeout by default; ``full``: the
+        rebalance timeout too (a client resends everything after an error)."""
         from kgroup.protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest as R
         if epoch == 0 and owned is None:
             owned = {}
         token = self.token()
         req = R(group_id=group_id, member_id=member_id, member_epoch=epoch, instance_id=instance_id,
-                rack_id=rack, rebalance_timeout_ms=rebalance if epoch == 0 else -1,
+                rack_id=rack, rebalance_timeout_ms=rebalance if epoch == 0 or full else -1,
                 subscribed_topic_names=None if topics is None else list(topics),
                 subscribed_topic_regex=regex, server_assignor=assignor,
                 topic_partitions=None if owned is None else [

@@ -1,6 +1,6 @@
 """Random interleavings of ConsumerGroupHeartbeats (hypothesis): members join, heartbeat with what
-they own (revoking only when they get to it), lose responses, leave or fall silent, and topics
-grow. After every step: no partition owned by two members, live state == replayed state (the
+they own (revoking only when they get to it), lose responses (then resend a full request, as
+Kafka's clients do), leave or fall silent, and topics grow. After every step: no partition owned by two members, live state == replayed state (the
 harness); at the end, once everyone heartbeats faithfully, every partition is owned exactly once."""
 from hypothesis import given, settings, strategies as st
 
@@ -21,6 +21,7 @@ class Client:
     def __init__(self):
         self.epoch = None
         self.owned = {}
+        self.full = False       # the last answer was lost: resend everything (Kafka's clients do)
 
 
 def heartbeat(c, clients, mid, lose=False):
@@ -28,12 +29,14 @@ def heartbeat(c, clients, mid, lose=False):
     if cl.epoch is None:
         r = c.hb("g", mid, 0, topics=["a", "b"])
     else:
-        r = c.hb("g", mid, cl.epoch, owned=cl.owned)
+        r = c.hb("g", mid, cl.epoch, owned=cl.owned, topics=["a", "b"] if cl.full else None, full=cl.full)
     if r.error_code:        # fenced or unknown: abandon everything and rejoin next time
-        cl.epoch, cl.owned = None, {}
+        cl.epoch, cl.owned, cl.full = None, {}, False
         return
     if lose:                # the answer never arrives: the client keeps its old view
+        cl.full = True
         return
+    cl.full = False
     cl.epoch = r.member_epoch
     if r.assignment is not None:
         cl.owned = c.names(r)
