@@ -330,7 +330,7 @@ class ConsumerGroupManager:
             # a static member's temporary leave: it keeps its partitions (nobody else gets them)
             # until it comes back under its instance id or its session expires
             res.add_record(rec.current_assignment_record(
-                group_id, member.with_epoch(LEAVE_GROUP_STATIC_MEMBER_EPOCH, partitions_pending_revocation={})))
+                group_id, member.replace(member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, partitions_pending_revocation={})))
             self.timer.cancel(rebalance_key(group_id, member_id))
         else:
             self._remove_member(group, member, res)
