@@ -9,7 +9,8 @@ Checked:
 - a regex subscription (``^prefix.*``) picks up a topic created later;
 - a static member (group.instance.id) that closes and restarts gets its partitions back with no
   new group epoch;
-- offsets committed before a broker SIGKILL are where a new member resumes after the restart.
+- offsets committed before a broker SIGKILL are where a new member resumes after the restart;
+- the AdminClient describes, lists and deletes a consumer group.
 None of these may skip.
 """
 from __future__ import annotations
@@ -265,4 +266,37 @@ def test_commits_survive_a_broker_sigkill(tmp_path):
         finally:
             m2.close()
     finally:
+        broker.stop()
+
+
+def test_admin_client_describes_lists_and_deletes_a_consumer_group(tmp_path):
+    """confluent-kafka's AdminClient: describe_consumer_groups (ConsumerGroupDescribe: type, state,
+    current and target assignment), list_consumer_groups (type and state) and
+    delete_consumer_groups once the group is empty."""
+    from confluent_kafka import ConsumerGroupState, ConsumerGroupType
+    from confluent_kafka.admin import AdminClient
+    broker = BrokerProcess(tmp_path / "data", OVERRIDES).start()
+    members = []
+    try:
+        create_topic(broker.bootstrap, "ad", 4)
+        members = [Member(broker.bootstrap, "adg", "ad") for _ in range(2)]
+        wait_for(lambda: all(len(m.owned()) == 2 for m in members), what="2 partitions each")
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        wait_for(lambda: admin.describe_consumer_groups(["adg"])["adg"].result(10).state
+                 == ConsumerGroupState.STABLE, what="Stable")
+        d = admin.describe_consumer_groups(["adg"])["adg"].result(10)
+        assert d.type == ConsumerGroupType.CONSUMER and len(d.members) == 2
+        current = sorted(tp.partition for m in d.members for tp in m.assignment.topic_partitions)
+        target = sorted(tp.partition for m in d.members for tp in m.target_assignment.topic_partitions)
+        assert current == target == [0, 1, 2, 3]
+        listed = {g.group_id: (g.state, g.type) for g in admin.list_consumer_groups().result(10).valid}
+        assert listed["adg"] == (ConsumerGroupState.STABLE, ConsumerGroupType.CONSUMER)
+        assert admin.delete_consumer_groups(["adg"])["adg"].exception(10) is not None    # NON_EMPTY_GROUP
+        for m in members:
+            m.close()
+        admin.delete_consumer_groups(["adg"])["adg"].result(10)
+        assert "adg" not in {g.group_id for g in admin.list_consumer_groups().result(10).valid}
+    finally:
+        for m in members:
+            m.close()
         broker.stop()
