@@ -4,7 +4,8 @@
 Checked:
 - three members subscribed by list share six partitions; every record is consumed and committed
   exactly once; the incremental callbacks (on_assign / on_revoke) never let two members own one
-  partition at the same moment (a revoke returns before the other member's assign);
+  partition at the same moment (a revoke returns before the other member's assign), and no
+  sample of the coordinator's view (ConsumerGroupDescribe every 50 ms) shows one in two members;
 - a SIGKILLed member keeps its partitions until its session times out, then they move;
 - a regex subscription (``^prefix.*``) picks up a topic created later;
 - a static member (group.instance.id) that closes and restarts gets its partitions back with no
@@ -164,10 +165,40 @@ def assert_never_owned_twice(members):
             assert s2 >= e1 or i1 == i2, f"{p} owned by members {i1} and {i2} at once: {spans}"
 
 
+class Sampler(threading.Thread):
+    """Samples the coordinator's view (ConsumerGroupDescribe) every 50 ms: in no sample is a
+    partition in two members' current assignments."""
+
+    def __init__(self, port, group):
+        super().__init__(daemon=True)
+        self.port, self.group = port, group
+        self.samples, self.overlaps, self.stop_flag = 0, [], False
+
+    def run(self):
+        c = RawClient(self.port)
+        try:
+            while not self.stop_flag:
+                g = c.request(ConsumerGroupDescribeRequest(group_ids=[self.group]), 0).groups[0]
+                seen = {}
+                for m in g.members:
+                    for tp in m.assignment.topic_partitions:
+                        for p in tp.partitions:
+                            if (tp.topic_name, p) in seen:
+                                self.overlaps.append(((tp.topic_name, p), seen[(tp.topic_name, p)], m.member_id))
+                            seen[(tp.topic_name, p)] = m.member_id
+                self.samples += 1
+                time.sleep(0.05)
+        finally:
+            c.close()
+
+
 def test_three_members_kill_and_session_expiry(tmp_path):
     broker = BrokerProcess(tmp_path / "data", OVERRIDES).start()
     members = []
+    sampler = None
     try:
+        sampler = Sampler(broker.port, "cp")
+        sampler.start()
         create_topic(broker.bootstrap, "cp-a", 6)
         produce(broker.bootstrap, "cp-a", 6, 50)
         members = [Member(broker.bootstrap, "cp", "cp-a") for _ in range(3)]
@@ -189,12 +220,17 @@ def test_three_members_kill_and_session_expiry(tmp_path):
         assert len(consumed) == len(set(consumed)) == 360       # every record once
         assert {(t, p) for t, p, _ in consumed} == {("cp-a", p) for p in range(6)}
         assert_never_owned_twice(members)
+        sampler.stop_flag = True
+        sampler.join(10)
+        assert sampler.samples > 50 and not sampler.overlaps, sampler.overlaps
         for m in members[1:]:
             m.close()
         # the incremental callbacks ran: the survivors each received more on a second on_assign
         assert all(sum(1 for e in m.events if e["ev"] == "assign" and e["parts"]) >= 2 for m in members[1:])
         assert describe(broker.port, "cp").group_state == "Empty"
     finally:
+        if sampler is not None:
+            sampler.stop_flag = True
         for m in members:
             m.close()
         broker.stop()
