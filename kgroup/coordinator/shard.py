@@ -79,7 +79,7 @@ class GroupCoordinatorShard:
         a record that does not decode raises CoordinatorLoadError naming partition and offset."""
         try:
             record = rec.decode_record(key, value)
-        except rec.UnknownRecordType as unknown:
+        except rec.UnknownRecordType:
             try:
                 record = consumer_group_records.decode_record(key, value)
             except rec.UnknownRecordType:

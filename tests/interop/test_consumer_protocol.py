@@ -17,7 +17,6 @@ None of these may skip.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
