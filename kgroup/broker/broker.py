@@ -137,6 +137,7 @@ class Broker:
         topic = self.metadata.create_topic(name, num_partitions, configs)
         self.data_path.create_partitions(name, num_partitions, configs)
         log.info("created topic %s with %d partition(s)", name, num_partitions)
+        self.group_coordinator.on_topics_changed()
         return topic
 
     def delete_topic(self, name: str) -> Topic:
@@ -150,4 +151,5 @@ class Broker:
                 gone, None, lambda shard, partitions, _version, now, token:
                 shard.handle_partitions_deleted(partitions, now, token), 0, lambda answers: None)
         log.info("deleted topic %s", name)
+        self.group_coordinator.on_topics_changed()
         return topic

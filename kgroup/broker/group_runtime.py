@@ -41,6 +41,7 @@ from ..coordinator import CoordinatorLoadError, GroupCoordinatorConfig, GroupCoo
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.records import Record, build_batch, decode_records
 from ..storage.producer_state import AppendOrigin
+from ..coordinator.consumer_group.group import TopicMetadata
 from .metadata import OFFSETS_TOPIC
 from .pending import PendingResponse
 
@@ -84,6 +85,7 @@ class GroupRuntime:
         self._load_task: asyncio.Task | None = None
         self._partition_of: dict[str, int] = {}    # group id -> partition (Java hash), a cache
         self.partition_load_ms: dict[int, float] = {}  # partition -> its load time (metrics)
+        self._topic_image: dict | None = None       # name -> TopicMetadata, for consumer groups
 
     # -- topic and shards -----------------------------------------------------------------------
     def start(self) -> None:
@@ -93,7 +95,7 @@ class GroupRuntime:
             self.num_partitions = topic.num_partitions
             self._partition_of.clear()
             for p in range(topic.num_partitions):
-                self.shards[p] = GroupCoordinatorShard(p, self.config)
+                self.shards[p] = GroupCoordinatorShard(p, self.config, topics=self.topic_image)
             self._load_task = asyncio.get_running_loop().create_task(self._load_all())
 
     def ensure_offsets_topic(self) -> None:
@@ -105,7 +107,7 @@ class GroupRuntime:
             "cleanup.policy": "compact", "segment.bytes": str(cfg["offsets.topic.segment.bytes"])})
         now = now_ms()
         for p in range(self.num_partitions):
-            shard = self.shards[p] = GroupCoordinatorShard(p, self.config)
+            shard = self.shards[p] = GroupCoordinatorShard(p, self.config, topics=self.topic_image)
             self._run(shard, shard.on_loaded(now))
 
     def shard_for(self, group_id: str) -> int:
@@ -142,6 +144,26 @@ class GroupRuntime:
         log.info("loaded %d partition(s) of %s in %.2f s", len(self.shards), OFFSETS_TOPIC,
                  time.monotonic() - started)
 
+    # -- topic metadata, as consumer-protocol groups see it (KIP-848) --------------------------------
+    def topic_image(self) -> dict:
+        """The metadata image the shards' consumer groups read: every non-internal topic as a
+        TopicMetadata (a cache, rebuilt after a topic change)."""
+        image = self._topic_image
+        if image is None:
+            image = self._topic_image = {
+                t.name: TopicMetadata(t.topic_id, t.name, t.num_partitions)
+                for t in self.broker.metadata.topics.values() if not t.is_internal}
+        return image
+
+    def on_topics_changed(self) -> None:
+        """The broker created or deleted a topic: consumer groups subscribed to it (by name or
+        regex) get a new group epoch (Kafka's onNewMetadataImage)."""
+        self._topic_image = None
+        for p, shard in self.shards.items():
+            if shard.is_loaded and shard.consumer_group_manager.groups:
+                self._write_held(p)
+                self._run(shard, shard.handle_topics_changed(now_ms()))
+
     # -- operations -----------------------------------------------------------------------------
     def execute(self, group_id: str, handle, req, version: int, *extra, offset_commit: bool = False):
         """Run ``handle(shard, req, version, now_ms, token, *extra) -> Result`` (a shard's
@@ -155,7 +177,8 @@ class GroupRuntime:
         if p is None:
             p = self.shard_for(group_id)
         shard = self.shards[p]
-        if p in self._held and not (offset_commit and group_id in shard.group_metadata_manager.groups):
+        if p in self._held and not (offset_commit and (group_id in shard.group_metadata_manager.groups
+                                                       or group_id in shard.consumer_group_manager.groups)):
             self._write_held(p)
         self._run(shard, handle(shard, req, version, now_ms(), token, *extra), may_hold=offset_commit)
         return token.response if token.answered else token

@@ -42,6 +42,8 @@ class OffsetMetadataManager:
         self.timer = timer
         self.group_metadata_manager = group_metadata_manager
         self.offsets: dict[str, dict[str, dict[int, CommittedOffset]]] = {}
+        # the shard's consumer-protocol groups (KIP-848), validated by their own rules
+        self.consumer_groups: dict = {}
 
     @property
     def now(self) -> int:
@@ -51,7 +53,7 @@ class OffsetMetadataManager:
     def replay_offset_commit(self, group_id: str, topic: str, partition: int, value) -> None:
         if value is not None:
             # A consumer that commits without group management gets a "simple" (empty) group.
-            if group_id not in self.group_metadata_manager.groups:
+            if group_id not in self.group_metadata_manager.groups and group_id not in self.consumer_groups:
                 self.group_metadata_manager.ensure_simple_group(group_id)
             self.offsets.setdefault(group_id, {}).setdefault(topic, {})[partition] = \
                 CommittedOffset.from_record(value)
@@ -77,7 +79,11 @@ class OffsetMetadataManager:
         Raises KafkaError for a request-level error (every partition gets it)."""
         group = self.group_metadata_manager.groups.get(req.group_id)
         generation = req.generation_id_or_member_epoch
-        if group is None:
+        consumer_group = self.consumer_groups.get(req.group_id)
+        if consumer_group is not None:
+            # OffsetMetadataManager's consumer-group path: STALE_MEMBER_EPOCH / UNKNOWN_MEMBER_ID
+            consumer_group.validate_offset_commit(req.member_id, req.group_instance_id, generation, False, version)
+        elif group is None:
             if generation >= 0:
                 raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND if version >= 9 else ErrorCode.ILLEGAL_GENERATION)
             # generation -1 on an unknown group: a simple/admin commit; replay creates the group.
@@ -112,11 +118,20 @@ class OffsetMetadataManager:
         return OffsetCommitResponse(topics=topics)
 
     # == OffsetFetch ==============================================================================
-    def fetch_offsets(self, group_id: str, topics, require_stable: bool) -> FetchGroup:
+    def fetch_offsets(self, group_id: str, topics, require_stable: bool,
+                      member_id: str | None = None, member_epoch: int = -1) -> FetchGroup:
         """``topics``: list of (name, [partitions]) or None for every committed offset.
-        An unknown (or Dead) group has no offsets: -1 per requested partition, or no topics."""
+        An unknown (or Dead) group has no offsets: -1 per requested partition, or no topics.
+        OffsetFetch v9 names the member and its epoch, checked for a consumer-protocol group."""
         group = self.group_metadata_manager.groups.get(group_id)
         known = group is not None and group.state is not S.DEAD
+        consumer_group = self.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            try:
+                consumer_group.validate_offset_fetch(member_id, member_epoch)
+            except KafkaError as e:
+                return FetchGroup(group_id, error=e.code, requested=topics)
+            known = True
         stored = self.offsets.get(group_id, {}) if known else {}
         out = []
         if topics is None:

@@ -5,6 +5,7 @@ it works end to end, with exactly the versions it handles.
 from __future__ import annotations
 
 from ...protocol.api import ApiKey
+from . import consumer_group_describe, consumer_group_heartbeat
 from . import (api_versions, create_topics, delete_groups, delete_topics, describe_cluster,
                describe_configs, describe_groups, fetch, find_coordinator, heartbeat, init_producer_id,
                join_group, leave_group, list_groups, list_offsets, metadata, offset_commit, offset_delete,
@@ -38,6 +39,9 @@ HANDLERS = {
     ApiKey.ALTER_CONFIGS: (alter_configs.handle, 0, 2),
     ApiKey.CREATE_PARTITIONS: (create_partitions.handle, 0, 3),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (incremental_alter_configs.handle, 0, 1),
+    # the consumer group protocol (KIP-848)
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: (consumer_group_heartbeat.handle, 0, 1),
+    ApiKey.CONSUMER_GROUP_DESCRIBE: (consumer_group_describe.handle, 0, 0),
 }
 
 
