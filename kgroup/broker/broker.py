@@ -17,6 +17,7 @@ from .data_path import DataPath
 from .group_runtime import GroupRuntime
 from .metadata import TopicRegistry, Topic
 from .server import KafkaConnection
+from .transaction_runtime import TransactionRuntime
 
 log = logging.getLogger("kgroup.broker")
 GC_YOUNG_THRESHOLD = 50_000     # allocations between young collections (CPython's default: 700)
@@ -36,6 +37,7 @@ class Broker:
         for topic in self.metadata.topics.values():  # a crash between the two writes leaves none missing
             self.data_path.create_partitions(topic.name, topic.num_partitions, topic.configs)
         self.group_coordinator = GroupRuntime(self)
+        self.transaction_coordinator = TransactionRuntime(self)
         self.connections: set[KafkaConnection] = set()
         self.server: asyncio.AbstractServer | None = None
         self.bound_port: int | None = None
@@ -48,6 +50,7 @@ class Broker:
         loop = self.loop = asyncio.get_running_loop()
         self._housekeeping = loop.create_task(self._housekeeping_loop())
         self.group_coordinator.start()
+        self.transaction_coordinator.start()
         # Everything allocated so far (codec classes, metadata, loaded logs) lives for the whole
         # run: keep it out of the garbage collector's generations so each collection is cheaper.
         gc.freeze()
@@ -75,6 +78,7 @@ class Broker:
         if self._housekeeping is not None:
             self._housekeeping.cancel()
         self.group_coordinator.close()
+        self.transaction_coordinator.close()
         self.data_path.close(clean=True)
         log.info("kgroup broker %d stopped", self.config.node_id)
 

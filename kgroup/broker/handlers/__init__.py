@@ -9,6 +9,8 @@ from . import (api_versions, create_topics, delete_groups, delete_topics, descri
                describe_configs, describe_groups, fetch, find_coordinator, heartbeat, init_producer_id,
                join_group, leave_group, list_groups, list_offsets, metadata, offset_commit, offset_delete,
                offset_fetch, produce, sync_group)
+from . import (add_offsets_to_txn, add_partitions_to_txn, describe_transactions, end_txn,  # transactions
+               list_transactions, write_txn_markers)
 
 # api key -> (handler, min version, max version)
 HANDLERS = {
@@ -33,6 +35,13 @@ HANDLERS = {
     ApiKey.DELETE_TOPICS: (delete_topics.handle, 0, 6),
     ApiKey.DESCRIBE_CONFIGS: (describe_configs.handle, 0, 4),
     ApiKey.DESCRIBE_CLUSTER: (describe_cluster.handle, 0, 1),
+    # transactions (the transaction coordinator, broker/transaction_runtime.py)
+    ApiKey.ADD_PARTITIONS_TO_TXN: (add_partitions_to_txn.handle, 0, 5),
+    ApiKey.ADD_OFFSETS_TO_TXN: (add_offsets_to_txn.handle, 0, 4),
+    ApiKey.END_TXN: (end_txn.handle, 0, 4),
+    ApiKey.WRITE_TXN_MARKERS: (write_txn_markers.handle, 0, 1),
+    ApiKey.DESCRIBE_TRANSACTIONS: (describe_transactions.handle, 0, 0),
+    ApiKey.LIST_TRANSACTIONS: (list_transactions.handle, 0, 1),
 }
 
 
