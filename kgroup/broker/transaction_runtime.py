@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 
 from ..clock import now_ms
 from ..protocol.records import build_end_txn_marker_batch
@@ -42,9 +43,10 @@ class TransactionRuntime(GroupRuntime):
         self.config = TransactionCoordinatorConfig.from_props(broker.config.values)
         self.num_partitions = broker.config["transaction.state.log.num.partitions"]
         self.markers_written = 0        # control batches appended (for tests and stats)
-        # A test hook standing for a crash between EndTxn and its markers: the prepare record is
-        # written and fsynced, then the broker stops writing markers (KGROUP_TEST_HOLD_MARKERS).
-        self.hold_markers = False
+        # Fault injection for the crash tests (KGROUP_TEST_HOLD_MARKERS=1): the broker stops just
+        # before writing markers, the Prepare record fsynced and EndTxn answered (as Kafka answers
+        # it before its markers); a SIGKILL then is a crash between EndTxn and the markers.
+        self.hold_markers = os.environ.get("KGROUP_TEST_HOLD_MARKERS") == "1"
 
     def _new_shard(self, p: int) -> TransactionCoordinatorShard:
         return TransactionCoordinatorShard(p, self.config,
