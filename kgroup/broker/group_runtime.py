@@ -39,7 +39,8 @@ import time
 from ..clock import now_ms
 from ..coordinator import CoordinatorLoadError, GroupCoordinatorConfig, GroupCoordinatorShard, group_partition
 from ..protocol.errors import ErrorCode, KafkaError
-from ..protocol.records import Record, build_batch, build_end_txn_marker_batch, decode_records
+from ..protocol.records import (ControlRecordType, Record, build_batch, build_end_txn_marker_batch,
+                               control_record_type, decode_records)
 from ..storage.producer_state import AppendOrigin
 from .metadata import OFFSETS_TOPIC
 from .pending import PendingResponse
@@ -135,6 +136,9 @@ class GroupRuntime:
             slice_end = clock() + LOAD_SLICE_S
             try:
                 for header, batch in plog.iter_batches():
+                    if header.is_transactional:
+                        self._replay_transactional(shard, header, batch)
+                        continue
                     if header.is_control:
                         continue
                     for r in decode_records(batch, header):
@@ -279,17 +283,67 @@ class GroupRuntime:
             for token, response in out:
                 token.answer(response)
 
-    # -- transaction markers -------------------------------------------------------------------
+    # -- transactions: TxnOffsetCommit and markers ---------------------------------------------
+    def execute_txn_offset_commit(self, req, version: int):
+        """TxnOffsetCommit on the group's shard: its records are written as a transactional
+        batch of the request's producer (as Kafka's coordinator runtime writes them), which the
+        shard replays as pending offsets (``commit_transactional``) until the marker."""
+        self.ensure_offsets_topic()
+        p = self.shard_for(req.group_id)
+        self._write_held(p)
+        shard = self.shards[p]
+        token = PendingResponse()
+        result = shard.handle_txn_offset_commit(req, version, now_ms(), token)
+        if not result.records:
+            out = shard.commit(result)
+        else:
+            try:
+                plog = self.broker.data_path.log(OFFSETS_TOPIC, p)
+                plog.append(build_batch([Record(key=r.key, value=r.value, timestamp=result.now_ms)
+                                         for r in result.records],
+                                        producer_id=req.producer_id, producer_epoch=req.producer_epoch,
+                                        is_transactional=True), origin=AppendOrigin.COORDINATOR)
+            except Exception as e:
+                log.warning("write to %s-%d failed: %s", OFFSETS_TOPIC, p, e)
+                error = e.code if isinstance(e, KafkaError) else ErrorCode.UNKNOWN_SERVER_ERROR
+                out = shard.abort(result, error)
+            else:
+                written = shard.commit_transactional(result, req.producer_id)
+                self.broker.data_path.wait_flushed({plog}).listen(
+                    lambda flushed: self._answer_flushed(written, flushed))
+                out = ()
+        for t, response in out:
+            t.answer(response)
+        self._reschedule(shard)
+        return token.response if token.answered else token
+
+    @staticmethod
+    def _replay_transactional(shard, header, batch) -> None:
+        """Load: a transactional batch holds pending offsets of its producer, or is the
+        producer's COMMIT/ABORT marker."""
+        records = decode_records(batch, header)
+        if header.is_control:
+            for r in records:
+                kind = control_record_type(r.key)
+                if kind in (ControlRecordType.COMMIT, ControlRecordType.ABORT):
+                    shard.replay_end_transaction_marker(header.producer_id, kind == ControlRecordType.COMMIT)
+            return
+        for r in records:
+            if r.key is not None:
+                shard.replay_transactional(header.producer_id, r.key, r.value, r.offset)
+
     def write_txn_marker(self, p: int, producer_id: int, producer_epoch: int, committed: bool,
                          coordinator_epoch: int):
         """A transaction's COMMIT/ABORT control batch on ``__consumer_offsets``-``p`` (the
-        transaction coordinator's marker path, WriteTxnMarkers). Held offset commits go first,
-        so the log keeps the order in which the shard saw them. Returns the log to fsync."""
+        transaction coordinator's marker path, WriteTxnMarkers), then replayed by the shard:
+        the producer's pending offsets settle. Held offset commits go first, so the log keeps
+        the order in which the shard saw them. Returns the log to fsync."""
         self.ensure_offsets_topic()
         self._write_held(p)
         plog = self.broker.data_path.log(OFFSETS_TOPIC, p)
         plog.append(build_end_txn_marker_batch(producer_id, producer_epoch, committed, coordinator_epoch,
                                                now_ms()), origin=AppendOrigin.COORDINATOR)
+        self.shards[p].replay_end_transaction_marker(producer_id, committed)
         return plog
 
     # -- timers ---------------------------------------------------------------------------------
