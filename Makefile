@@ -55,4 +55,5 @@ bench: install-test
 	$(PY) benchmarks/server_assignor_bench.py
 	$(PY) benchmarks/data_path_bench.py
 	$(PY) benchmarks/coordinator_bench.py
+	$(PY) benchmarks/transactions_bench.py
 	$(PY) benchmarks/spark_read_bench.py
