@@ -112,3 +112,34 @@ def test_transaction_over_the_wire(broker):
     assert (st.error_code, st.transaction_state, st.producer_epoch) == (0, "Empty", 1)
     assert describe(c, "unknown").error_code == E.TRANSACTIONAL_ID_NOT_FOUND
     c.close()
+
+
+def test_timed_out_transaction_is_aborted_by_the_coordinator(tmp_path):
+    """transaction.timeout.ms passes with the transaction open: the coordinator's timer aborts it
+    with the epoch bumped (the producer is fenced) and writes the ABORT marker, so the last stable
+    offset moves past the records, which stay invisible."""
+    from tests.harness import BrokerProcess
+    b = BrokerProcess(tmp_path / "data", ["transaction.abort.timed.out.transaction.cleanup.interval.ms=100"]).start()
+    try:
+        c = RawClient(b.port)
+        CT = CreateTopicsRequest.CreatableTopic
+        c.request(CreateTopicsRequest(topics=[CT(name=TOPIC, num_partitions=2, replication_factor=1)],
+                                      timeout_ms=5000), 7)
+        init = c.request(InitProducerIdRequest(transactional_id="slow", transaction_timeout_ms=300), 4)
+        pid = init.producer_id
+        c.request(AddPartitionsToTxnRequest(
+            v3_and_below_transactional_id="slow", v3_and_below_producer_id=pid, v3_and_below_producer_epoch=0,
+            v3_and_below_topics=[APT(name=TOPIC, partitions=[1])]), 3)
+        assert produce(c, "slow", pid, 0, 0, 1, b"late") == 0
+        assert lso(c, 1) == 0
+        deadline = time.monotonic() + 10
+        while (st := describe(c, "slow")).transaction_state != "CompleteAbort":
+            assert time.monotonic() < deadline, st
+            time.sleep(0.05)
+        assert st.producer_epoch == 1            # bumped: the producer is fenced
+        assert lso(c, 1) == 2                    # the record and the ABORT marker
+        end = c.request(EndTxnRequest(transactional_id="slow", producer_id=pid, producer_epoch=0, committed=True), 3)
+        assert end.error_code == E.PRODUCER_FENCED
+        c.close()
+    finally:
+        b.stop()
