@@ -44,7 +44,8 @@ SHORT = {"produce": "default", "produce-idempotent-default": "idempotent (defaul
          "consume-roundrobin-default": "roundrobin (default)", "admin": "admin API", "metadata-L": "-L",
          "lag-equals-kgroup-describe": "lag = kgroup groups --describe", "protocol-vote": "vote",
          "inconsistent-group-protocol": "refused + reported", "soak-kills": "15 cycles",
-         "transactions-eos": "commit + abort, offsets, read_committed"}
+         "transactions-eos": "commit + abort, offsets, read_committed",
+         "transactions-eos-read-committed": "read_committed reader"}
 
 
 def run_pytest(junit: str, long: bool, extra: list[str]) -> int:

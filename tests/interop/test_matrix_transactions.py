@@ -136,5 +136,5 @@ def results(tmp_path_factory):
 
 @pytest.mark.parametrize("client", CLIENTS)
 def test_transactions_exactly_once(results, client, record_property):
-    tag(record_property, client, "transactions-eos")
+    tag(record_property, client, "transactions-eos-read-committed" if client == "kcat" else "transactions-eos")
     check_result(results, client)
