@@ -143,3 +143,34 @@ def test_timed_out_transaction_is_aborted_by_the_coordinator(tmp_path):
         c.close()
     finally:
         b.stop()
+
+
+def test_add_partitions_to_txn_v4_batches_transactions_across_shards(broker):
+    """KIP-890's broker-to-coordinator form: several transactional ids (on different
+    __transaction_state partitions) in one request, some adding, some only verifying."""
+    from kgroup.transaction_coordinator import transaction_partition
+    c = RawClient(broker.port)
+    CT = CreateTopicsRequest.CreatableTopic
+    c.request(CreateTopicsRequest(topics=[CT(name=TOPIC, num_partitions=2, replication_factor=1)],
+                                  timeout_ms=5000), 7)
+    tids = ["v4-a", "v4-b"]
+    assert transaction_partition(tids[0]) != transaction_partition(tids[1])
+    pids = {}
+    for tid in tids:
+        r = c.request(InitProducerIdRequest(transactional_id=tid, transaction_timeout_ms=60000), 4)
+        pids[tid] = r.producer_id
+    Tx = AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction
+
+    def request(verify_only, version=4):
+        txns = [Tx(transactional_id=tid, producer_id=pids[tid], producer_epoch=0, verify_only=verify_only,
+                   topics=[APT(name=TOPIC, partitions=[i])]) for i, tid in enumerate(tids)]
+        r = c.request(AddPartitionsToTxnRequest(transactions=txns), version)
+        assert r.error_code == 0
+        return {t.transactional_id: [p.partition_error_code for tr in t.topic_results for p in tr.results_by_partition]
+                for t in r.results_by_transaction}
+
+    assert request(True) == {"v4-a": [E.TRANSACTION_ABORTABLE], "v4-b": [E.TRANSACTION_ABORTABLE]}  # not added
+    assert request(False, version=5) == {"v4-a": [0], "v4-b": [0]}
+    assert request(True) == {"v4-a": [0], "v4-b": [0]}
+    assert describe(c, "v4-b").topics[0].partitions == [1]
+    c.close()
