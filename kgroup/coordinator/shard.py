@@ -47,6 +47,7 @@ from .responses import (FetchGroup, delete_groups_response, describe_error_group
                         leave_response, offset_commit_error_response, offset_fetch_response,
                         sync_response)
 from .result import Result, append_error_to_response_error
+from .responses import txn_offset_commit_error_response
 from .timer import EXPIRE_GROUP_METADATA_KEY, CoordinatorTimer, TimerQueue
 
 LOADING = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
@@ -110,6 +111,30 @@ class GroupCoordinatorShard:
         if classic is not None and record.value is not None and gid in self.consumer_group_manager.groups and \
                 classic.state is ClassicGroupState.EMPTY:
             del self.group_metadata_manager.groups[gid]
+    def replay_transactional(self, producer_id: int, key: bytes, value: bytes | None, offset=None) -> None:
+        """A record of a transactional batch of ``producer_id`` (TxnOffsetCommit's offsets):
+        pending until the producer's marker; other record types never come transactional."""
+        try:
+            record = rec.decode_record(key, value)
+        except rec.UnknownRecordType:
+            self.skipped_records += 1
+            return
+        except rec.RecordDecodeError as e:
+            raise rec.CoordinatorLoadError(self.partition, offset, e) from None
+        self._apply_transactional(producer_id, record)
+
+    def _apply_transactional(self, producer_id: int, record: rec.Record) -> None:
+        if record.record_type == rec.GROUP_METADATA:
+            self._apply(record)
+        else:
+            k = record.key_struct
+            self.offset_metadata_manager.replay_transactional_offset_commit(
+                producer_id, k.group, k.topic, k.partition, record.value_struct)
+
+    def replay_end_transaction_marker(self, producer_id: int, committed: bool) -> None:
+        """A COMMIT/ABORT control record of ``producer_id`` on this partition (at load and when
+        the transaction coordinator's marker is written): its pending offsets settle."""
+        self.offset_metadata_manager.replay_end_transaction_marker(producer_id, committed)
 
     def on_loaded(self, now_ms: int) -> Result:
         res = self._begin(now_ms)
@@ -139,6 +164,14 @@ class GroupCoordinatorShard:
         now = self.timer.now = result.now_ms if now_ms is None else now_ms
         for record in result.records:
             self._apply(record)
+        return result.committed(now)
+
+    def commit_transactional(self, result: Result, producer_id: int, now_ms: int | None = None) -> list:
+        """``commit`` for a TxnOffsetCommit's records, written in ``producer_id``'s
+        transactional batch: replayed as pending offsets."""
+        now = self.timer.now = result.now_ms if now_ms is None else now_ms
+        for record in result.records:
+            self._apply_transactional(producer_id, record)
         return result.committed(now)
 
     def abort(self, result: Result, error=ErrorCode.KAFKA_STORAGE_ERROR, now_ms: int | None = None) -> list:
@@ -253,6 +286,24 @@ class GroupCoordinatorShard:
             res.reply(token, offset_commit_error_response(req, e.code))
             return res
         res.reply(token, response, lambda e: offset_commit_error_response(req, e))
+        return res
+
+    def handle_txn_offset_commit(self, req, version, now_ms, token) -> Result:
+        """TxnOffsetCommit (28): pending offsets of the request's producer (the runtime writes
+        the records in its transactional batch and commits with ``commit_transactional``)."""
+        res = self._begin(now_ms)
+        if not self.is_loaded:
+            res.reply(token, txn_offset_commit_error_response(req, LOADING))
+            return res
+        if not req.group_id:
+            res.reply(token, txn_offset_commit_error_response(req, ErrorCode.INVALID_GROUP_ID))
+            return res
+        try:
+            response = self.offset_metadata_manager.commit_transactional_offsets(req, version, res)
+        except KafkaError as e:
+            res.reply(token, txn_offset_commit_error_response(req, e.code))
+            return res
+        res.reply(token, response, lambda e: txn_offset_commit_error_response(req, e))
         return res
 
     def handle_offset_fetch(self, req, version, now_ms, token) -> Result:
@@ -405,7 +456,13 @@ class GroupCoordinatorShard:
         groups = {g: record_view(group.record) for g, group in self.group_metadata_manager.groups.items()}
         consumer_groups = {g: group.durable_view()
                            for g, group in self.consumer_group_manager.groups.items()}
-        return {"offsets": offsets, "groups": groups, "consumer_groups": consumer_groups}
+        state = {"offsets": offsets, "groups": groups, "consumer_groups": consumer_groups}
+        pending = self.offset_metadata_manager.pending_transactional_offsets
+        if pending:
+            state["pending_transactional_offsets"] = {
+                pid: {tp: (tuple(o), superseded) for tp, (o, superseded) in parts.items()}
+                for pid, parts in pending.items()}
+        return state
 
     def settled_group_views(self) -> dict:
         """In-memory groups that are Stable or Empty and written at least once, as record views;

@@ -41,8 +41,13 @@ def protocols(*names, topics=("t",)):
 def fresh_shard(shard: GroupCoordinatorShard, log, now_ms: int) -> GroupCoordinatorShard:
     other = GroupCoordinatorShard(shard.partition, shard.config, TimerQueue(), lambda: "x",
                                   shard.consumer_group_manager.topics)
-    for offset, (key, value) in enumerate(log):
-        other.replay(key, value, offset)
+    for offset, entry in enumerate(log):
+        if len(entry) == 2:
+            other.replay(entry[0], entry[1], offset)
+        elif entry[0] == "txn":             # ("txn", producer id, key, value): a transactional batch's record
+            other.replay_transactional(entry[1], entry[2], entry[3], offset)
+        else:                               # ("marker", producer id, committed): a COMMIT/ABORT control record
+            other.replay_end_transaction_marker(entry[1], entry[2])
     other.on_loaded(now_ms)
     return other
 
