@@ -57,4 +57,5 @@ bench: install-test
 	$(PY) benchmarks/coordinator_bench.py
 	$(PY) benchmarks/coordinator_bench.py --metrics
 	$(PY) benchmarks/testing_bench.py
+	$(PY) benchmarks/transactions_bench.py
 	$(PY) benchmarks/spark_read_bench.py

@@ -36,6 +36,7 @@ COLUMNS = [
     ("SIGKILLed member taken over", ("sigkill-takeover",)),
     ("Rides through COORDINATOR_LOAD_IN_PROGRESS", ("coordinator-load-in-progress",)),
     ("Protocol vote / INCONSISTENT_GROUP_PROTOCOL", ("protocol-vote", "inconsistent-group-protocol")),
+    ("Transactions / EOS", ("transactions-eos",)),
     ("Soak: mixed group, member + broker SIGKILLs (--long)", ("soak-kills",)),
 ]
 SHORT = {"produce": "default", "produce-idempotent-default": "idempotent (default)", "produce-idempotent": "idempotent",
@@ -43,7 +44,9 @@ SHORT = {"produce": "default", "produce-idempotent-default": "idempotent (defaul
          "consume-roundrobin-default": "roundrobin (default)", "admin": "admin API", "metadata-L": "-L",
          "lag-equals-kgroup-describe": "lag = kgroup groups --describe",
          "admin-partitions-configs-records": "partitions, configs, delete records", "protocol-vote": "vote",
-         "inconsistent-group-protocol": "refused + reported", "soak-kills": "15 cycles"}
+         "inconsistent-group-protocol": "refused + reported", "soak-kills": "15 cycles",
+         "transactions-eos": "commit + abort, offsets, read_committed",
+         "transactions-eos-read-committed": "read_committed reader"}
 
 
 def run_pytest(junit: str, long: bool, extra: list[str]) -> int:

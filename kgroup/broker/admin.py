@@ -48,6 +48,7 @@ def create_partitions(broker, name: str, count: int, assignments, validate_only:
         return
     broker.metadata.set_partition_count(name, count)
     broker.data_path.create_partitions(name, count, topic.configs)
+    broker.group_coordinator.on_topics_changed()    # consumer groups subscribed to it rebalance
     log.info("topic %s: %d -> %d partition(s)", name, current, count)
 
 

@@ -18,6 +18,7 @@ from .ops import attach_operations
 from .group_runtime import GroupRuntime
 from .metadata import OFFSETS_TOPIC, TopicRegistry, Topic
 from .server import KafkaConnection
+from .transaction_runtime import TransactionRuntime
 
 log = logging.getLogger("kgroup.broker")
 GC_YOUNG_THRESHOLD = 50_000     # allocations between young collections (CPython's default: 700)
@@ -39,6 +40,7 @@ class Broker:
         for topic in self.metadata.topics.values():  # a crash between the two writes leaves none missing
             self.data_path.create_partitions(topic.name, topic.num_partitions, topic.configs)
         self.group_coordinator = GroupRuntime(self)
+        self.transaction_coordinator = TransactionRuntime(self)
         # Fault injection, metrics, rebalance timelines (ops.py): self.faults, .metrics,
         # .timelines, each None unless configured, and .request_hook (None when all are off).
         attach_operations(self)
@@ -57,6 +59,7 @@ class Broker:
         self._housekeeping = loop.create_task(self._housekeeping_loop())
         self._cleaner = loop.create_task(self._cleaner_loop())
         self.group_coordinator.start()
+        self.transaction_coordinator.start()
         if self.timelines is not None:
             self.timelines.start()
         # Everything allocated so far (codec classes, metadata, loaded logs) lives for the whole
@@ -96,6 +99,7 @@ class Broker:
         if self.timelines is not None:
             self.timelines.close()
         self.group_coordinator.close()
+        self.transaction_coordinator.close()
         self.data_path.close(clean=True)
         log.info("kgroup broker %d stopped", self.config.node_id)
 
@@ -137,6 +141,7 @@ class Broker:
         topic = self.metadata.create_topic(name, num_partitions, configs)
         self.data_path.create_partitions(name, num_partitions, configs)
         log.info("created topic %s with %d partition(s)", name, num_partitions)
+        self.group_coordinator.on_topics_changed()
         return topic
 
     def delete_topic(self, name: str) -> Topic:
@@ -150,4 +155,5 @@ class Broker:
                 gone, None, lambda shard, partitions, _version, now, token:
                 shard.handle_partitions_deleted(partitions, now, token), 0, lambda answers: None)
         log.info("deleted topic %s", name)
+        self.group_coordinator.on_topics_changed()
         return topic

@@ -39,8 +39,10 @@ import time
 from ..clock import now_ms
 from ..coordinator import CoordinatorLoadError, GroupCoordinatorConfig, GroupCoordinatorShard, group_partition
 from ..protocol.errors import ErrorCode, KafkaError
-from ..protocol.records import Record, build_batch, decode_records
+from ..protocol.records import (ControlRecordType, Record, build_batch, build_end_txn_marker_batch,
+                               control_record_type, decode_records)
 from ..storage.producer_state import AppendOrigin
+from ..coordinator.consumer_group.group import TopicMetadata
 from .metadata import OFFSETS_TOPIC
 from .pending import PendingResponse
 
@@ -73,6 +75,13 @@ class _ArmedTimer:
 
 
 class GroupRuntime:
+    """Drives the shards of one compacted coordinator topic. The group coordinator's by default;
+    ``TransactionRuntime`` (``transaction_runtime.py``) drives ``__transaction_state`` with the
+    same loading, writing, fsync and timers by overriding ``topic``, ``_new_shard``,
+    ``_topic_configs`` and ``_after_commit``."""
+
+    topic = OFFSETS_TOPIC
+
     def __init__(self, broker):
         self.broker = broker
         self.config = GroupCoordinatorConfig.from_props(broker.config.values)
@@ -84,29 +93,35 @@ class GroupRuntime:
         self._load_task: asyncio.Task | None = None
         self._partition_of: dict[str, int] = {}    # group id -> partition (Java hash), a cache
         self.partition_load_ms: dict[int, float] = {}  # partition -> its load time (metrics)
+        self._topic_image: dict | None = None       # name -> TopicMetadata, for consumer groups
 
     # -- topic and shards -----------------------------------------------------------------------
     def start(self) -> None:
         """Start loading an existing ``__consumer_offsets`` in the background."""
-        topic = self.broker.metadata.get(OFFSETS_TOPIC)
+        topic = self.broker.metadata.get(self.topic)
         if topic is not None:
             self.num_partitions = topic.num_partitions
             self._partition_of.clear()
             for p in range(topic.num_partitions):
-                self.shards[p] = GroupCoordinatorShard(p, self.config)
+                self.shards[p] = self._new_shard(p)
             self._load_task = asyncio.get_running_loop().create_task(self._load_all())
 
     def ensure_offsets_topic(self) -> None:
         """Create ``__consumer_offsets`` on first use (compacted, as Kafka creates it)."""
-        if self.broker.metadata.get(OFFSETS_TOPIC) is not None:
+        if self.broker.metadata.get(self.topic) is not None:
             return
-        cfg = self.broker.config
-        self.broker.create_topic(OFFSETS_TOPIC, self.num_partitions, 1, {
-            "cleanup.policy": "compact", "segment.bytes": str(cfg["offsets.topic.segment.bytes"])})
+        self.broker.create_topic(self.topic, self.num_partitions, 1, self._topic_configs())
         now = now_ms()
         for p in range(self.num_partitions):
-            shard = self.shards[p] = GroupCoordinatorShard(p, self.config)
+            shard = self.shards[p] = self._new_shard(p)
             self._run(shard, shard.on_loaded(now))
+
+    def _new_shard(self, p: int):
+        return GroupCoordinatorShard(p, self.config, topics=self.topic_image)
+
+    def _topic_configs(self) -> dict[str, str]:
+        return {"cleanup.policy": "compact",
+                "segment.bytes": str(self.broker.config["offsets.topic.segment.bytes"])}
 
     def shard_for(self, group_id: str) -> int:
         p = self._partition_of.get(group_id)
@@ -121,10 +136,13 @@ class GroupRuntime:
         clock = time.monotonic
         for p, shard in sorted(self.shards.items()):
             shard_started = clock()
-            plog = self.broker.data_path.log(OFFSETS_TOPIC, p)
+            plog = self.broker.data_path.log(self.topic, p)
             slice_end = clock() + LOAD_SLICE_S
             try:
                 for header, batch in plog.iter_batches():
+                    if header.is_transactional:
+                        self._replay_transactional(shard, header, batch)
+                        continue
                     if header.is_control:
                         continue
                     for r in decode_records(batch, header):
@@ -134,13 +152,33 @@ class GroupRuntime:
                         await asyncio.sleep(0)
                         slice_end = clock() + LOAD_SLICE_S
             except CoordinatorLoadError as e:
-                log.error("cannot load %s: %s", f"{OFFSETS_TOPIC}-{p}", e)
+                log.error("cannot load %s: %s", f"{self.topic}-{p}", e)
                 raise
             self._run(shard, shard.on_loaded(now_ms()))
             self.partition_load_ms[p] = (clock() - shard_started) * 1000  # (includes yields to requests)
             await asyncio.sleep(0)
-        log.info("loaded %d partition(s) of %s in %.2f s", len(self.shards), OFFSETS_TOPIC,
+        log.info("loaded %d partition(s) of %s in %.2f s", len(self.shards), self.topic,
                  time.monotonic() - started)
+
+    # -- topic metadata, as consumer-protocol groups see it (KIP-848) --------------------------------
+    def topic_image(self) -> dict:
+        """The metadata image the shards' consumer groups read: every non-internal topic as a
+        TopicMetadata (a cache, rebuilt after a topic change)."""
+        image = self._topic_image
+        if image is None:
+            image = self._topic_image = {
+                t.name: TopicMetadata(t.topic_id, t.name, t.num_partitions)
+                for t in self.broker.metadata.topics.values() if not t.is_internal}
+        return image
+
+    def on_topics_changed(self) -> None:
+        """The broker created or deleted a topic: consumer groups subscribed to it (by name or
+        regex) get a new group epoch (Kafka's onNewMetadataImage)."""
+        self._topic_image = None
+        for p, shard in self.shards.items():
+            if shard.is_loaded and shard.consumer_group_manager.groups:
+                self._write_held(p)
+                self._run(shard, shard.handle_topics_changed(now_ms()))
 
     # -- operations -----------------------------------------------------------------------------
     def execute(self, group_id: str, handle, req, version: int, *extra, offset_commit: bool = False):
@@ -148,14 +186,15 @@ class GroupRuntime:
         ``handle_xxx``, unbound) on the group's shard. Returns the response when the operation
         answered at once, else the token (a PendingResponse). ``offset_commit``: the op is an
         OffsetCommit, whose records may be held and batched with its neighbours'."""
-        if OFFSETS_TOPIC not in self.broker.metadata.topics:
+        if self.topic not in self.broker.metadata.topics:
             self.ensure_offsets_topic()
         token = PendingResponse()
         p = self._partition_of.get(group_id)
         if p is None:
             p = self.shard_for(group_id)
         shard = self.shards[p]
-        if p in self._held and not (offset_commit and group_id in shard.group_metadata_manager.groups):
+        if p in self._held and not (offset_commit and (group_id in shard.group_metadata_manager.groups
+                                                       or group_id in shard.consumer_group_manager.groups)):
             self._write_held(p)
         self._run(shard, handle(shard, req, version, now_ms(), token, *extra), may_hold=offset_commit)
         return token.response if token.answered else token
@@ -205,7 +244,7 @@ class GroupRuntime:
         held = self._held.get(p)
         if held is None:
             # written before it nears the log's max.message.bytes: each commit alone might fit
-            plog = self.broker.data_path.log(OFFSETS_TOPIC, p)
+            plog = self.broker.data_path.log(self.topic, p)
             limit = MAX_HELD_BYTES if plog is None else min(MAX_HELD_BYTES, plog.config.max_message_bytes // 2)
             held = self._held[p] = _HeldCommits(limit)
         held.results.append(result)
@@ -230,22 +269,22 @@ class GroupRuntime:
     def _write(self, shard: GroupCoordinatorShard, results: list) -> None:
         """Append the records of ``results`` as one batch, then commit (or abort) each in order."""
         try:
-            plog = self.broker.data_path.log(OFFSETS_TOPIC, shard.partition)
+            plog = self.broker.data_path.log(self.topic, shard.partition)
             if plog is None:
-                raise LookupError(f"{OFFSETS_TOPIC}-{shard.partition} does not exist")
+                raise LookupError(f"{self.topic}-{shard.partition} does not exist")
             batch = build_batch([Record(key=r.key, value=r.value, timestamp=res.now_ms)
                                  for res in results for r in res.records])
             plog.append(batch, origin=AppendOrigin.COORDINATOR)
         except Exception as e:     # nothing was written: every operation fails, nothing changes
             if isinstance(e, KafkaError):      # a storage or record-format error: its code
                 error = e.code
-                log.warning("write to %s-%d failed: %s", OFFSETS_TOPIC, shard.partition, e)
+                log.warning("write to %s-%d failed: %s", self.topic, shard.partition, e)
             elif isinstance(e, LookupError):
                 error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                log.warning("write to %s-%d failed: %s", OFFSETS_TOPIC, shard.partition, e)
+                log.warning("write to %s-%d failed: %s", self.topic, shard.partition, e)
             else:
                 error = ErrorCode.UNKNOWN_SERVER_ERROR
-                log.exception("write to %s-%d failed", OFFSETS_TOPIC, shard.partition)
+                log.exception("write to %s-%d failed", self.topic, shard.partition)
             for res in results:
                 for token, response in shard.abort(res, error):
                     token.answer(response)
@@ -253,6 +292,10 @@ class GroupRuntime:
         out = []
         for res in results:
             out.extend(shard.commit(res))
+        self._after_commit(shard, plog, out)
+
+    def _after_commit(self, shard, plog, out: list) -> None:
+        """The records are appended and replayed: answer ``out`` once they are on disk."""
         if out:
             self.broker.data_path.wait_flushed({plog}).listen(lambda flushed: self._answer_flushed(out, flushed))
 
@@ -265,6 +308,69 @@ class GroupRuntime:
         else:
             for token, response in out:
                 token.answer(response)
+
+    # -- transactions: TxnOffsetCommit and markers ---------------------------------------------
+    def execute_txn_offset_commit(self, req, version: int):
+        """TxnOffsetCommit on the group's shard: its records are written as a transactional
+        batch of the request's producer (as Kafka's coordinator runtime writes them), which the
+        shard replays as pending offsets (``commit_transactional``) until the marker."""
+        self.ensure_offsets_topic()
+        p = self.shard_for(req.group_id)
+        self._write_held(p)
+        shard = self.shards[p]
+        token = PendingResponse()
+        result = shard.handle_txn_offset_commit(req, version, now_ms(), token)
+        if not result.records:
+            out = shard.commit(result)
+        else:
+            try:
+                plog = self.broker.data_path.log(OFFSETS_TOPIC, p)
+                plog.append(build_batch([Record(key=r.key, value=r.value, timestamp=result.now_ms)
+                                         for r in result.records],
+                                        producer_id=req.producer_id, producer_epoch=req.producer_epoch,
+                                        is_transactional=True), origin=AppendOrigin.COORDINATOR)
+            except Exception as e:
+                log.warning("write to %s-%d failed: %s", OFFSETS_TOPIC, p, e)
+                error = e.code if isinstance(e, KafkaError) else ErrorCode.UNKNOWN_SERVER_ERROR
+                out = shard.abort(result, error)
+            else:
+                written = shard.commit_transactional(result, req.producer_id)
+                self.broker.data_path.wait_flushed({plog}).listen(
+                    lambda flushed: self._answer_flushed(written, flushed))
+                out = ()
+        for t, response in out:
+            t.answer(response)
+        self._reschedule(shard)
+        return token.response if token.answered else token
+
+    @staticmethod
+    def _replay_transactional(shard, header, batch) -> None:
+        """Load: a transactional batch holds pending offsets of its producer, or is the
+        producer's COMMIT/ABORT marker."""
+        records = decode_records(batch, header)
+        if header.is_control:
+            for r in records:
+                kind = control_record_type(r.key)
+                if kind in (ControlRecordType.COMMIT, ControlRecordType.ABORT):
+                    shard.replay_end_transaction_marker(header.producer_id, kind == ControlRecordType.COMMIT)
+            return
+        for r in records:
+            if r.key is not None:
+                shard.replay_transactional(header.producer_id, r.key, r.value, r.offset)
+
+    def write_txn_marker(self, p: int, producer_id: int, producer_epoch: int, committed: bool,
+                         coordinator_epoch: int):
+        """A transaction's COMMIT/ABORT control batch on ``__consumer_offsets``-``p`` (the
+        transaction coordinator's marker path, WriteTxnMarkers), then replayed by the shard:
+        the producer's pending offsets settle. Held offset commits go first, so the log keeps
+        the order in which the shard saw them. Returns the log to fsync."""
+        self.ensure_offsets_topic()
+        self._write_held(p)
+        plog = self.broker.data_path.log(OFFSETS_TOPIC, p)
+        plog.append(build_end_txn_marker_batch(producer_id, producer_epoch, committed, coordinator_epoch,
+                                               now_ms()), origin=AppendOrigin.COORDINATOR)
+        self.shards[p].replay_end_transaction_marker(producer_id, committed)
+        return plog
 
     # -- timers ---------------------------------------------------------------------------------
     def _reschedule(self, shard: GroupCoordinatorShard) -> None:

@@ -310,7 +310,10 @@ class ClassicGroup:
         if member_id not in self.members:
             raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID)
 
-    def validate_offset_commit(self, member_id, instance_id, generation_id) -> None:
+    def validate_offset_commit(self, member_id, instance_id, generation_id, is_transactional=False) -> None:
+        """Transactional commits (TxnOffsetCommit, KIP-447 fencing from v3) skip the two
+        checks older TxnOffsetCommit versions could not pass: no member id and generation
+        means no membership check, and a rebalance in progress does not refuse them."""
         if self.state is S.DEAD:
             raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         if generation_id < 0 and self.state is S.EMPTY:
@@ -319,9 +322,9 @@ class ClassicGroup:
             self.validate_member(member_id, instance_id)
             if generation_id != self.generation_id:
                 raise KafkaError(ErrorCode.ILLEGAL_GENERATION)
-        elif self.state is not S.EMPTY:
+        elif self.state is not S.EMPTY and not is_transactional:
             raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID)
-        if self.state is S.COMPLETING_REBALANCE:
+        if self.state is S.COMPLETING_REBALANCE and not is_transactional:
             raise KafkaError(ErrorCode.REBALANCE_IN_PROGRESS)
 
     # -- protocols ------------------------------------------------------------------------------

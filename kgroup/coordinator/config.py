@@ -19,6 +19,18 @@ _PROPS = {
     "offsets.retention.check.interval.ms": ("offsets_retention_check_interval_ms", 600000, 1),
     "offset.metadata.max.bytes": ("offset_metadata_max_bytes", 4096, 1),
     "offsets.topic.num.partitions": ("num_partitions", 50, 1),
+    # the consumer group protocol (KIP-848)
+    "group.consumer.session.timeout.ms": ("consumer_session_timeout_ms", 45000, 1),
+    "group.consumer.min.session.timeout.ms": ("consumer_min_session_timeout_ms", 45000, 1),
+    "group.consumer.max.session.timeout.ms": ("consumer_max_session_timeout_ms", 60000, 1),
+    "group.consumer.heartbeat.interval.ms": ("consumer_heartbeat_interval_ms", 5000, 1),
+    "group.consumer.min.heartbeat.interval.ms": ("consumer_min_heartbeat_interval_ms", 5000, 1),
+    "group.consumer.max.heartbeat.interval.ms": ("consumer_max_heartbeat_interval_ms", 15000, 1),
+    "group.consumer.max.size": ("consumer_max_size", INT32_MAX, 1),
+}
+# list-valued properties: name -> (attribute, default)
+_LIST_PROPS = {
+    "group.consumer.assignors": ("consumer_assignors", ("uniform", "range")),
 }
 
 
@@ -34,6 +46,15 @@ class GroupCoordinatorConfig:
     num_partitions: int = 50
     # Kafka's CLASSIC_GROUP_NEW_MEMBER_JOIN_TIMEOUT_MS: a constant (5 minutes), not a broker config.
     new_member_join_timeout_ms: int = 300000
+    consumer_session_timeout_ms: int = 45000
+    consumer_min_session_timeout_ms: int = 45000
+    consumer_max_session_timeout_ms: int = 60000
+    consumer_heartbeat_interval_ms: int = 5000
+    consumer_min_heartbeat_interval_ms: int = 5000
+    consumer_max_heartbeat_interval_ms: int = 15000
+    consumer_max_size: int = INT32_MAX
+    # the first is the default when no member names one (Kafka: uniform, then range)
+    consumer_assignors: tuple = ("uniform", "range")
 
     @classmethod
     def from_props(cls, props: dict | None = None) -> "GroupCoordinatorConfig":
@@ -41,4 +62,30 @@ class GroupCoordinatorConfig:
         for name, (attr, _default, mult) in _PROPS.items():
             if props and name in props and props[name] is not None:
                 kwargs[attr] = int(str(props[name]).strip()) * mult
-        return cls(**kwargs)
+        for name, (attr, _default) in _LIST_PROPS.items():
+            if props and props.get(name) is not None:
+                v = props[name]
+                items = v if isinstance(v, (list, tuple)) else str(v).split(",")
+                kwargs[attr] = tuple(x.strip() for x in items if x.strip())
+        cfg = cls(**kwargs)
+        cfg.validate_consumer()
+        return cfg
+
+    def validate_consumer(self) -> None:
+        """Kafka's GroupCoordinatorConfig checks of the consumer-protocol settings."""
+        from .assignor import ASSIGNORS
+        def need(ok, msg):
+            if not ok:
+                raise ValueError(msg)
+        need(self.consumer_min_session_timeout_ms <= self.consumer_session_timeout_ms
+             <= self.consumer_max_session_timeout_ms,
+             "group.consumer.session.timeout.ms must be within group.consumer.min/max.session.timeout.ms")
+        need(self.consumer_min_heartbeat_interval_ms <= self.consumer_heartbeat_interval_ms
+             <= self.consumer_max_heartbeat_interval_ms,
+             "group.consumer.heartbeat.interval.ms must be within group.consumer.min/max.heartbeat.interval.ms")
+        need(self.consumer_heartbeat_interval_ms < self.consumer_session_timeout_ms,
+             "group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms")
+        need(self.consumer_max_size >= 1, "group.consumer.max.size must be at least 1")
+        need(len(self.consumer_assignors) > 0, "group.consumer.assignors must not be empty")
+        for a in self.consumer_assignors:
+            need(a in ASSIGNORS, f"group.consumer.assignors: unknown assignor {a}")

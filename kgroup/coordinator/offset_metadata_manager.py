@@ -1,9 +1,11 @@
 """Committed offsets of one shard: OffsetCommit, OffsetFetch, OffsetDelete, deletion with the
 group, KIP-211 expiry, and the replay of OffsetCommit records.
 
-Mirrors Kafka's OffsetMetadataManager (without transactional offsets: kgroup has no
-TxnOffsetCommit, so ``require_stable`` never finds pending offsets). The offsets store changes
-only in ``replay``; handlers validate and produce records.
+Mirrors Kafka's OffsetMetadataManager, transactional offsets included: a TxnOffsetCommit's
+records (written in its producer's transactional batch) are pending per producer id until that
+producer's COMMIT marker on this partition makes them committed (or its ABORT drops them); while
+pending, OffsetFetch with ``require_stable`` answers UNSTABLE_OFFSET_COMMIT for the partition.
+The offsets store changes only in ``replay*``; handlers validate and produce records.
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from typing import NamedTuple
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages.offset_commit import OffsetCommitResponse
 from ..protocol.messages.offset_delete import OffsetDeleteResponse
+from ..protocol.messages.txn_offset_commit import TxnOffsetCommitResponse
 from . import coordinator_records as rec
 from .classic_group import ClassicGroupState as S
 from .partitioner import utf16_length
@@ -42,6 +45,14 @@ class OffsetMetadataManager:
         self.timer = timer
         self.group_metadata_manager = group_metadata_manager
         self.offsets: dict[str, dict[str, dict[int, CommittedOffset]]] = {}
+        # the shard's consumer-protocol groups (KIP-848), validated by their own rules
+        self.consumer_groups: dict = {}
+        # Transactional offsets not settled yet: producer id -> {(group, topic, partition):
+        # [offset, superseded]}; ``superseded`` when a regular commit of that partition was
+        # replayed after it (the newer record wins at the COMMIT marker, as Kafka compares
+        # record offsets). And (group, topic, partition) -> producer ids holding one.
+        self.pending_transactional_offsets: dict[int, dict[tuple, list]] = {}
+        self.open_transactions: dict[tuple, set[int]] = {}
 
     @property
     def now(self) -> int:
@@ -49,9 +60,11 @@ class OffsetMetadataManager:
 
     # == replay ==================================================================================
     def replay_offset_commit(self, group_id: str, topic: str, partition: int, value) -> None:
+        if self.open_transactions:
+            self._supersede_pending(group_id, topic, partition, value is not None)
         if value is not None:
             # A consumer that commits without group management gets a "simple" (empty) group.
-            if group_id not in self.group_metadata_manager.groups:
+            if group_id not in self.group_metadata_manager.groups and group_id not in self.consumer_groups:
                 self.group_metadata_manager.ensure_simple_group(group_id)
             self.offsets.setdefault(group_id, {}).setdefault(topic, {})[partition] = \
                 CommittedOffset.from_record(value)
@@ -68,6 +81,81 @@ class OffsetMetadataManager:
         if not topics:
             del self.offsets[group_id]
 
+    # == transactional offsets (TxnOffsetCommit) ================================================
+    def replay_transactional_offset_commit(self, producer_id: int, group_id: str, topic: str, partition: int,
+                                           value) -> None:
+        """An offset commit record in a transactional batch of ``producer_id``: pending."""
+        if value is None:       # Kafka never writes transactional tombstones; nothing to hold
+            return
+        if group_id not in self.group_metadata_manager.groups:
+            self.group_metadata_manager.ensure_simple_group(group_id)
+        tp = (group_id, topic, partition)
+        self.pending_transactional_offsets.setdefault(producer_id, {})[tp] = [CommittedOffset.from_record(value),
+                                                                              False]
+        self.open_transactions.setdefault(tp, set()).add(producer_id)
+
+    def replay_end_transaction_marker(self, producer_id: int, committed: bool) -> None:
+        """The producer's COMMIT/ABORT marker on this partition: its pending offsets become the
+        committed ones (unless a regular commit replayed after them is newer) or vanish."""
+        pending = self.pending_transactional_offsets.pop(producer_id, None)
+        if not pending:
+            return
+        for tp, (offset, superseded) in pending.items():
+            holders = self.open_transactions.get(tp)
+            if holders is not None:
+                holders.discard(producer_id)
+                if not holders:
+                    del self.open_transactions[tp]
+            if committed and not superseded:
+                group_id, topic, partition = tp
+                if group_id not in self.group_metadata_manager.groups:
+                    self.group_metadata_manager.ensure_simple_group(group_id)
+                self.offsets.setdefault(group_id, {}).setdefault(topic, {})[partition] = offset
+
+    def _supersede_pending(self, group_id, topic, partition, live: bool) -> None:
+        """A regular commit (``live``) is newer than the pending offsets of this partition; a
+        tombstone leaves no committed offset, so a pending one wins again (Kafka: no existing)."""
+        tp = (group_id, topic, partition)
+        for pid in self.open_transactions.get(tp, ()):
+            self.pending_transactional_offsets[pid][tp][1] = live
+
+    def has_pending_transactional_offsets(self, group_id, topic, partition) -> bool:
+        return (group_id, topic, partition) in self.open_transactions
+
+    def commit_transactional_offsets(self, req, version, res):
+        """TxnOffsetCommit: validates like Kafka's validateTransactionalOffsetCommit and adds
+        one record per accepted partition (the runtime writes them in the producer's
+        transactional batch). Raises KafkaError for a request-level error."""
+        group = self.group_metadata_manager.groups.get(req.group_id)
+        generation = req.generation_id if version >= 3 else -1
+        member_id = req.member_id if version >= 3 else ""
+        instance_id = req.group_instance_id if version >= 3 else None
+        if group is None:
+            if generation >= 0:
+                raise KafkaError(ErrorCode.ILLEGAL_GENERATION)
+        else:
+            group.validate_offset_commit(member_id, instance_id, generation, is_transactional=True)
+        now = self.timer.now
+        T = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
+        P = T.TxnOffsetCommitResponsePartition
+        topics = []
+        max_metadata = self.config.offset_metadata_max_bytes
+        for topic in req.topics:
+            parts = []
+            for p in topic.partitions:
+                metadata = p.committed_metadata
+                if metadata and 2 * len(metadata) > max_metadata and utf16_length(metadata) > max_metadata:
+                    parts.append(P(partition_index=p.partition_index,
+                                   error_code=int(ErrorCode.OFFSET_METADATA_TOO_LARGE)))
+                    continue
+                parts.append(P(partition_index=p.partition_index, error_code=0))
+                epoch = p.committed_leader_epoch if version >= 2 else -1
+                res.add_record(rec.offset_commit_record(
+                    req.group_id, topic.name, p.partition_index, p.committed_offset,
+                    epoch if epoch >= 0 else -1, NO_METADATA if metadata is None else metadata, now, None))
+            topics.append(T(name=topic.name, partitions=parts))
+        return TxnOffsetCommitResponse(topics=topics)
+
     def offset(self, group_id, topic, partition) -> CommittedOffset | None:
         return self.offsets.get(group_id, {}).get(topic, {}).get(partition)
 
@@ -77,7 +165,11 @@ class OffsetMetadataManager:
         Raises KafkaError for a request-level error (every partition gets it)."""
         group = self.group_metadata_manager.groups.get(req.group_id)
         generation = req.generation_id_or_member_epoch
-        if group is None:
+        consumer_group = self.consumer_groups.get(req.group_id)
+        if consumer_group is not None:
+            # OffsetMetadataManager's consumer-group path: STALE_MEMBER_EPOCH / UNKNOWN_MEMBER_ID
+            consumer_group.validate_offset_commit(req.member_id, req.group_instance_id, generation, False, version)
+        elif group is None:
             if generation >= 0:
                 raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND if version >= 9 else ErrorCode.ILLEGAL_GENERATION)
             # generation -1 on an unknown group: a simple/admin commit; replay creates the group.
@@ -112,11 +204,20 @@ class OffsetMetadataManager:
         return OffsetCommitResponse(topics=topics)
 
     # == OffsetFetch ==============================================================================
-    def fetch_offsets(self, group_id: str, topics, require_stable: bool) -> FetchGroup:
+    def fetch_offsets(self, group_id: str, topics, require_stable: bool,
+                      member_id: str | None = None, member_epoch: int = -1) -> FetchGroup:
         """``topics``: list of (name, [partitions]) or None for every committed offset.
-        An unknown (or Dead) group has no offsets: -1 per requested partition, or no topics."""
+        An unknown (or Dead) group has no offsets: -1 per requested partition, or no topics.
+        OffsetFetch v9 names the member and its epoch, checked for a consumer-protocol group."""
         group = self.group_metadata_manager.groups.get(group_id)
         known = group is not None and group.state is not S.DEAD
+        consumer_group = self.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            try:
+                consumer_group.validate_offset_fetch(member_id, member_epoch)
+            except KafkaError as e:
+                return FetchGroup(group_id, error=e.code, requested=topics)
+            known = True
         stored = self.offsets.get(group_id, {}) if known else {}
         out = []
         if topics is None:
@@ -134,7 +235,17 @@ class OffsetMetadataManager:
                     else:
                         row.append((p, o.committed_offset, o.leader_epoch, o.metadata, ErrorCode.NONE))
                 out.append((name, row))
+        if require_stable and self.open_transactions and known:
+            out = self._unstable(group_id, out)
         return FetchGroup(group_id, out, requested=topics)
+
+    def _unstable(self, group_id, out):
+        """KIP-447: a partition with transactional offsets pending answers UNSTABLE_OFFSET_COMMIT
+        (the consumer retries until the transaction ends) instead of an offset."""
+        pending = self.open_transactions
+        return [(name, [(p, INVALID_OFFSET, -1, NO_METADATA, ErrorCode.UNSTABLE_OFFSET_COMMIT)
+                        if (group_id, name, p) in pending else (p, *rest) for p, *rest in row])
+                for name, row in out]
 
     # == OffsetDelete =============================================================================
     def delete_offsets(self, req, res) -> OffsetDeleteResponse:

@@ -15,6 +15,7 @@ from ..protocol.messages.leave_group import LeaveGroupResponse
 from ..protocol.messages.offset_commit import OffsetCommitResponse
 from ..protocol.messages.offset_fetch import OffsetFetchResponse
 from ..protocol.messages.sync_group import SyncGroupResponse
+from ..protocol.messages.txn_offset_commit import TxnOffsetCommitResponse
 
 NONE = ErrorCode.NONE
 
@@ -119,3 +120,11 @@ def offset_fetch_response(version: int, groups: list[FetchGroup]) -> OffsetFetch
         T(name=n, partitions=[P(partition_index=p, committed_offset=o, committed_leader_epoch=le,
                                 metadata=md, error_code=int(e)) for p, o, le, md, e in parts])
         for n, parts in topics])
+
+
+def txn_offset_commit_error_response(req, error):
+    """TxnOffsetCommit answered with one error for every partition it names."""
+    T = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
+    P = T.TxnOffsetCommitResponsePartition
+    return TxnOffsetCommitResponse(topics=[T(name=t.name, partitions=[
+        P(partition_index=p.partition_index, error_code=int(error)) for p in t.partitions]) for t in req.topics])

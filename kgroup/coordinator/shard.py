@@ -30,6 +30,7 @@ import copy
 import uuid
 
 from ..protocol.errors import ErrorCode, KafkaError
+from ..protocol.messages.consumer_group_describe import ConsumerGroupDescribeResponse
 from ..protocol.messages.describe_groups import DescribeGroupsResponse
 from ..protocol.messages.heartbeat import HeartbeatResponse
 from ..protocol.messages.list_groups import ListGroupsResponse
@@ -37,12 +38,16 @@ from ..protocol.messages.offset_delete import OffsetDeleteResponse
 from . import coordinator_records as rec
 from .classic_group import ClassicGroupState, live_view, record_view
 from .config import GroupCoordinatorConfig
+from .consumer_group import group as consumer_group
+from .consumer_group import records as consumer_group_records
+from .consumer_group.manager import ConsumerGroupManager, heartbeat_error
 from .group_metadata_manager import GroupMetadataManager
 from .offset_metadata_manager import OffsetMetadataManager
 from .responses import (FetchGroup, delete_groups_response, describe_error_group, join_response,
                         leave_response, offset_commit_error_response, offset_fetch_response,
                         sync_response)
 from .result import Result, append_error_to_response_error
+from .responses import txn_offset_commit_error_response
 from .timer import EXPIRE_GROUP_METADATA_KEY, CoordinatorTimer, TimerQueue
 
 LOADING = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
@@ -54,13 +59,18 @@ def _default_uuid() -> str:
 
 class GroupCoordinatorShard:
     def __init__(self, partition: int = 0, config: GroupCoordinatorConfig | None = None,
-                 scheduler=None, uuid_factory=None):
+                 scheduler=None, uuid_factory=None, topics=None):
         self.partition = partition
         self.config = config or GroupCoordinatorConfig()
         self.scheduler = scheduler if scheduler is not None else TimerQueue()
         self.timer = CoordinatorTimer(self.scheduler)
         self.group_metadata_manager = GroupMetadataManager(self.config, self.timer, uuid_factory or _default_uuid)
         self.offset_metadata_manager = OffsetMetadataManager(self.config, self.timer, self.group_metadata_manager)
+        # consumer-protocol groups (KIP-848) share the group id namespace with the classic ones;
+        # ``topics()`` is the broker's topic metadata image (name -> TopicMetadata)
+        self.consumer_group_manager = ConsumerGroupManager(self.config, self.timer, uuid_factory or _default_uuid,
+                                                           topics)
+        self.offset_metadata_manager.consumer_groups = self.consumer_group_manager.groups
         self.is_loaded = False
         self.skipped_records = 0
 
@@ -71,24 +81,68 @@ class GroupCoordinatorShard:
         try:
             record = rec.decode_record(key, value)
         except rec.UnknownRecordType:
-            self.skipped_records += 1
-            return
+            try:
+                record = consumer_group_records.decode_record(key, value)
+            except rec.UnknownRecordType:
+                self.skipped_records += 1
+                return
+            except rec.RecordDecodeError as e:
+                raise rec.CoordinatorLoadError(self.partition, offset, e) from None
         except rec.RecordDecodeError as e:
             raise rec.CoordinatorLoadError(self.partition, offset, e) from None
         self._apply(record)
 
     def _apply(self, record: rec.Record) -> None:
         """The only mutator of durable state; used at load time and on commit."""
-        if record.record_type == rec.GROUP_METADATA:
+        if record.record_type in consumer_group_records.RECORD_TYPES:
+            self._apply_consumer_group(record)
+        elif record.record_type == rec.GROUP_METADATA:
             self.group_metadata_manager.replay_group_metadata(record.key_struct.group, record.value_struct)
         else:
             k = record.key_struct
             self.offset_metadata_manager.replay_offset_commit(k.group, k.topic, k.partition, record.value_struct)
 
+    def _apply_consumer_group(self, record) -> None:
+        consumer_group.replay(self.consumer_group_manager.groups, record)
+        # an empty classic group (offsets only) with this id became the consumer group, as in
+        # Kafka's getOrMaybeCreatePersistedConsumerGroup
+        gid = record.key_struct.group_id
+        classic = self.group_metadata_manager.groups.get(gid)
+        if classic is not None and record.value is not None and gid in self.consumer_group_manager.groups and \
+                classic.state is ClassicGroupState.EMPTY:
+            del self.group_metadata_manager.groups[gid]
+    def replay_transactional(self, producer_id: int, key: bytes, value: bytes | None, offset=None) -> None:
+        """A record of a transactional batch of ``producer_id`` (TxnOffsetCommit's offsets):
+        pending until the producer's marker; other record types never come transactional."""
+        try:
+            record = rec.decode_record(key, value)
+        except rec.UnknownRecordType:
+            self.skipped_records += 1
+            return
+        except rec.RecordDecodeError as e:
+            raise rec.CoordinatorLoadError(self.partition, offset, e) from None
+        self._apply_transactional(producer_id, record)
+
+    def _apply_transactional(self, producer_id: int, record: rec.Record) -> None:
+        if record.record_type == rec.GROUP_METADATA:
+            self._apply(record)
+        else:
+            k = record.key_struct
+            self.offset_metadata_manager.replay_transactional_offset_commit(
+                producer_id, k.group, k.topic, k.partition, record.value_struct)
+
+    def replay_end_transaction_marker(self, producer_id: int, committed: bool) -> None:
+        """A COMMIT/ABORT control record of ``producer_id`` on this partition (at load and when
+        the transaction coordinator's marker is written): its pending offsets settle."""
+        self.offset_metadata_manager.replay_end_transaction_marker(producer_id, committed)
+
     def on_loaded(self, now_ms: int) -> Result:
         res = self._begin(now_ms)
         self.is_loaded = True
         self.group_metadata_manager.on_loaded(res)
+        self.consumer_group_manager.on_loaded()
+        # topics may have changed while the partition was not loaded (Kafka compares images too)
+        self.consumer_group_manager.on_topics_changed(res)
         self._schedule_expiration()
         return res
 
@@ -99,6 +153,8 @@ class GroupCoordinatorShard:
         for group in self.group_metadata_manager.groups.values():
             self.group_metadata_manager.cancel_group_timers(group)
         self.group_metadata_manager.on_unloaded(res)
+        self.consumer_group_manager.cancel_timers()
+        self.consumer_group_manager.groups.clear()
         return res.responses
 
     # == write protocol ==========================================================================
@@ -108,6 +164,14 @@ class GroupCoordinatorShard:
         now = self.timer.now = result.now_ms if now_ms is None else now_ms
         for record in result.records:
             self._apply(record)
+        return result.committed(now)
+
+    def commit_transactional(self, result: Result, producer_id: int, now_ms: int | None = None) -> list:
+        """``commit`` for a TxnOffsetCommit's records, written in ``producer_id``'s
+        transactional batch: replayed as pending offsets."""
+        now = self.timer.now = result.now_ms if now_ms is None else now_ms
+        for record in result.records:
+            self._apply_transactional(producer_id, record)
         return result.committed(now)
 
     def abort(self, result: Result, error=ErrorCode.KAFKA_STORAGE_ERROR, now_ms: int | None = None) -> list:
@@ -157,6 +221,15 @@ class GroupCoordinatorShard:
         elif not self.is_loaded:
             res.reply(token, join_response(version, LOADING))
         else:
+            consumer_group = self.consumer_group_manager.groups.get(req.group_id)
+            if consumer_group is not None:
+                if consumer_group.members:
+                    # online migration (KIP-848) is not supported: a consumer-protocol group with
+                    # members does not take classic members (Kafka's classicGroup lookup error)
+                    res.reply(token, join_response(version, ErrorCode.GROUP_ID_NOT_FOUND, member_id=req.member_id))
+                    return res
+                # an empty consumer group becomes a classic one (Kafka converts it the same way)
+                self.consumer_group_manager.delete_group(consumer_group, res)
             if version == 0 and req.rebalance_timeout_ms != req.session_timeout_ms:
                 req = copy.copy(req)
                 req.rebalance_timeout_ms = req.session_timeout_ms
@@ -215,20 +288,40 @@ class GroupCoordinatorShard:
         res.reply(token, response, lambda e: offset_commit_error_response(req, e))
         return res
 
+    def handle_txn_offset_commit(self, req, version, now_ms, token) -> Result:
+        """TxnOffsetCommit (28): pending offsets of the request's producer (the runtime writes
+        the records in its transactional batch and commits with ``commit_transactional``)."""
+        res = self._begin(now_ms)
+        if not self.is_loaded:
+            res.reply(token, txn_offset_commit_error_response(req, LOADING))
+            return res
+        if not req.group_id:
+            res.reply(token, txn_offset_commit_error_response(req, ErrorCode.INVALID_GROUP_ID))
+            return res
+        try:
+            response = self.offset_metadata_manager.commit_transactional_offsets(req, version, res)
+        except KafkaError as e:
+            res.reply(token, txn_offset_commit_error_response(req, e.code))
+            return res
+        res.reply(token, response, lambda e: txn_offset_commit_error_response(req, e))
+        return res
+
     def handle_offset_fetch(self, req, version, now_ms, token) -> Result:
         res = self._begin(now_ms)
         if version >= 8:
             wanted = [(g.group_id, None if g.topics is None else
-                       [(t.name, list(t.partition_indexes)) for t in g.topics]) for g in req.groups]
+                       [(t.name, list(t.partition_indexes)) for t in g.topics],
+                       getattr(g, "member_id", None), getattr(g, "member_epoch", -1)) for g in req.groups]
         else:
             wanted = [(req.group_id, None if req.topics is None else
-                       [(t.name, list(t.partition_indexes)) for t in req.topics])]
+                       [(t.name, list(t.partition_indexes)) for t in req.topics], None, -1)]
         groups = []
-        for group_id, topics in wanted:
+        for group_id, topics, member_id, member_epoch in wanted:
             if not self.is_loaded:
                 groups.append(FetchGroup(group_id, error=LOADING, requested=topics))
             else:
-                groups.append(self.offset_metadata_manager.fetch_offsets(group_id, topics, req.require_stable))
+                groups.append(self.offset_metadata_manager.fetch_offsets(group_id, topics, req.require_stable,
+                                                                         member_id, member_epoch))
         res.reply(token, offset_fetch_response(version, groups))
         return res
 
@@ -272,8 +365,10 @@ class GroupCoordinatorShard:
         if not self.is_loaded:
             res.reply(token, ListGroupsResponse(error_code=int(LOADING)))
         else:
-            res.reply(token, ListGroupsResponse(groups=self.group_metadata_manager.list_groups(
-                req.states_filter if version >= 4 else [], req.types_filter if version >= 5 else [])))
+            states, types = req.states_filter if version >= 4 else [], req.types_filter if version >= 5 else []
+            groups = self.group_metadata_manager.list_groups(states, types)
+            groups += self.consumer_group_manager.list_groups(states, types)
+            res.reply(token, ListGroupsResponse(groups=groups))
         return res
 
     def handle_delete_groups(self, req, version, now_ms, token) -> Result:
@@ -282,6 +377,18 @@ class GroupCoordinatorShard:
         for group_id in req.groups_names:
             if not self.is_loaded:
                 results.append((group_id, LOADING))
+                continue
+            consumer_group = self.consumer_group_manager.groups.get(group_id)
+            if consumer_group is not None:
+                # a consumer-protocol group: deletable when Empty; every record is tombstoned
+                try:
+                    consumer_group.validate_delete_group()
+                except KafkaError as e:
+                    results.append((group_id, e.code))
+                    continue
+                self.offset_metadata_manager.delete_all_offsets(group_id, res)
+                self.consumer_group_manager.delete_group(consumer_group, res)
+                results.append((group_id, ErrorCode.NONE))
                 continue
             try:
                 group = self.group_metadata_manager.validate_delete_group(group_id)
@@ -295,6 +402,50 @@ class GroupCoordinatorShard:
                   lambda e: delete_groups_response([(g, e) for g in req.groups_names]))
         return res
 
+    # == the consumer group protocol (KIP-848) =====================================================
+    def _is_classic_group(self, group_id: str) -> bool:
+        """A classic group that is not just offsets (an empty one becomes a consumer group)."""
+        g = self.group_metadata_manager.groups.get(group_id)
+        return g is not None and g.state is not ClassicGroupState.EMPTY
+
+    def handle_consumer_group_heartbeat(self, req, version, now_ms, token, client_id="", client_host="") -> Result:
+        res = self._begin(now_ms)
+        if not self.is_loaded:
+            res.reply(token, heartbeat_error(LOADING))
+            return res
+        try:
+            response = self.consumer_group_manager.heartbeat(req, version, res, client_id, client_host,
+                                                             self._is_classic_group)
+        except KafkaError as e:
+            del res.records[:]          # a refused request writes nothing
+            res.reply(token, heartbeat_error(e.code, str(e)))  # as Kafka: no member id
+            return res
+        res.reply(token, response, lambda e: heartbeat_error(e))
+        return res
+
+    def handle_consumer_group_describe(self, req, version, now_ms, token) -> Result:
+        res = self._begin(now_ms)
+        groups = []
+        for group_id in req.group_ids:
+            if not self.is_loaded:
+                groups.append(ConsumerGroupDescribeResponse.DescribedGroup(
+                    error_code=int(LOADING), group_id=group_id))
+            elif not group_id:
+                groups.append(ConsumerGroupDescribeResponse.DescribedGroup(
+                    error_code=int(ErrorCode.INVALID_GROUP_ID), group_id=group_id))
+            else:
+                groups.append(self.consumer_group_manager.describe(group_id, self._is_classic_group))
+        res.reply(token, ConsumerGroupDescribeResponse(groups=groups))
+        return res
+
+    def handle_topics_changed(self, now_ms) -> Result:
+        """The broker created or deleted topics or added partitions: consumer groups whose
+        subscribed topics changed get a new group epoch."""
+        res = self._begin(now_ms)
+        if self.is_loaded:
+            self.consumer_group_manager.on_topics_changed(res)
+        return res
+
     # == views for tests and operators ===========================================================
     def durable_state(self) -> dict:
         """What the log says: offsets and each group's last GroupMetadata image."""
@@ -303,7 +454,15 @@ class GroupCoordinatorShard:
                        for t, parts in topics.items()}
                    for g, topics in self.offset_metadata_manager.offsets.items()}
         groups = {g: record_view(group.record) for g, group in self.group_metadata_manager.groups.items()}
-        return {"offsets": offsets, "groups": groups}
+        consumer_groups = {g: group.durable_view()
+                           for g, group in self.consumer_group_manager.groups.items()}
+        state = {"offsets": offsets, "groups": groups, "consumer_groups": consumer_groups}
+        pending = self.offset_metadata_manager.pending_transactional_offsets
+        if pending:
+            state["pending_transactional_offsets"] = {
+                pid: {tp: (tuple(o), superseded) for tp, (o, superseded) in parts.items()}
+                for pid, parts in pending.items()}
+        return state
 
     def settled_group_views(self) -> dict:
         """In-memory groups that are Stable or Empty and written at least once, as record views;

@@ -23,9 +23,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kgroup.protocol.records import (
+    CONTROL_COMMIT,
     RecordBatchError,
     TimestampType,
     build_batch,
+    control_record_type,
     decode_records,
 )
 from kgroup.storage.segment import CLEANED_SUFFIX, LogSegment, pwrite_all
@@ -116,16 +118,38 @@ def _decode(seg: LogSegment, header, batch):
 
 
 def build_offset_map(segments: list[LogSegment]) -> dict[bytes, int]:
+    """Key -> offset of its latest record. A transactional record counts only once its COMMIT
+    marker is seen: an aborted (or not yet ended) transaction's record must not make an older
+    committed record of its key look superseded (Kafka's cleaner skips aborted batches too);
+    such records are kept, and replaying them changes nothing (an aborted TxnOffsetCommit's
+    offsets vanish at its ABORT marker)."""
     offset_map: dict[bytes, int] = {}
+    pending: dict[int, list] = {}           # producer id -> [(key, offset)] of its open transaction
     for seg in segments:
         for _, header, batch in seg.iter_batches():
             if header.is_control:
+                if header.is_transactional:
+                    _end_transaction(seg, header, batch, pending, offset_map)
                 continue
             records = _decode(seg, header, batch)
+            if header.is_transactional:
+                pending.setdefault(header.producer_id, []).extend(
+                    (r.key, r.offset) for r in records or () if r.key is not None)
+                continue
             for record in records or ():
                 if record.key is not None:
                     offset_map[record.key] = record.offset
     return offset_map
+
+
+def _end_transaction(seg, header, batch, pending, offset_map) -> None:
+    records = _decode(seg, header, batch)
+    opened = pending.pop(header.producer_id, ())
+    if not records or control_record_type(records[0].key) != CONTROL_COMMIT:
+        return
+    for key, offset in opened:
+        if offset > offset_map.get(key, -1):
+            offset_map[key] = offset
 
 
 def filter_batch(header, records, offset_map: dict[bytes, int], now_ms: int, delete_retention_ms: int,

@@ -244,9 +244,11 @@ def test_invalid_producer_epoch_for_old_epoch(c):
     assert end_offset(c, t) == 2
 
 
-def test_init_producer_id_transactional_not_served(c):
+def test_init_producer_id_transactional_served_by_the_transaction_coordinator(c):
     r = c.request(InitProducerIdRequest(transactional_id="tx", transaction_timeout_ms=60000), 4)
-    assert r.error_code == ErrorCode.NOT_COORDINATOR
+    assert r.error_code == 0 and r.producer_epoch == 0
+    again = c.request(InitProducerIdRequest(transactional_id="tx", transaction_timeout_ms=60000), 4)
+    assert (again.error_code, again.producer_id, again.producer_epoch) == (0, r.producer_id, 1)
 
 
 def test_producer_ids_never_repeat_across_restarts(tmp_path):

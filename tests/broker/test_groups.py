@@ -78,9 +78,13 @@ def test_find_coordinator_every_version(broker, version):
 def test_find_coordinator_transaction_key_and_unknown_key_type(broker):
     c = RawClient(broker.port)
     resp = c.request(FindCoordinatorRequest(key_type=1, coordinator_keys=["tx"]), 4)
-    assert resp.coordinators[0].error_code == E.COORDINATOR_NOT_AVAILABLE and resp.coordinators[0].node_id == -1
+    assert resp.coordinators[0].error_code == 0 and resp.coordinators[0].node_id == 1
     resp = c.request(FindCoordinatorRequest(key="tx", key_type=1), 3)
-    assert resp.error_code == E.COORDINATOR_NOT_AVAILABLE
+    assert resp.error_code == 0 and resp.port == broker.port
+    # The first transactional lookup creates __transaction_state: internal, 50 partitions.
+    md = c.request(MetadataRequest(topics=None), 12)
+    (t,) = [t for t in md.topics if t.name == "__transaction_state"]
+    assert t.is_internal and len(t.partitions) == 50
     resp = c.request(FindCoordinatorRequest(key_type=7, coordinator_keys=["a", "b"]), 6)
     assert [x.error_code for x in resp.coordinators] == [E.INVALID_REQUEST] * 2
 

@@ -1,16 +1,14 @@
 """read_committed over raw sockets against a real broker process: Fetch isolation_level=1 stops
 at the last stable offset and lists the aborted transactions of what it returns; ListOffsets
-latest under read_committed is the LSO. The ABORT marker is appended by the storage layer while
-the broker is stopped (the WriteTxnMarkers path that will write it is not wired yet)."""
-import os
+latest under read_committed is the LSO. The ABORT marker is written by WriteTxnMarkers, the
+transaction coordinator's marker path, while the broker runs."""
 import time
 
 import pytest
 
 from kgroup.protocol.messages.list_offsets import ListOffsetsRequest
-from kgroup.protocol.records import Record, build_batch, build_end_txn_marker_batch, decode_records, iter_batches
-from kgroup.storage.log import PartitionLog
-from kgroup.storage.producer_state import AppendOrigin
+from kgroup.protocol.messages.write_txn_markers import WriteTxnMarkersRequest
+from kgroup.protocol.records import Record, build_batch, decode_records, iter_batches
 from tests.broker.test_data_path import LP, LT, fetch_request, new_topic, produce, topic_id
 from tests.harness import BrokerProcess, RawClient
 
@@ -74,17 +72,14 @@ def test_read_committed_fetch_and_list_offsets(broker, version):
     assert latest(c, t, 1, timestamp=-2).offset == 0
     assert (latest(c, t, 1, timestamp=ts + 3).offset, latest(c, t, 0, timestamp=ts + 3).offset) == (-1, 3)
     assert latest(c, t, 1, timestamp=ts + 1).offset == 1         # before the LSO: found
-    c.close()
 
-    # The transaction aborts: its marker goes in while the broker is down.
-    broker.stop()
-    plog = PartitionLog(os.path.join(broker.data_dir, f"{t}-0"), had_clean_shutdown=True)
-    assert plog.last_stable_offset == 2
-    marker = plog.append(build_end_txn_marker_batch(PID, EPOCH, False, 0, ts), origin=AppendOrigin.COORDINATOR)
-    assert marker.base_offset == 5
-    plog.close()
-    broker.start()
-    c = RawClient(broker.port)
+    # The transaction aborts: its marker arrives by WriteTxnMarkers, the transaction
+    # coordinator's path (answered once the marker is fsynced).
+    M = WriteTxnMarkersRequest.WritableTxnMarker
+    r = c.request(WriteTxnMarkersRequest(markers=[M(
+        producer_id=PID, producer_epoch=EPOCH, transaction_result=False, coordinator_epoch=0,
+        topics=[M.WritableTxnMarkerTopic(name=t, partition_indexes=[0])])]), 1)
+    assert r.markers[0].topics[0].partitions[0].error_code == 0
     committed = fetch_v(0, 1)
     assert (committed.high_watermark, committed.last_stable_offset) == (6, 6)
     assert values(committed)[:5] == [b"v0", b"v1", b"v2", b"v3", b"v4"] and len(values(committed)) == 6
@@ -92,4 +87,12 @@ def test_read_committed_fetch_and_list_offsets(broker, version):
     after = fetch_v(4, 1)
     assert [(a.producer_id, a.first_offset) for a in after.aborted_transactions] == [(PID, 2)]  # marker at 5 overlaps
     assert latest(c, t, 1).offset == latest(c, t, 0).offset == 6
+    c.close()
+    # ... and it is on disk: the same after a SIGKILL.
+    broker.kill()
+    broker.start()
+    c = RawClient(broker.port)
+    committed = fetch_v(0, 1)
+    assert (committed.high_watermark, committed.last_stable_offset) == (6, 6)
+    assert [(a.producer_id, a.first_offset) for a in committed.aborted_transactions] == [(PID, 2)]
     c.close()

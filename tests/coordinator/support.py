@@ -39,9 +39,15 @@ def protocols(*names, topics=("t",)):
 
 
 def fresh_shard(shard: GroupCoordinatorShard, log, now_ms: int) -> GroupCoordinatorShard:
-    other = GroupCoordinatorShard(shard.partition, shard.config, TimerQueue(), lambda: "x")
-    for offset, (key, value) in enumerate(log):
-        other.replay(key, value, offset)
+    other = GroupCoordinatorShard(shard.partition, shard.config, TimerQueue(), lambda: "x",
+                                  shard.consumer_group_manager.topics)
+    for offset, entry in enumerate(log):
+        if len(entry) == 2:
+            other.replay(entry[0], entry[1], offset)
+        elif entry[0] == "txn":             # ("txn", producer id, key, value): a transactional batch's record
+            other.replay_transactional(entry[1], entry[2], entry[3], offset)
+        else:                               # ("marker", producer id, committed): a COMMIT/ABORT control record
+            other.replay_end_transaction_marker(entry[1], entry[2])
     other.on_loaded(now_ms)
     return other
 
@@ -62,8 +68,9 @@ class Ctx:
         self.now = 0
         self.scheduler = TimerQueue()
         self._uuids = itertools.count(1)
+        self.topics: dict = {}          # the metadata image consumer groups see: name -> TopicMetadata
         self.shard = GroupCoordinatorShard(7, self.config, self.scheduler,
-                                           lambda: str(uuid.UUID(int=next(self._uuids))))
+                                           lambda: str(uuid.UUID(int=next(self._uuids))), lambda: self.topics)
         self.log: list = []
         self.sent: list = []           # (token, response) in send order
         self.fail_writes = None
@@ -239,3 +246,67 @@ class Ctx:
             assert self.answer(s).error_code == 0
         assert self.state(group_id) == "Stable"
         return gen, members, leader
+
+
+# -- the consumer group protocol (KIP-848) --------------------------------------------------------
+
+def topic_id(name: str) -> bytes:
+    return uuid.uuid5(uuid.NAMESPACE_DNS, name).bytes
+
+
+class CgCtx(Ctx):
+    """A shard with topics, driven by ConsumerGroupHeartbeat."""
+
+    def __init__(self, topics=None, check: bool = True, **props):
+        super().__init__(check, **props)
+        for name, n in (topics or {}).items():
+            self.add_topic(name, n)
+
+    def add_topic(self, name, partitions):
+        from kgroup.coordinator.consumer_group.group import TopicMetadata
+        self.topics[name] = TopicMetadata(topic_id(name), name, partitions)
+
+    def topics_changed(self):
+        return self.run(self.shard.handle_topics_changed(self.now))
+
+    def cg(self, group_id):
+        return self.shard.consumer_group_manager.groups.get(group_id)
+
+    def hb(self, group_id, member_id, epoch, *, topics=None, regex=None, owned=None, instance_id=None,
+           rebalance=30000, assignor=None, version=1, rack=None, full=False):
+        """One ConsumerGroupHeartbeat; ``owned``: {topic name: [partitions]} (None: not sent).
+        A join (epoch 0) sends an empty owned list and rebalance timeout by default; ``full``: the
+        rebalance timeout too (a client resends everything after an error)."""
+        from kgroup.protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest as R
+        if epoch == 0 and owned is None:
+            owned = {}
+        token = self.token()
+        req = R(group_id=group_id, member_id=member_id, member_epoch=epoch, instance_id=instance_id,
+                rack_id=rack, rebalance_timeout_ms=rebalance if epoch == 0 or full else -1,
+                subscribed_topic_names=None if topics is None else list(topics),
+                subscribed_topic_regex=regex, server_assignor=assignor,
+                topic_partitions=None if owned is None else [
+                    R.TopicPartitions(topic_id=topic_id(t), partitions=list(p)) for t, p in owned.items()])
+        self.run(self.shard.handle_consumer_group_heartbeat(req, version, self.now, token, "client", "/127.0.0.1"))
+        return self.answer(token)
+
+    def names(self, resp_or_assignment):
+        """{topic name: sorted partitions} of a heartbeat response's assignment (or a member's)."""
+        by_id = {t.topic_id: t.name for t in self.topics.values()}
+        a = getattr(resp_or_assignment, "assignment", resp_or_assignment)
+        if a is None:
+            return None
+        if hasattr(a, "topic_partitions"):
+            return {by_id[tp.topic_id]: sorted(tp.partitions) for tp in a.topic_partitions if tp.partitions}
+        return {by_id[t]: sorted(p) for t, p in a.items()}
+
+    def owned_check(self, group_id):
+        """No partition is owned by two members (assigned or pending revocation)."""
+        g = self.cg(group_id)
+        seen = {}
+        for m in g.members.values():
+            for a in (m.assigned_partitions, m.partitions_pending_revocation):
+                for t, ps in a.items():
+                    for p in ps:
+                        assert (t, p) not in seen, f"{t.hex()}-{p} owned by {seen[(t, p)]} and {m.member_id}"
+                        seen[(t, p)] = m.member_id

@@ -107,11 +107,18 @@ def test_unknown_record_types_are_ignored():
     c = Ctx()
     c.commit("g", {("t", 0): 5})
     log = list(c.log)
-    log.insert(0, (struct.pack(">h", 3) + b"\x00\x01g", b"\x00\x00whatever"))     # KIP-848 record
+    log.insert(0, (struct.pack(">h", 100) + b"\x00\x01g", b"\x00\x00whatever"))   # a future type
     log.insert(1, (struct.pack(">h", 999) + b"??", None))
     shard = fresh_shard(c.shard, log, 0)
     assert shard.skipped_records == 2
     assert shard.durable_state() == c.shard.durable_state()
+
+
+def test_a_malformed_consumer_group_record_fails_the_load():
+    # types 3-8 are KIP-848 records the shard replays: bytes that do not decode stop the load
+    log = [(struct.pack(">h", 3) + b"\x00\x01g", b"\x00\x00whatever")]
+    with pytest.raises(CoordinatorLoadError):
+        fresh_shard(Ctx().shard, log, 0)
 
 
 def test_tombstones_are_applied():

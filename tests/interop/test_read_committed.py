@@ -3,62 +3,20 @@ holding committed, aborted and still-open transactions: each sees exactly the no
 and committed records, stops at the last stable offset while a transaction is open, and goes on
 once it commits. A read_uncommitted consumer sees the aborted records too (the test can tell).
 
-The transactional batches are produced over a raw socket; the COMMIT/ABORT markers are appended
-by the storage layer while the broker is stopped (the transaction coordinator's marker path is
-not wired yet)."""
+The transactions are confluent-kafka transactional producers interleaved on one partition; their
+COMMIT/ABORT markers come from the broker's transaction coordinator (EndTxn)."""
 import asyncio
-import os
 import time
 
 import pytest
 
 from kgroup.protocol.messages.create_topics import CreateTopicsRequest
-from kgroup.protocol.messages.produce import ProduceRequest
-from kgroup.protocol.records import Record, build_batch, build_end_txn_marker_batch
-from kgroup.storage.log import PartitionLog
-from kgroup.storage.producer_state import AppendOrigin
 from tests.harness import RawClient
 
 pytestmark = pytest.mark.interop
 
 TOPIC = "rc"
 CT = CreateTopicsRequest.CreatableTopic
-TPD = ProduceRequest.TopicProduceData
-A, B, C = 5001, 5002, 5003          # producer ids: A aborts, B commits, C stays open (then commits)
-
-
-class Writer:
-    def __init__(self, port):
-        self.c = RawClient(port)
-        self.seq = {}
-
-    def send(self, *values, pid=-1):
-        ts = int(time.time() * 1000)
-        kw = {}
-        if pid >= 0:
-            seq = self.seq.get(pid, 0)
-            self.seq[pid] = seq + len(values)
-            kw = dict(producer_id=pid, producer_epoch=0, base_sequence=seq, is_transactional=True)
-        records = build_batch([Record(key=b"k", value=v, timestamp=ts) for v in values], **kw)
-        req = ProduceRequest(transactional_id="tx-%d" % pid if pid >= 0 else None, acks=-1, timeout_ms=5000,
-                             topic_data=[TPD(name=TOPIC, partition_data=[TPD.PartitionProduceData(index=0,
-                                                                                                 records=records)])])
-        r = self.c.request(req, 9).responses[0].partition_responses[0]
-        assert r.error_code == 0, r
-
-    def close(self):
-        self.c.close()
-
-
-def end_offline(broker, *markers):
-    """Stop the broker, append (producer id, committed) markers to the partition, restart."""
-    broker.stop()
-    plog = PartitionLog(os.path.join(broker.data_dir, f"{TOPIC}-0"), had_clean_shutdown=True)
-    for pid, committed in markers:
-        plog.append(build_end_txn_marker_batch(pid, 0, committed, 0, int(time.time() * 1000)),
-                    origin=AppendOrigin.COORDINATOR)
-    plog.close()
-    broker.start()
 
 
 def until(fetch_some, want, settle=1.5, timeout=30.0):
@@ -142,30 +100,40 @@ CLIENTS = {"confluent-kafka": consume_confluent, "kafka-python": consume_kafka_p
 
 
 def test_read_committed_consumers_see_exactly_the_committed_records(broker):
+    from confluent_kafka import Producer
     c = RawClient(broker.port)
     r = c.request(CreateTopicsRequest(topics=[CT(name=TOPIC, num_partitions=1, replication_factor=1)]), 7)
     assert r.topics[0].error_code == 0
     c.close()
-    w = Writer(broker.port)
-    w.send(b"p0", b"p1")
-    w.send(b"a0", b"a1", pid=A)
-    w.send(b"b0", pid=B)
-    w.send(b"a2", pid=A)
-    w.send(b"p2")
-    w.close()
-    end_offline(broker, (A, False), (B, True))
-    w = Writer(broker.port)
-    w.send(b"c0", pid=C)              # open: the LSO stops here
-    w.send(b"p3")
-    w.close()
+    bs = broker.bootstrap
+    plain = Producer({"bootstrap.servers": bs, "enable.idempotence": True})
+    a, b, cc = (Producer({"bootstrap.servers": bs, "transactional.id": f"rc-{n}"}) for n in "abc")
+    for p in (a, b, cc):
+        p.init_transactions(10)
+        p.begin_transaction()
+
+    def send(p, *values):
+        for v in values:
+            p.produce(TOPIC, value=v, key=b"k", partition=0)
+        p.flush(10)
+
+    send(plain, b"p0", b"p1")
+    send(a, b"a0", b"a1")
+    send(b, b"b0")
+    send(a, b"a2")
+    send(plain, b"p2")
+    a.abort_transaction(10)
+    b.commit_transaction(10)
+    send(cc, b"c0")              # open: the LSO stops here
+    send(plain, b"p3")
 
     committed = [b"p0", b"p1", b"b0", b"p2"]
     everything = [b"p0", b"p1", b"a0", b"a1", b"b0", b"a2", b"p2", b"c0", b"p3"]
-    assert consume_kafka_python(broker.bootstrap, len(everything), "read_uncommitted") == everything
+    assert consume_kafka_python(bs, len(everything), "read_uncommitted") == everything
     for name, consume in CLIENTS.items():
-        assert consume(broker.bootstrap, len(committed), "read_committed") == committed, name
+        assert consume(bs, len(committed), "read_committed") == committed, name
 
-    end_offline(broker, (C, True))
+    cc.commit_transaction(10)
     committed += [b"c0", b"p3"]
     for name, consume in CLIENTS.items():
-        assert consume(broker.bootstrap, len(committed), "read_committed") == committed, name
+        assert consume(bs, len(committed), "read_committed") == committed, name

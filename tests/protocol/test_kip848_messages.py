@@ -49,8 +49,8 @@ def test_request_defaults_mean_unchanged():
     assert ConsumerGroupHeartbeatRequest.from_bytes(with_regex.to_bytes(0), 0).subscribed_topic_regex is None
 
 
-def test_registered_but_not_advertised():
-    """Nothing answers these yet, so ApiVersions must not offer them (a client would use them)."""
+def test_registered_and_advertised():
+    """The broker answers them: ConsumerGroupHeartbeat v0-1 and ConsumerGroupDescribe v0."""
     assert ApiKey.CONSUMER_GROUP_HEARTBEAT in API_BY_KEY and ApiKey.CONSUMER_GROUP_DESCRIBE in API_BY_KEY
-    keys = {k for k, _, _ in advertised()}
-    assert ApiKey.CONSUMER_GROUP_HEARTBEAT not in keys and ApiKey.CONSUMER_GROUP_DESCRIBE not in keys
+    keys = {k: (lo, hi) for k, lo, hi in advertised()}
+    assert keys[ApiKey.CONSUMER_GROUP_HEARTBEAT] == (0, 1) and keys[ApiKey.CONSUMER_GROUP_DESCRIBE] == (0, 0)

@@ -114,3 +114,27 @@ def test_last_batch_of_a_live_producer_keeps_an_empty_header(tmp_path, clock):
     again = compacted(tmp_path / "t-0", clock)
     assert again.producer_state.last_entry(5).last_seq == 0
     assert again.append(keyed([(b"a", b"1")], producer_id=5, producer_epoch=0, base_sequence=0)).duplicate
+
+
+def test_aborted_transactional_records_do_not_supersede_committed_ones(tmp_path, clock):
+    """An aborted transaction's record of a key must not make the older committed record of that
+    key look superseded (the group coordinator's committed offset would vanish at the next load);
+    a committed transaction's record does supersede older ones."""
+    from kgroup.protocol.records import build_end_txn_marker_batch
+    from kgroup.storage.producer_state import AppendOrigin
+    plog = compacted(tmp_path / "t-0", clock)
+    plog.append(keyed([(b"aborted-key", b"committed-before")]))                                    # 0
+    plog.append(keyed([(b"committed-key", b"old")]))                                               # 1
+    plog.append(keyed([(b"aborted-key", b"aborted"), (b"committed-key", b"new")], producer_id=7,
+                      producer_epoch=0, base_sequence=0, is_transactional=True))                   # 2-3
+    plog.append(build_end_txn_marker_batch(7, 0, False, 0, T0), origin=AppendOrigin.COORDINATOR)  # 4 ABORT
+    plog.append(keyed([(b"committed-key", b"txn")], producer_id=8, producer_epoch=0, base_sequence=0,
+                      is_transactional=True))                                                      # 5
+    plog.append(build_end_txn_marker_batch(8, 0, True, 0, T0), origin=AppendOrigin.COORDINATOR)   # 6 COMMIT
+    plog.roll()
+    plog.append(keyed([(b"other", b"x")]))
+    plog.compact(T0)
+    kept = {(o, k, v) for o, k, v in contents(plog) if k is not None and not k.startswith(b"\0")}
+    assert (0, b"aborted-key", b"committed-before") in kept
+    assert (1, b"committed-key", b"old") not in kept and (3, b"committed-key", b"new") not in kept
+    assert (5, b"committed-key", b"txn") in kept

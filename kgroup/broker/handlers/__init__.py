@@ -5,11 +5,14 @@ it works end to end, with exactly the versions it handles.
 from __future__ import annotations
 
 from ...protocol.api import ApiKey
+from . import consumer_group_describe, consumer_group_heartbeat
 from . import (api_versions, create_topics, delete_groups, delete_topics, describe_cluster,
                describe_configs, describe_groups, fetch, find_coordinator, heartbeat, init_producer_id,
                join_group, leave_group, list_groups, list_offsets, metadata, offset_commit, offset_delete,
                offset_fetch, produce, sync_group)
 from . import alter_configs, create_partitions, delete_records, incremental_alter_configs
+from . import (add_offsets_to_txn, add_partitions_to_txn, describe_transactions, end_txn,  # transactions
+               list_transactions, txn_offset_commit, write_txn_markers)
 
 # api key -> (handler, min version, max version)
 HANDLERS = {
@@ -38,6 +41,17 @@ HANDLERS = {
     ApiKey.ALTER_CONFIGS: (alter_configs.handle, 0, 2),
     ApiKey.CREATE_PARTITIONS: (create_partitions.handle, 0, 3),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (incremental_alter_configs.handle, 0, 1),
+    # the consumer group protocol (KIP-848)
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: (consumer_group_heartbeat.handle, 0, 1),
+    ApiKey.CONSUMER_GROUP_DESCRIBE: (consumer_group_describe.handle, 0, 0),
+    # transactions (the transaction coordinator, broker/transaction_runtime.py)
+    ApiKey.ADD_PARTITIONS_TO_TXN: (add_partitions_to_txn.handle, 0, 5),
+    ApiKey.ADD_OFFSETS_TO_TXN: (add_offsets_to_txn.handle, 0, 4),
+    ApiKey.END_TXN: (end_txn.handle, 0, 4),
+    ApiKey.WRITE_TXN_MARKERS: (write_txn_markers.handle, 0, 1),
+    ApiKey.TXN_OFFSET_COMMIT: (txn_offset_commit.handle, 0, 4),
+    ApiKey.DESCRIBE_TRANSACTIONS: (describe_transactions.handle, 0, 0),
+    ApiKey.LIST_TRANSACTIONS: (list_transactions.handle, 0, 1),
 }
 
 

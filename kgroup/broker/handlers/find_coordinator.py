@@ -1,7 +1,7 @@
 """FindCoordinator (10) v0-6: this node coordinates every group (it owns every
 ``__consumer_offsets`` partition); the topic is created on first use. Loading errors come from
-the group APIs, as in Kafka. Transaction coordinators (key type 1) do not exist yet:
-COORDINATOR_NOT_AVAILABLE. Batched keys from v4."""
+the group APIs, as in Kafka. Transactional ids (key type 1): this node too, ``__transaction_state``
+created on first use. Batched keys from v4."""
 from ...protocol.errors import ErrorCode
 from ...protocol.messages.find_coordinator import FindCoordinatorResponse
 
@@ -17,7 +17,8 @@ def handle(broker, ctx, req, version):
         broker.group_coordinator.ensure_offsets_topic()
         error, message = ErrorCode.NONE, None
     elif req.key_type == TRANSACTION:
-        error, message = ErrorCode.COORDINATOR_NOT_AVAILABLE, "kgroup has no transaction coordinator yet"
+        broker.transaction_coordinator.ensure_topic()
+        error, message = ErrorCode.NONE, None
     else:
         error, message = ErrorCode.INVALID_REQUEST, f"Unknown key type {req.key_type}"
     found = error == ErrorCode.NONE

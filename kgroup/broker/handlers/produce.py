@@ -10,7 +10,7 @@ commit fsync (see ``data_path``); acks=1 answers once written; acks=0 sends noth
 from ...protocol.errors import ErrorCode
 from ...protocol.messages.produce import ProduceResponse
 from ...protocol.records import (Compression, InvalidRecordError, RecordBatchError,
-                                 UnsupportedCompressionTypeError, iter_batches)
+                                 UnsupportedCompressionTypeError, iter_batches, read_batch_header)
 from ...storage.errors import LogError
 from ..pending import PendingResponse
 
@@ -50,6 +50,11 @@ def handle(broker, ctx, req, version):
                 pr.error_code = ErrorCode.INVALID_TOPIC_EXCEPTION
                 pr.error_message = f"Cannot append to internal topic {topic.name}"
                 continue
+            if req.transactional_id is not None:
+                error = _verify_transaction(broker, req.transactional_id, td.name, pd, version)
+                if error:
+                    pr.error_code = error
+                    continue
             plog = dp.log(td.name, pd.index)
             if req.acks == -1 and plog.config.min_insync_replicas > 1:
                 # Partition.appendRecordsToLeader: this node is the whole ISR
@@ -122,3 +127,30 @@ def _check_one_batch(records, version):
     if next(batches, None) is not None:
         raise InvalidRecordError(f"Produce requests with version {version} are only allowed to contain exactly one "
                                  "record batch per partition")
+
+
+# Verification failures a producer must retry are answered NOT_ENOUGH_REPLICAS, which every
+# client retries without a metadata refresh (Kafka's ReplicaManager does the same).
+_RETRY_AS_NOT_ENOUGH_REPLICAS = frozenset({ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+                                           ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR})
+
+
+def _verify_transaction(broker, transactional_id, topic, pd, version) -> int:
+    """KIP-890 part 1 (transaction.partition.verification.enable, on in Kafka 4.0): a
+    transactional batch is appended only to a partition of its producer's ongoing transaction;
+    otherwise TRANSACTION_ABORTABLE, which clients older than Produce v11 know as
+    INVALID_TXN_STATE. A stale epoch is the coordinator's PRODUCER_FENCED, sent as
+    INVALID_PRODUCER_EPOCH as the log would."""
+    header = read_batch_header(pd.records)
+    if not header.is_transactional:
+        return ErrorCode.NONE
+    tp = (topic, pd.index)
+    error = broker.transaction_coordinator.verify_partitions(
+        transactional_id, header.producer_id, header.producer_epoch, (tp,))[tp]
+    if error == ErrorCode.TRANSACTION_ABORTABLE and version < 11:
+        return ErrorCode.INVALID_TXN_STATE
+    if error in _RETRY_AS_NOT_ENOUGH_REPLICAS:
+        return ErrorCode.NOT_ENOUGH_REPLICAS
+    if error == ErrorCode.PRODUCER_FENCED:
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    return error

@@ -8,6 +8,9 @@
 //   node driver.js '{"role": "producer", "bootstrap": ..., "topic": ..., "messages":
 //                    [[key, value, partition|null]...], "idempotent": false}'
 //   node driver.js '{"role": "admin", "bootstrap": ..., "group": ..., "topics": [...]}'
+//   node driver.js '{"role": "transactional", "bootstrap": ..., "transactional_id": ..., "topic": ...,
+//                    "transactions": [{"messages": [[key, value, partition]...], "offsets":
+//                    {"group": g, "topic": t, "partitions": [[p, offset]...]}, "commit": true}...]}'
 //
 // Assignors: "roundrobin" is kafkajs' own RoundRobinAssigner (protocol name
 // "RoundRobinAssigner"); "range" is a Java-compatible range assignor written against kafkajs'
@@ -201,7 +204,33 @@ async function topicAdmin() {
   emit(out)
 }
 
-const roles = { consumer, producer, admin, 'topic-admin': topicAdmin }
+// A transactional producer (kafkajs' producer.transaction(), sendOffsets): each transaction's
+// messages and group offsets, then commit or abort as asked.
+async function transactional() {
+  const p = kafka.producer({ transactionalId: conf.transactional_id, idempotent: true, maxInFlightRequests: 1 })
+  await p.connect()
+  const ended = []
+  for (const txn of conf.transactions) {
+    const t = await p.transaction()
+    for (const [key, value, partition] of txn.messages) {
+      await t.send({ topic: conf.topic, messages: [{ key, value, partition }] })
+    }
+    if (txn.offsets) {
+      await t.sendOffsets({
+        consumerGroupId: txn.offsets.group,
+        topics: [{ topic: txn.offsets.topic,
+                   partitions: txn.offsets.partitions.map(([partition, offset]) => ({ partition, offset: String(offset) })) }],
+      })
+    }
+    if (txn.commit) await t.commit()
+    else await t.abort()
+    ended.push(txn.commit ? 'commit' : 'abort')
+  }
+  await p.disconnect()
+  emit({ ev: 'transactions', ended })
+}
+
+const roles = { consumer, producer, admin, 'topic-admin': topicAdmin, transactional }
 roles[conf.role]().catch(e => {
   emit({ ev: 'error', where: 'fatal', ...errorInfo(e) })
   process.exit(1)

@@ -1,0 +1,130 @@
+"""Transactions: committed transactions/s and EndTxn latency, kgroup against librdkafka's mock
+cluster (the copy bundled with confluent-kafka, which implements transactions), the same client
+workload on both in the same run.
+
+Workload: --producers confluent-kafka transactional producers (one thread each, one client
+process), each looping: begin_transaction; 10 records of 100 bytes on 2 partitions of the output
+topic; send_offsets_to_transaction (its group's offset on an input topic); flush;
+commit_transaction. Counted: transactions committed per second over --seconds, and the latency
+of commit_transaction after the flush (its EndTxn round trip plus, on kgroup, the markers: the
+broker answers EndTxn once the PrepareCommit record, then the markers, are fsynced).
+kgroup runs with its defaults (every coordinator write and acks=-1 produce fsynced before the
+answer); the mock keeps everything in memory.
+
+Usage: .venv/bin/python benchmarks/transactions_bench.py [--producers 10] [--seconds 10] [--repeat 1]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from kgroup.testing import rdkafka_mock  # noqa: E402
+from tests.harness import BrokerProcess  # noqa: E402
+
+OUT, SRC = "txn-out", "txn-in"
+VALUE = b"x" * 100
+
+
+def _producer_loop(bs, n, stop_at, results, errors):
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    try:
+        p = Producer({"bootstrap.servers": bs, "transactional.id": f"bench-{n}", "linger.ms": 0})
+        p.init_transactions(30)
+        meta = Consumer({"bootstrap.servers": bs, "group.id": f"bench-group-{n}"}).consumer_group_metadata()
+        count, latencies, offset = 0, [], 0
+        start_at = stop_at[0]
+        while time.monotonic() < start_at:          # everyone initialized: start together
+            time.sleep(0.001)
+        stop = stop_at[1]
+        while time.monotonic() < stop:
+            p.begin_transaction()
+            for i in range(10):
+                p.produce(OUT, value=VALUE, partition=i % 2)
+            offset += 10
+            p.send_offsets_to_transaction([TopicPartition(SRC, n % 2, offset)], meta, 30)
+            p.flush(30)
+            t = time.perf_counter()
+            p.commit_transaction(30)
+            latencies.append(time.perf_counter() - t)
+            count += 1
+        results[n] = (count, latencies)
+    except Exception as e:  # noqa: BLE001 - reported by the run
+        errors.append(f"producer {n}: {e!r}")
+
+
+def run_workload(bs, producers, seconds):
+    """(transactions/s, p50 ms, p99 ms)."""
+    from confluent_kafka import Producer
+    warm = Producer({"bootstrap.servers": bs, "transactional.id": "bench-warm"})
+    warm.init_transactions(30)       # both brokers: the transaction/offsets coordinators exist
+    results, errors = {}, []
+    start = time.monotonic() + 3.0          # time to initialize every producer, not counted
+    stop_at = (start, start + seconds)
+    threads = [threading.Thread(target=_producer_loop, args=(bs, n, stop_at, results, errors))
+               for n in range(producers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise RuntimeError("; ".join(errors))
+    total = sum(c for c, _ in results.values())
+    lat = sorted(x for _, ls in results.values() for x in ls)
+    elapsed = seconds       # each producer's last transaction may end a little after: < 1 per producer
+    p50 = statistics.median(lat) * 1000
+    p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000
+    return total / elapsed, p50, p99
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--producers", type=int, default=10)
+    ap.add_argument("--seconds", type=float, default=10.0)
+    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--bootstrap", help="only this (already running) broker, with topics %s and %s" % (OUT, SRC))
+    args = ap.parse_args(argv)
+    if args.bootstrap:
+        print("txn/s %.0f, EndTxn p50 %.2f ms, p99 %.2f ms" % run_workload(args.bootstrap, args.producers, args.seconds))
+        return 0
+    rows = []
+    for _ in range(args.repeat):
+        with tempfile.TemporaryDirectory() as tmp:
+            broker = BrokerProcess(os.path.join(tmp, "data")).start()
+            try:
+                from confluent_kafka.admin import AdminClient, NewTopic
+                a = AdminClient({"bootstrap.servers": broker.bootstrap})
+                for f in a.create_topics([NewTopic(OUT, 2, 1), NewTopic(SRC, 2, 1)]).values():
+                    f.result(10)
+                rows.append(("kgroup (fsync)", *run_workload(broker.bootstrap, args.producers, args.seconds)))
+            finally:
+                broker.stop()
+        proc, bs = rdkafka_mock.spawn(topics={OUT: 2, SRC: 2})
+        try:
+            rows.append(("librdkafka mock (memory)", *run_workload(bs, args.producers, args.seconds)))
+        finally:
+            proc.kill()
+            proc.wait()
+    print(f"transactions: {args.producers} producers, 10 records on 2 partitions + send_offsets_to_transaction "
+          f"each, {args.seconds:g} s")
+    print(f"{'broker':<26}{'txn/s':>10}{'EndTxn p50 ms':>16}{'EndTxn p99 ms':>16}")
+    for name, tps, p50, p99 in rows:
+        print(f"{name:<26}{tps:>10.0f}{p50:>16.2f}{p99:>16.2f}")
+    best = {}
+    for name, tps, _, _ in rows:
+        best[name] = max(best.get(name, 0), tps)
+    k, m = best.get("kgroup (fsync)", 0), best.get("librdkafka mock (memory)", 0)
+    if m:
+        print(f"kgroup / mock: {k / m:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

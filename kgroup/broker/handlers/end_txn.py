@@ -1,0 +1,7 @@
+"""EndTxn (26) v0-4: PrepareCommit/PrepareAbort written and fsynced, then the markers, then
+answered (``transaction_runtime``). v5 (KIP-890's epoch bump per transaction) is not served."""
+from ...transaction_coordinator import TransactionCoordinatorShard as Shard
+
+
+def handle(broker, ctx, req, version):
+    return broker.transaction_coordinator.run(req.transactional_id, Shard.handle_end_txn, req, version)

@@ -1,0 +1,15 @@
+"""ListTransactions (66) v0-1: every shard's transactions (state, producer id and, v1,
+duration filters); the first shard error wins, as Kafka reports a loading partition."""
+from ...protocol.messages.list_transactions import ListTransactionsResponse
+from ...transaction_coordinator import TransactionCoordinatorShard as Shard
+
+
+def _merge(rs):
+    return ListTransactionsResponse(
+        throttle_time_ms=0, error_code=next((r.error_code for r in rs if r.error_code), 0),
+        unknown_state_filters=rs[0].unknown_state_filters if rs else [],
+        transaction_states=[s for r in rs if not r.error_code for s in r.transaction_states])
+
+
+def handle(broker, ctx, req, version):
+    return broker.transaction_coordinator.execute_split(req, None, Shard.handle_list_transactions, version, _merge)

@@ -1,0 +1,47 @@
+"""WriteTxnMarkers (27) v0-1: the path by which a transaction coordinator writes COMMIT/ABORT
+control batches (the runtime calls the same ``write_markers`` directly, being on this node).
+Answered once the markers are fsynced. Unknown partitions answer UNKNOWN_TOPIC_OR_PARTITION."""
+from ...protocol.errors import ErrorCode, KafkaError
+from ...protocol.messages.write_txn_markers import WriteTxnMarkersResponse
+from ..pending import PendingResponse
+
+R = WriteTxnMarkersResponse.WritableTxnMarkerResult
+
+
+def handle(broker, ctx, req, version):
+    txn = broker.transaction_coordinator
+    logs = set()
+    results = []
+    for m in req.markers:
+        topics = []
+        for t in m.topics:
+            parts = []
+            for p in t.partition_indexes:
+                error = ErrorCode.NONE
+                if not txn.partition_exists(t.name, p):
+                    error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                else:
+                    try:
+                        logs |= txn.write_markers(m.producer_id, m.producer_epoch, m.transaction_result,
+                                                  m.coordinator_epoch, ((t.name, p),))
+                    except KafkaError as e:
+                        error = e.code
+                parts.append(R.WritableTxnMarkerTopicResult.WritableTxnMarkerPartitionResult(
+                    partition_index=p, error_code=error))
+            topics.append(R.WritableTxnMarkerTopicResult(name=t.name, partitions=parts))
+        results.append(R(producer_id=m.producer_id, topics=topics))
+    resp = WriteTxnMarkersResponse(markers=results)
+    if not logs:
+        return resp
+    answered = PendingResponse()
+
+    def flushed(f):
+        if f.error is not None:
+            for r in results:
+                for t in r.topics:
+                    for p in t.partitions:
+                        if p.error_code == 0:
+                            p.error_code = ErrorCode.KAFKA_STORAGE_ERROR
+        answered.answer(resp)
+    broker.data_path.wait_flushed(logs).listen(flushed)
+    return answered

@@ -1,0 +1,451 @@
+"""Consumer-protocol groups of one shard (the KIP-848 half of Kafka's GroupMetadataManager):
+ConsumerGroupHeartbeat, ConsumerGroupDescribe, session and rebalance timeouts, and the epoch bump
+when the topics a group subscribes to change.
+
+Like the classic half, every operation adds records and replies to a ``Result``; the groups change
+only when the shard replays those records (``group.replay``). So an operation computes the
+member's next state and the target assignment from the replayed state plus its own changes, and
+writes them as records, in Kafka's order:
+
+    member subscription (5), topic metadata (4), group epoch (3)       when they change
+    target of every changed member (7), assignment epoch (6)            when the group epoch is ahead
+    the member's current assignment (8)                                 when reconciliation moved it
+
+The topics come from ``topics()``, a read-only image of the broker's metadata (name ->
+TopicMetadata) the runtime injects; the core never reads the broker itself.
+"""
+from __future__ import annotations
+
+from typing import Callable, Mapping
+
+from ...protocol.errors import ErrorCode, KafkaError
+from ...protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse
+from . import records as rec
+from .current_assignment import reconcile
+from .describe import describe_group, group_not_found
+from .group import ConsumerGroup, TopicMetadata, group_deletion_records, member_removal_records
+from .member import ConsumerGroupMember, MemberState, freeze
+from .target_assignment import build_target_assignment
+from .validation import (JOIN_GROUP_MEMBER_EPOCH, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+                         check_regex, validate_heartbeat)
+
+Topics = Callable[[], Mapping[str, TopicMetadata]]
+_HbAssignment = ConsumerGroupHeartbeatResponse.Assignment
+_HbTopicPartitions = ConsumerGroupHeartbeatResponse.TopicPartitions
+
+
+def session_key(group_id: str, member_id: str) -> str:
+    return f"consumer-group-session-timeout-{group_id}-{member_id}"
+
+
+def rebalance_key(group_id: str, member_id: str) -> str:
+    return f"consumer-group-rebalance-timeout-{group_id}-{member_id}"
+
+
+def heartbeat_error(code, message=None, member_id=None, member_epoch=0) -> ConsumerGroupHeartbeatResponse:
+    return ConsumerGroupHeartbeatResponse(error_code=int(code), error_message=message, member_id=member_id,
+                                          member_epoch=member_epoch)
+
+
+def _response_assignment(assignment) -> object:
+    return _HbAssignment(topic_partitions=[_HbTopicPartitions(topic_id=t, partitions=sorted(p))
+                                           for t, p in sorted(assignment.items())])
+
+
+def _owned(req):
+    if req.topic_partitions is None:
+        return None
+    return [(tp.topic_id, tp.partitions) for tp in req.topic_partitions]
+
+
+def _is_subset(owned, assigned) -> bool:
+    """Kafka's isSubset: every owned partition is assigned (an absent list is not a subset)."""
+    if owned is None:
+        return False
+    for topic_id, parts in owned:
+        have = assigned.get(topic_id)
+        if parts and (have is None or not have.issuperset(parts)):
+            return False
+    return True
+
+
+class ConsumerGroupManager:
+    def __init__(self, config, timer, uuid_factory, topics: Topics | None = None):
+        self.config = config
+        self.timer = timer
+        self.uuid_factory = uuid_factory
+        self.topics: Topics = topics or (lambda: {})
+        self.groups: dict[str, ConsumerGroup] = {}
+
+    @property
+    def default_assignor(self) -> str:
+        return self.config.consumer_assignors[0]
+
+    # == loading ===================================================================================
+    def on_loaded(self) -> None:
+        """Every loaded member gets a fresh session (Kafka's onLoaded); members still revoking get
+        their rebalance timeout again."""
+        for group in self.groups.values():
+            for m in group.members.values():
+                self._schedule_session(group.group_id, m.member_id)
+                if m.state is MemberState.UNREVOKED_PARTITIONS:
+                    self._schedule_rebalance(group.group_id, m)
+
+    def cancel_timers(self) -> None:
+        for group in self.groups.values():
+            for member_id in group.members:
+                self.timer.cancel(session_key(group.group_id, member_id))
+                self.timer.cancel(rebalance_key(group.group_id, member_id))
+
+    # == ConsumerGroupHeartbeat ======================================================================
+    def heartbeat(self, req, version: int, res, client_id: str = "", client_host: str = "",
+                  classic_group_exists: Callable[[str], bool] = lambda g: False):
+        """Returns the response (records are added to ``res``); KafkaError for a refused request."""
+        validate_heartbeat(req, version, self.config.consumer_assignors)
+        steady = self._steady_heartbeat(req, client_id, client_host)
+        if steady is not None:
+            return steady
+        if req.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
+            return self._leave(req, res)
+        return self._heartbeat(req, version, res, client_id, client_host, classic_group_exists)
+
+    def _steady_heartbeat(self, req, client_id, client_host):
+        """The common case, answered without recomputing anything: a member reconciled to a
+        settled group that sends only its epoch (the full path would write nothing and answer
+        the same). Topic changes reach the group through ``on_topics_changed``, not here."""
+        if req.member_epoch <= 0 or req.topic_partitions is not None or req.subscribed_topic_names is not None \
+                or req.rebalance_timeout_ms != -1 or req.server_assignor is not None \
+                or getattr(req, "subscribed_topic_regex", None) is not None:
+            return None
+        group = self.groups.get(req.group_id)
+        if group is None or group.group_epoch != group.assignment_epoch:
+            return None
+        m = group.members.get(req.member_id)
+        if m is None or m.member_epoch != req.member_epoch or not m.is_reconciled_to(group.assignment_epoch) \
+                or (req.instance_id is not None and req.instance_id != m.instance_id) \
+                or (req.rack_id is not None and req.rack_id != m.rack_id) \
+                or client_id != m.client_id or client_host != m.client_host:
+            return None
+        self._schedule_session(group.group_id, m.member_id)
+        return ConsumerGroupHeartbeatResponse(member_id=m.member_id, member_epoch=m.member_epoch,
+                                              heartbeat_interval_ms=self.config.consumer_heartbeat_interval_ms)
+
+    def _group_or_fail(self, group_id: str, create: bool, classic_group_exists) -> ConsumerGroup:
+        group = self.groups.get(group_id)
+        if group is not None:
+            return group
+        if classic_group_exists(group_id):
+            # one group id namespace (Kafka's getOrMaybeCreateConsumerGroup); online migration of
+            # a classic group is not supported, so its id is not a consumer group
+            raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+        if not create:
+            raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
+        return ConsumerGroup(group_id)      # written by the records below, not stored here
+
+    def _heartbeat(self, req, version, res, client_id, client_host, classic_group_exists):
+        group_id, member_epoch = req.group_id, req.member_epoch
+        joining = member_epoch == JOIN_GROUP_MEMBER_EPOCH
+        group = self._group_or_fail(group_id, joining, classic_group_exists)
+        member_id = req.member_id or ""
+        if version == 0 and joining and not member_id:
+            member_id = self.uuid_factory()     # v0: the coordinator names the member
+        records = []
+        replaced_static = None
+
+        # -- the member, as it is now ---------------------------------------------------------------
+        existing = group.members.get(member_id)
+        if req.instance_id is not None:
+            static_id = group.static_member_id(req.instance_id)
+            static = group.members.get(static_id) if static_id is not None else None
+            if joining:
+                if static is not None and static.member_id != member_id:
+                    if static.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                        raise KafkaError(ErrorCode.UNRELEASED_INSTANCE_ID,
+                                         f"Static member {static.member_id} with instance id {req.instance_id} "
+                                         f"is not released yet.")
+                    replaced_static = static
+                    # KIP-345 under the new protocol: the new member id takes over the old one's
+                    # partitions, so the static member gets them back without a rebalance
+                    existing = static.replace(member_id=member_id, member_epoch=0, previous_member_epoch=0,
+                                              state=MemberState.STABLE, partitions_pending_revocation={})
+            else:
+                if static is None:
+                    raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID,
+                                     f"Instance id {req.instance_id} is unknown.")
+                if static.member_id != member_id:
+                    raise KafkaError(ErrorCode.FENCED_INSTANCE_ID,
+                                     f"Static member {member_id} with instance id {req.instance_id} was fenced "
+                                     f"by member {static.member_id}.")
+        is_new = existing is None and replaced_static is None
+        if existing is None:
+            if not joining:
+                raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID,
+                                 f"Member {member_id} is not a member of group {group_id}.")
+            if len(group.members) >= self.config.consumer_max_size:
+                raise KafkaError(ErrorCode.GROUP_MAX_SIZE_REACHED,
+                                 f"The consumer group has reached its maximum capacity of "
+                                 f"{self.config.consumer_max_size} members.")
+            existing = ConsumerGroupMember(member_id)
+        elif not joining:
+            self._check_member_epoch(existing, member_epoch, _owned(req))
+
+        # -- the subscription: null fields keep their value ----------------------------------------
+        changes = {}
+        if req.instance_id is not None:
+            changes["instance_id"] = req.instance_id
+        if req.rack_id is not None:
+            changes["rack_id"] = req.rack_id
+        if req.rebalance_timeout_ms != -1:
+            changes["rebalance_timeout_ms"] = req.rebalance_timeout_ms
+        changes["client_id"] = client_id
+        changes["client_host"] = client_host
+        if req.subscribed_topic_names is not None:
+            changes["subscribed_topic_names"] = frozenset(req.subscribed_topic_names)
+        regex = getattr(req, "subscribed_topic_regex", None)
+        if regex is not None:
+            if regex != existing.subscribed_topic_regex:
+                check_regex(regex)
+            changes["subscribed_topic_regex"] = regex or None
+        if req.server_assignor is not None:
+            changes["server_assignor_name"] = req.server_assignor
+        updated = existing.replace(**changes)
+
+        group_epoch = group.group_epoch
+        bump = is_new
+        if replaced_static is not None:
+            records += member_removal_records(group_id, replaced_static.member_id)
+        if is_new or replaced_static is not None or _subscription_of(updated) != _subscription_of(existing):
+            records.append(rec.member_subscription_record(group_id, updated))
+            if _topics_of(updated) != _topics_of(existing) or updated.server_assignor_name != \
+                    existing.server_assignor_name:
+                bump = True
+
+        # -- the subscribed topics' metadata -------------------------------------------------------
+        image = self.topics()
+        members = dict(group.members)
+        if replaced_static is not None:
+            members.pop(replaced_static.member_id, None)
+        members[member_id] = updated
+        metadata = subscription_metadata(members.values(), image)
+        if metadata != group.subscription_metadata:
+            records.append(rec.subscription_metadata_record(group_id, metadata))
+            bump = True
+        if bump or group.group_epoch == 0 and not group.members:
+            group_epoch = group.group_epoch + 1
+            records.append(rec.group_epoch_record(group_id, group_epoch))
+
+        # -- the target assignment ------------------------------------------------------------------
+        assignment_epoch = group.assignment_epoch
+        target = group.target_assignment.get(member_id, {})
+        if replaced_static is not None:
+            target = group.target_assignment.get(replaced_static.member_id, {})
+            records.append(rec.target_assignment_record(group_id, member_id, target))
+        if group_epoch > group.assignment_epoch:
+            upd: dict = {member_id: updated}
+            if replaced_static is not None:
+                upd[replaced_static.member_id] = None
+            assignor = _preferred_assignor(members.values(), self.default_assignor)
+            target_records, targets = build_target_assignment(group, group_epoch, assignor, metadata, upd)
+            if replaced_static is not None:     # the old member's target was already moved
+                target_records = [r for r in target_records
+                                  if not (r.record_type == rec.TARGET_ASSIGNMENT_MEMBER
+                                          and r.key_struct.member_id == member_id
+                                          and freeze(targets.get(member_id)) == freeze(target))]
+            records += target_records
+            target = targets.get(member_id, {})
+            assignment_epoch = group_epoch
+
+        # -- reconciliation -------------------------------------------------------------------------
+        def partition_epoch(topic_id, p):
+            e = group.current_partition_epoch(topic_id, p)
+            if replaced_static is not None and e == replaced_static.member_epoch:
+                owned_by_old = replaced_static.assigned_partitions.get(topic_id)
+                if owned_by_old and p in owned_by_old:
+                    return -1
+            return e
+        owned = [] if joining else _owned(req)
+        reconciled = reconcile(updated, assignment_epoch, target, partition_epoch, owned)
+        if is_new or replaced_static is not None or _assignment_state(reconciled) != _assignment_state(existing):
+            records.append(rec.current_assignment_record(group_id, reconciled))
+        for r in records:
+            res.add_record(r)
+
+        # -- timers ---------------------------------------------------------------------------------
+        if replaced_static is not None:
+            self._cancel_member_timers(group_id, replaced_static.member_id)
+        self._schedule_session(group_id, member_id)
+        if reconciled.state is MemberState.UNREVOKED_PARTITIONS:
+            if existing.state is not MemberState.UNREVOKED_PARTITIONS or \
+                    existing.member_epoch != reconciled.member_epoch or \
+                    self.timer.deadline(rebalance_key(group_id, member_id)) is None:
+                self._schedule_rebalance(group_id, reconciled)
+        else:
+            self.timer.cancel(rebalance_key(group_id, member_id))
+
+        response = ConsumerGroupHeartbeatResponse(
+            member_id=member_id, member_epoch=reconciled.member_epoch,
+            heartbeat_interval_ms=self.config.consumer_heartbeat_interval_ms)
+        # Kafka sends the assignment on a full request (a join, or a member resending everything
+        # after an error) or when the member's assigned partitions changed
+        full = joining or (req.rebalance_timeout_ms != -1 and req.topic_partitions is not None and
+                           (req.subscribed_topic_names is not None or regex is not None))
+        if full or reconciled.assigned_partitions != existing.assigned_partitions:
+            response.assignment = _response_assignment(reconciled.assigned_partitions)
+        return response
+
+    @staticmethod
+    def _check_member_epoch(member: ConsumerGroupMember, received: int, owned) -> None:
+        """Kafka's throwIfMemberEpochIsInvalid: a member behind its epoch is fenced unless it is one
+        epoch behind because the previous response was lost, and owns nothing it should not."""
+        if received > member.member_epoch:
+            raise KafkaError(ErrorCode.FENCED_MEMBER_EPOCH,
+                             f"The consumer group member has a greater member epoch ({received}) than the one "
+                             f"known by the group coordinator ({member.member_epoch}). The member must abandon "
+                             f"all its partitions and rejoin.")
+        if received < member.member_epoch:
+            if received != member.previous_member_epoch or not _is_subset(owned, member.assigned_partitions):
+                raise KafkaError(ErrorCode.FENCED_MEMBER_EPOCH,
+                                 f"The consumer group member has a smaller member epoch ({received}) than the one "
+                                 f"known by the group coordinator ({member.member_epoch}). The member must abandon "
+                                 f"all its partitions and rejoin.")
+
+    # -- leaving ----------------------------------------------------------------------------------
+    def _leave(self, req, res):
+        group_id, member_id = req.group_id, req.member_id
+        group = self.groups.get(group_id)
+        if group is None:
+            raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
+        if req.instance_id is not None:
+            static_id = group.static_member_id(req.instance_id)
+            if static_id is None:
+                raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {req.instance_id} is unknown.")
+            if static_id != member_id:
+                raise KafkaError(ErrorCode.FENCED_INSTANCE_ID,
+                                 f"Static member {member_id} with instance id {req.instance_id} was fenced "
+                                 f"by member {static_id}.")
+        member = group.members.get(member_id)
+        if member is None:
+            raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")
+        if req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            # a static member's temporary leave: it keeps its partitions (nobody else gets them)
+            # until it comes back under its instance id or its session expires
+            res.add_record(rec.current_assignment_record(
+                group_id, member.replace(member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, partitions_pending_revocation={})))
+            self.timer.cancel(rebalance_key(group_id, member_id))
+        else:
+            self._remove_member(group, member, res)
+        return ConsumerGroupHeartbeatResponse(member_id=member_id, member_epoch=req.member_epoch,
+                                              heartbeat_interval_ms=0)
+
+    def _remove_member(self, group: ConsumerGroup, member: ConsumerGroupMember, res) -> None:
+        """Kafka's consumerGroupFenceMember: the member's records go, the group epoch moves on (the
+        next heartbeat of another member computes the new target); topic metadata follows."""
+        group_id = group.group_id
+        for r in member_removal_records(group_id, member.member_id):
+            res.add_record(r)
+        members = {m: x for m, x in group.members.items() if m != member.member_id}
+        metadata = subscription_metadata(members.values(), self.topics())
+        if metadata != group.subscription_metadata:
+            res.add_record(rec.subscription_metadata_record(group_id, metadata))
+        res.add_record(rec.group_epoch_record(group_id, group.group_epoch + 1))
+        self._cancel_member_timers(group_id, member.member_id)
+
+    def _cancel_member_timers(self, group_id: str, member_id: str) -> None:
+        self.timer.cancel(session_key(group_id, member_id))
+        self.timer.cancel(rebalance_key(group_id, member_id))
+
+    # -- timers -----------------------------------------------------------------------------------
+    def _schedule_session(self, group_id: str, member_id: str) -> None:
+        def expire(res, group_id=group_id, member_id=member_id):
+            group = self.groups.get(group_id)
+            member = group.members.get(member_id) if group is not None else None
+            if member is not None:
+                self._remove_member(group, member, res)
+        self.timer.schedule(session_key(group_id, member_id), self.config.consumer_session_timeout_ms, expire)
+
+    def _schedule_rebalance(self, group_id: str, member: ConsumerGroupMember) -> None:
+        epoch = member.member_epoch
+
+        def expire(res, group_id=group_id, member_id=member.member_id):
+            # the member did not revoke in time: fenced only if it is still revoking at that epoch
+            group = self.groups.get(group_id)
+            m = group.members.get(member_id) if group is not None else None
+            if m is not None and m.state is MemberState.UNREVOKED_PARTITIONS and m.member_epoch == epoch:
+                self._remove_member(group, m, res)
+        timeout = member.rebalance_timeout_ms if member.rebalance_timeout_ms > 0 else 0
+        self.timer.schedule(rebalance_key(group_id, member.member_id), timeout, expire)
+
+    # == topic metadata changes ======================================================================
+    def on_topics_changed(self, res) -> None:
+        """Topics were created, deleted or grew: every group whose subscribed topics' metadata is
+        no longer what it was computed against gets a new group epoch (its members' next heartbeats
+        compute the new target), and regexes are matched again."""
+        image = self.topics()
+        for group in self.groups.values():
+            if not group.members:
+                continue
+            metadata = subscription_metadata(group.members.values(), image)
+            if metadata != group.subscription_metadata:
+                res.add_record(rec.subscription_metadata_record(group.group_id, metadata))
+                res.add_record(rec.group_epoch_record(group.group_id, group.group_epoch + 1))
+
+    # == ListGroups / DeleteGroups ==================================================================
+    def list_groups(self, states_filter, types_filter) -> list:
+        """Kafka's ConsumerGroup.asListedGroup: protocol type "consumer", type "consumer"."""
+        from ...protocol.messages.list_groups import ListGroupsResponse
+        states = {s.strip().lower() for s in states_filter}
+        types = {t.strip().lower() for t in types_filter}
+        if types and "consumer" not in types:
+            return []
+        out = []
+        for group in self.groups.values():
+            state = group.state.value
+            if states and state.lower() not in states:
+                continue
+            out.append(ListGroupsResponse.ListedGroup(group_id=group.group_id, protocol_type="consumer",
+                                                      group_state=state, group_type="consumer"))
+        return out
+
+    def delete_group(self, group: ConsumerGroup, res) -> None:
+        """Tombstones for every record of the group (Kafka's createGroupTombstoneRecords)."""
+        for r in group_deletion_records(group):
+            res.add_record(r)
+        for member_id in group.members:
+            self._cancel_member_timers(group.group_id, member_id)
+
+    # == ConsumerGroupDescribe =======================================================================
+    def describe(self, group_id: str, classic_group_exists: Callable[[str], bool] = lambda g: False):
+        group = self.groups.get(group_id)
+        if group is None:
+            return group_not_found(group_id, classic_group_exists(group_id))
+        names = {t.topic_id: t.name for t in self.topics().values()}
+        return describe_group(group, self.default_assignor, names)
+
+
+def _subscription_of(m: ConsumerGroupMember) -> tuple:
+    return (m.instance_id, m.rack_id, m.client_id, m.client_host, m.subscribed_topic_names, m.subscribed_topic_regex,
+            m.rebalance_timeout_ms, m.server_assignor_name)
+
+
+def _topics_of(m: ConsumerGroupMember) -> tuple:
+    return (m.subscribed_topic_names, m.subscribed_topic_regex)
+
+
+def _assignment_state(m: ConsumerGroupMember) -> tuple:
+    return (m.member_epoch, m.previous_member_epoch, m.state, m.assigned_partitions, m.partitions_pending_revocation)
+
+
+def _preferred_assignor(members, default: str) -> str:
+    probe = ConsumerGroup("")
+    for m in members:
+        if m.server_assignor_name:
+            probe.server_assignors[m.server_assignor_name] += 1
+    return probe.preferred_server_assignor(default)
+
+
+def subscription_metadata(members, image: Mapping[str, TopicMetadata]) -> dict[str, TopicMetadata]:
+    """The metadata of every existing topic some member subscribes to, by name or by regex."""
+    names: set = set()
+    for m in members:
+        names |= ConsumerGroup.resolve_subscription(m, image)
+    return {n: image[n] for n in sorted(names) if n in image}

@@ -1,0 +1,176 @@
+"""The transaction coordinator over the wire, on a broker process (raw sockets): FindCoordinator
+key type 1, InitProducerId with a transactional id and its fencing, the transactional produce
+check (a partition not added to the transaction is refused), AddPartitionsToTxn, EndTxn writing
+the COMMIT marker (the last stable offset moves past it), DescribeTransactions/ListTransactions,
+WriteTxnMarkers, and the state surviving a restart (loaded from __transaction_state)."""
+import time
+
+from kgroup.protocol.errors import ErrorCode as E
+from kgroup.protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest
+from kgroup.protocol.messages.create_topics import CreateTopicsRequest
+from kgroup.protocol.messages.describe_transactions import DescribeTransactionsRequest
+from kgroup.protocol.messages.end_txn import EndTxnRequest
+from kgroup.protocol.messages.find_coordinator import FindCoordinatorRequest
+from kgroup.protocol.messages.init_producer_id import InitProducerIdRequest
+from kgroup.protocol.messages.list_offsets import ListOffsetsRequest
+from kgroup.protocol.messages.list_transactions import ListTransactionsRequest
+from kgroup.protocol.messages.produce import ProduceRequest
+from kgroup.protocol.messages.write_txn_markers import WriteTxnMarkersRequest
+from kgroup.protocol.records import Record, build_batch
+from tests.harness import RawClient
+
+TOPIC = "txw"
+TPD = ProduceRequest.TopicProduceData
+APT = AddPartitionsToTxnRequest.AddPartitionsToTxnTopic
+LT = ListOffsetsRequest.ListOffsetsTopic
+
+
+def produce(c, tid, pid, epoch, seq, partition, *values, version=9):
+    records = build_batch([Record(key=None, value=v, timestamp=int(time.time() * 1000)) for v in values],
+                          producer_id=pid, producer_epoch=epoch, base_sequence=seq, is_transactional=True)
+    req = ProduceRequest(transactional_id=tid, acks=-1, timeout_ms=5000, topic_data=[
+        TPD(name=TOPIC, partition_data=[TPD.PartitionProduceData(index=partition, records=records)])])
+    return c.request(req, version).responses[0].partition_responses[0].error_code
+
+
+def lso(c, partition):
+    req = ListOffsetsRequest(replica_id=-1, isolation_level=1, topics=[LT(name=TOPIC, partitions=[
+        LT.ListOffsetsPartition(partition_index=partition, timestamp=-1)])])
+    return c.request(req, 7).topics[0].partitions[0].offset
+
+
+def describe(c, tid):
+    return c.request(DescribeTransactionsRequest(transactional_ids=[tid]), 0).transaction_states[0]
+
+
+def test_transaction_over_the_wire(broker):
+    c = RawClient(broker.port)
+    CT = CreateTopicsRequest.CreatableTopic
+    assert c.request(CreateTopicsRequest(topics=[CT(name=TOPIC, num_partitions=2, replication_factor=1)],
+                                         timeout_ms=5000), 7).topics[0].error_code == 0
+    fc = c.request(FindCoordinatorRequest(key_type=1, coordinator_keys=["tx-a"]), 4).coordinators[0]
+    assert (fc.error_code, fc.node_id, fc.port) == (0, 1, broker.port)
+    fc3 = c.request(FindCoordinatorRequest(key="tx-a", key_type=1), 3)
+    assert fc3.error_code == 0 and fc3.port == broker.port
+
+    init = c.request(InitProducerIdRequest(transactional_id="tx-a", transaction_timeout_ms=60000), 4)
+    assert init.error_code == 0 and init.producer_epoch == 0
+    pid = init.producer_id
+    # Not added yet: refused (KIP-890 verification), v9 knows it as INVALID_TXN_STATE.
+    assert produce(c, "tx-a", pid, 0, 0, 0, b"early") == E.INVALID_TXN_STATE
+    assert lso(c, 0) == 0
+
+    add = c.request(AddPartitionsToTxnRequest(
+        v3_and_below_transactional_id="tx-a", v3_and_below_producer_id=pid, v3_and_below_producer_epoch=0,
+        v3_and_below_topics=[APT(name=TOPIC, partitions=[0]), APT(name="nope", partitions=[0])]), 3)
+    errors = {r.name: r.results_by_partition[0].partition_error_code for r in add.results_by_topic_v3_and_below}
+    assert errors == {TOPIC: E.OPERATION_NOT_ATTEMPTED, "nope": E.UNKNOWN_TOPIC_OR_PARTITION}
+    add = c.request(AddPartitionsToTxnRequest(
+        v3_and_below_transactional_id="tx-a", v3_and_below_producer_id=pid, v3_and_below_producer_epoch=0,
+        v3_and_below_topics=[APT(name=TOPIC, partitions=[0])]), 3)
+    assert add.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == 0
+    assert produce(c, "tx-a", pid, 0, 0, 0, b"a", b"b") == 0
+    assert produce(c, "tx-a", pid, 0, 0, 1, b"other") == E.INVALID_TXN_STATE   # partition 1 not added
+    assert lso(c, 0) == 0                     # the open transaction holds the LSO
+
+    st = describe(c, "tx-a")
+    assert (st.error_code, st.transaction_state, st.producer_id) == (0, "Ongoing", pid)
+    assert [(t.topic, t.partitions) for t in st.topics] == [(TOPIC, [0])]
+    listed = c.request(ListTransactionsRequest(state_filters=["Ongoing", "Bogus"], producer_id_filters=[]), 1)
+    assert listed.error_code == 0 and listed.unknown_state_filters == ["Bogus"]
+    assert [(s.transactional_id, s.producer_id) for s in listed.transaction_states] == [("tx-a", pid)]
+
+    end = c.request(EndTxnRequest(transactional_id="tx-a", producer_id=pid, producer_epoch=0, committed=True), 3)
+    assert end.error_code == 0
+    assert lso(c, 0) == 3                     # two records and the COMMIT marker
+    assert describe(c, "tx-a").transaction_state == "CompleteCommit"
+
+    # A new instance fences the old epoch: its produce and EndTxn are refused.
+    init2 = c.request(InitProducerIdRequest(transactional_id="tx-a", transaction_timeout_ms=60000), 4)
+    assert (init2.error_code, init2.producer_id, init2.producer_epoch) == (0, pid, 1)
+    end = c.request(EndTxnRequest(transactional_id="tx-a", producer_id=pid, producer_epoch=0, committed=True), 3)
+    assert end.error_code == E.PRODUCER_FENCED
+    end = c.request(EndTxnRequest(transactional_id="tx-a", producer_id=pid, producer_epoch=0, committed=True), 1)
+    assert end.error_code == E.INVALID_PRODUCER_EPOCH      # before KIP-588's PRODUCER_FENCED
+
+    # WriteTxnMarkers: an ABORT marker written over the wire (and an unknown partition refused).
+    M = WriteTxnMarkersRequest.WritableTxnMarker
+    wm = c.request(WriteTxnMarkersRequest(markers=[M(
+        producer_id=pid, producer_epoch=1, transaction_result=False, coordinator_epoch=0,
+        topics=[M.WritableTxnMarkerTopic(name=TOPIC, partition_indexes=[1, 7])])]), 1)
+    assert [(p.partition_index, p.error_code) for p in wm.markers[0].topics[0].partitions] == \
+        [(1, 0), (7, E.UNKNOWN_TOPIC_OR_PARTITION)]
+    assert lso(c, 1) == 1
+    c.close()
+
+    broker.stop()
+    broker.start()
+    c = RawClient(broker.port)
+    deadline = time.monotonic() + 10
+    while (st := describe(c, "tx-a")).error_code == E.COORDINATOR_LOAD_IN_PROGRESS and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert (st.error_code, st.transaction_state, st.producer_epoch) == (0, "Empty", 1)
+    assert describe(c, "unknown").error_code == E.TRANSACTIONAL_ID_NOT_FOUND
+    c.close()
+
+
+def test_timed_out_transaction_is_aborted_by_the_coordinator(tmp_path):
+    """transaction.timeout.ms passes with the transaction open: the coordinator's timer aborts it
+    with the epoch bumped (the producer is fenced) and writes the ABORT marker, so the last stable
+    offset moves past the records, which stay invisible."""
+    from tests.harness import BrokerProcess
+    b = BrokerProcess(tmp_path / "data", ["transaction.abort.timed.out.transaction.cleanup.interval.ms=100"]).start()
+    try:
+        c = RawClient(b.port)
+        CT = CreateTopicsRequest.CreatableTopic
+        c.request(CreateTopicsRequest(topics=[CT(name=TOPIC, num_partitions=2, replication_factor=1)],
+                                      timeout_ms=5000), 7)
+        init = c.request(InitProducerIdRequest(transactional_id="slow", transaction_timeout_ms=300), 4)
+        pid = init.producer_id
+        c.request(AddPartitionsToTxnRequest(
+            v3_and_below_transactional_id="slow", v3_and_below_producer_id=pid, v3_and_below_producer_epoch=0,
+            v3_and_below_topics=[APT(name=TOPIC, partitions=[1])]), 3)
+        assert produce(c, "slow", pid, 0, 0, 1, b"late") == 0
+        assert lso(c, 1) == 0
+        deadline = time.monotonic() + 10
+        while (st := describe(c, "slow")).transaction_state != "CompleteAbort":
+            assert time.monotonic() < deadline, st
+            time.sleep(0.05)
+        assert st.producer_epoch == 1            # bumped: the producer is fenced
+        assert lso(c, 1) == 2                    # the record and the ABORT marker
+        end = c.request(EndTxnRequest(transactional_id="slow", producer_id=pid, producer_epoch=0, committed=True), 3)
+        assert end.error_code == E.PRODUCER_FENCED
+        c.close()
+    finally:
+        b.stop()
+
+
+def test_add_partitions_to_txn_v4_batches_transactions_across_shards(broker):
+    """KIP-890's broker-to-coordinator form: several transactional ids (on different
+    __transaction_state partitions) in one request, some adding, some only verifying."""
+    from kgroup.transaction_coordinator import transaction_partition
+    c = RawClient(broker.port)
+    CT = CreateTopicsRequest.CreatableTopic
+    c.request(CreateTopicsRequest(topics=[CT(name=TOPIC, num_partitions=2, replication_factor=1)],
+                                  timeout_ms=5000), 7)
+    tids = ["v4-a", "v4-b"]
+    assert transaction_partition(tids[0]) != transaction_partition(tids[1])
+    pids = {}
+    for tid in tids:
+        r = c.request(InitProducerIdRequest(transactional_id=tid, transaction_timeout_ms=60000), 4)
+        pids[tid] = r.producer_id
+    Tx = AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction
+
+    def request(verify_only, version=4):
+        txns = [Tx(transactional_id=tid, producer_id=pids[tid], producer_epoch=0, verify_only=verify_only,
+                   topics=[APT(name=TOPIC, partitions=[i])]) for i, tid in enumerate(tids)]
+        r = c.request(AddPartitionsToTxnRequest(transactions=txns), version)
+        assert r.error_code == 0
+        return {t.transactional_id: [p.partition_error_code for tr in t.topic_results for p in tr.results_by_partition]
+                for t in r.results_by_transaction}
+
+    assert request(True) == {"v4-a": [E.TRANSACTION_ABORTABLE], "v4-b": [E.TRANSACTION_ABORTABLE]}  # not added
+    assert request(False, version=5) == {"v4-a": [0], "v4-b": [0]}
+    assert request(True) == {"v4-a": [0], "v4-b": [0]}
+    assert describe(c, "v4-b").topics[0].partitions == [1]
+    c.close()
