@@ -1,11 +1,8 @@
 """Our transactional producer and read_committed consumer against the kgroup broker's
-transaction coordinator (needs the broker side of issue 13, branch txnb): exactly-once
+transaction coordinator: exactly-once
 consume-transform-produce with commit and abort paths, offsets committed in a transaction visible
 to the group after the commit and not after an abort, and a second instance with the same
-transactional id fencing the first.
-
-Merge with the broker side only: without the transaction coordinator (main before txnb),
-FindCoordinator key type 1 never finds one and these tests fail on a timeout."""
+transactional id fencing the first."""
 import asyncio
 
 import pytest
