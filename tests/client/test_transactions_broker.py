@@ -1,8 +1,7 @@
 """Our transactional producer and read_committed consumer against the kgroup broker's
-transaction coordinator: exactly-once
-consume-transform-produce with commit and abort paths, offsets committed in a transaction visible
-to the group after the commit and not after an abort, and a second instance with the same
-transactional id fencing the first."""
+transaction coordinator: exactly-once consume-transform-produce with commit and abort paths,
+offsets committed in a transaction visible to the group after the commit and not after an abort,
+and a second instance with the same transactional id fencing the first."""
 import asyncio
 
 import pytest
