@@ -24,7 +24,6 @@ from kgroup.protocol.messages.create_topics import CreateTopicsRequest
 from kgroup.protocol.messages.heartbeat import HeartbeatRequest
 from kgroup.protocol.messages.join_group import JoinGroupRequest
 from kgroup.protocol.messages.metadata import MetadataRequest
-from kgroup.protocol.messages.offset_commit import OffsetCommitRequest
 from kgroup.protocol.messages.offset_fetch import OffsetFetchRequest
 from kgroup.protocol.messages.sync_group import SyncGroupRequest
 from kgroup.protocol.records import Record, build_batch
@@ -69,15 +68,11 @@ def fast_broker(tmp_path):
     b.stop()
 
 
-def test_heartbeat_and_commit_behind_a_parked_join_see_the_new_generation(fast_broker):
-    """Members a and b are Stable in generation 1. a pipelines a rejoin (which starts a rebalance
-    and parks until b rejoins), a Heartbeat and an OffsetCommit of generation 1. With Kafka the
-    channel is muted behind the JoinGroup, so both are processed in generation 2: ILLEGAL_GENERATION
-    and nothing committed. (Dispatched at once they would see generation 1 in PreparingRebalance:
-    REBALANCE_IN_PROGRESS and an accepted commit.)"""
-    a, b = RawClient(fast_broker.port), RawClient(fast_broker.port)
+def _two_members_joined_generation_2(broker, group):
+    """Topic t; a forms the group alone (generation 1), b joins, a rejoins: both have joined
+    generation 2 (a the leader), neither has synced. Returns (a, b, a's id, b's id)."""
+    a, b = RawClient(broker.port), RawClient(broker.port)
     create_topic(a, "t", 1)
-    group = "muted"
     a_id = a.request(_join_request(group, ""), 9).member_id                 # KIP-394 first step
     joined = a.request(_join_request(group, a_id), 9)
     assert (joined.error_code, joined.generation_id) == (0, 1)
@@ -87,8 +82,43 @@ def test_heartbeat_and_commit_behind_a_parked_join_see_the_new_generation(fast_b
     b_id = b.request(_join_request(group, ""), 9).member_id
     b_join = b.send(_join_request(group, b_id), 9)                          # parks: a must rejoin
     a_join = a.request(_join_request(group, a_id), 9)                       # completes generation 2
-    assert (a_join.error_code, a_join.generation_id) == (0, 2)
+    assert (a_join.error_code, a_join.generation_id, a_join.leader) == (0, 2, a_id)
     assert _recv(b, _join_request(group, b_id), 9, b_join).generation_id == 2
+    return a, b, a_id, b_id
+
+
+def test_commit_behind_a_parked_follower_sync_sees_the_group_stable(fast_broker):
+    """A follower's SyncGroup parks until the leader's; an OffsetCommit pipelined behind it is
+    processed once the group is Stable (accepted), not in CompletingRebalance
+    (REBALANCE_IN_PROGRESS, what dispatching it at once would answer)."""
+    group = "synced"
+    a, b, a_id, b_id = _two_members_joined_generation_2(fast_broker, group)
+    sync = SyncGroupRequest(group_id=group, generation_id=2, member_id=b_id, protocol_type="consumer",
+                            protocol_name="range", assignments=[])
+    commit = commit_request(group, "t", {0: 5}, generation=2, member_id=b_id)
+    frames = [encode_request(sync, 5, 201, "b"), encode_request(commit, 8, 202, "b")]
+    b.sock.sendall(b"".join(p for f in frames for p in f))
+    assert _nothing_to_read(b, 0.5)                         # parked: the leader has not synced
+    assert a.request(SyncGroupRequest(group_id=group, generation_id=2, member_id=a_id, protocol_type="consumer",
+                                      protocol_name="range", assignments=[SA(member_id=m, assignment=b"x")
+                                                                          for m in (a_id, b_id)]),
+                     5).error_code == 0
+    synced = _recv(b, sync, 5, 201)
+    assert (synced.error_code, synced.assignment) == (0, b"x")
+    assert [p.error_code for t in _recv(b, commit, 8, 202).topics for p in t.partitions] == [0]
+    assert fetch_offsets(a, group, "t", [0]) == (0, {0: 5})
+    a.close()
+    b.close()
+
+
+def test_heartbeat_and_commit_behind_a_parked_join_see_the_new_generation(fast_broker):
+    """Members a and b are Stable in generation 1. a pipelines a rejoin (which starts a rebalance
+    and parks until b rejoins), a Heartbeat and an OffsetCommit of generation 1. With Kafka the
+    channel is muted behind the JoinGroup, so both are processed in generation 2: ILLEGAL_GENERATION
+    and nothing committed. (Dispatched at once they would see generation 1 in PreparingRebalance:
+    REBALANCE_IN_PROGRESS and an accepted commit.)"""
+    group = "muted"
+    a, b, a_id, b_id = _two_members_joined_generation_2(fast_broker, group)
     for c, mid in ((a, a_id), (b, b_id)):
         assignments = [SA(member_id=m, assignment=b"") for m in (a_id, b_id)] if c is a else []
         assert c.request(SyncGroupRequest(group_id=group, generation_id=2, member_id=mid, protocol_type="consumer",
