@@ -18,8 +18,9 @@ Figures (one broker, fresh data directory, ``group.initial.rebalance.delay.ms=0`
 - for both, the broker's CPU time per operation (from /proc): unlike throughput it does not
   depend on what else this shared machine is running.
 - N-member rebalance (1,000): an anchor member forms a Stable group; N-1 members join (the
-  KIP-394 two-step join) and park in PreparingRebalance; the anchor's JoinGroup is the last one
-  sent. Measured from it to every JoinGroup answer received, then to every SyncGroup answer
+  KIP-394 two-step join) and park in PreparingRebalance, each on its own connection (as real
+  consumers: a parked JoinGroup mutes its connection, as in Kafka); the anchor's JoinGroup is the
+  last one sent. Measured from it to every JoinGroup answer received, then to every SyncGroup answer
   (the group Stable, the leader's assignment of N members written and fsynced).
 - 10,000 members reach Stable the same way (with ``message.max.bytes`` raised to 8 MB: their
   GroupMetadata record is larger than Kafka's default 1 MB limit).
@@ -353,17 +354,28 @@ async def single_member_group(conn, group):
     return j.member_id, j.generation_id
 
 
-async def big_rebalance(port, n_members, n_conns, group):
+async def open_many(port, n, at_once=100):
+    """``n`` connections, opened ``at_once`` at a time (within the listen backlog)."""
+    conns = []
+    while len(conns) < n:
+        conns += await asyncio.gather(*(Conn.open(port) for _ in range(min(at_once, n - len(conns)))))
+    return conns
+
+
+async def big_rebalance(port, n_members, group):
     """An anchor forms a Stable group, n-1 members join and park, the anchor rejoins last.
-    Returns (seconds to every JoinGroup answer, seconds to every SyncGroup answer)."""
-    conns = [await Conn.open(port) for _ in range(n_conns)]
-    anchor = await Conn.open(port)     # its own connection: parked joins would hold its answers
+    Returns (seconds to every JoinGroup answer, seconds to every SyncGroup answer).
+    Each member has its own connection, as a real consumer has to its coordinator: a broker
+    processes a connection's next request only after answering a parked JoinGroup (Kafka mutes
+    the channel), so members sharing a connection could not all be parked at once."""
+    conns = await open_many(port, n_members - 1)
+    anchor = await Conn.open(port)
     anchor_id, gen = await single_member_group(anchor, group)
-    # step 1: MEMBER_ID_REQUIRED for everyone (pipelined)
-    firsts = [conns[i % n_conns].request(join_request(group), 9) for i in range(n_members - 1)]
+    # step 1: MEMBER_ID_REQUIRED for everyone
+    firsts = [conns[i].request(join_request(group), 9) for i in range(n_members - 1)]
     ids = [r.member_id for r in await asyncio.gather(*firsts)]
     # step 2: every new member joins with its id and parks
-    joins = [conns[i % n_conns].request(join_request(group, mid), 9) for i, mid in enumerate(ids)]
+    joins = [conns[i].request(join_request(group, mid), 9) for i, mid in enumerate(ids)]
     while True:                                        # until the broker has added all of them
         (g,) = (await anchor.request(DescribeGroupsRequest(groups=[group]), 5)).groups
         if len(g.members) == n_members:
@@ -380,7 +392,7 @@ async def big_rebalance(port, n_members, n_conns, group):
     assert len(leader_answer.members) == n_members
     members = [m.member_id for m in leader_answer.members]
     plan = [(m, assignment([i % 50])) for i, m in enumerate(members)]
-    by_member = {mid: conns[i % n_conns] for i, mid in enumerate(ids)}
+    by_member = {mid: conns[i] for i, mid in enumerate(ids)}
     by_member[anchor_id] = anchor
     syncs = [by_member[a.member_id].request(sync_request(group, generation, a.member_id,
                                                          plan if a.member_id == leader else ()), 5)
@@ -491,11 +503,11 @@ async def run(args) -> dict:
         for c in conns:
             c.transport.close()
 
-        t_join, t_sync = await big_rebalance(broker.port, args.members, args.connections, "rebalance-1k")
+        t_join, t_sync = await big_rebalance(broker.port, args.members, "rebalance-1k")
         out["rebalance_join_s"], out["rebalance_stable_s"] = t_join, t_sync
         progress(f"{args.members}-member rebalance: {t_join:.3f} s / {t_sync:.3f} s")
         t0 = time.perf_counter()
-        t_join, t_sync = await big_rebalance(broker.port, args.big, args.connections, "rebalance-10k")
+        t_join, t_sync = await big_rebalance(broker.port, args.big, "rebalance-10k")
         out["big_join_s"], out["big_stable_s"] = t_join, t_sync
         out["big_total_s"] = time.perf_counter() - t0
     finally:

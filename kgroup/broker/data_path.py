@@ -145,7 +145,7 @@ class DataPath:
         """Answered (with None) once every given log is fsynced up to its current end (group
         commit at the end of this loop iteration, or after the filesystem sync in flight); failed
         with the flush's error."""
-        flushed = PendingResponse()
+        flushed = PendingResponse(flush_only=True)
         self._flush_pending.update(logs)
         self._flush_waiters.append(flushed)
         if not self._flush_scheduled and not self._sync_in_flight:

@@ -196,7 +196,8 @@ class GroupRuntime:
         if p in self._held and not (offset_commit and (group_id in shard.group_metadata_manager.groups
                                                        or group_id in shard.consumer_group_manager.groups)):
             self._write_held(p)
-        self._run(shard, handle(shard, req, version, now_ms(), token, *extra), may_hold=offset_commit)
+        if self._run(shard, handle(shard, req, version, now_ms(), token, *extra), may_hold=offset_commit):
+            token.flush_only = True     # held to be written: it waits only for its write and fsync
         return token.response if token.answered else token
 
     def execute_split(self, req, field: str | None, handle, version: int, merge, group_id_of=None):
@@ -229,15 +230,19 @@ class GroupRuntime:
             tokens.append(token)
         return PendingResponse.gather(tokens, merge)
 
-    def _run(self, shard: GroupCoordinatorShard, result, may_hold: bool = False) -> None:
+    def _run(self, shard: GroupCoordinatorShard, result, may_hold: bool = False) -> bool:
+        """Write (or hold) and commit ``result``; True when it was held, to be written later."""
+        held = False
         if not result.records:      # nothing to write: commit at once (no replay, just answers)
             for token, response in shard.commit(result):
                 token.answer(response)
         elif may_hold and result.is_plain_offset_commit():
             self._hold(shard.partition, result)
+            held = True
         else:
             self._write(shard, [result])
         self._reschedule(shard)
+        return held
 
     # -- writing ------------------------------------------------------------------------------
     def _hold(self, p: int, result) -> None:
@@ -296,6 +301,11 @@ class GroupRuntime:
 
     def _after_commit(self, shard, plog, out: list) -> None:
         """The records are appended and replayed: answer ``out`` once they are on disk."""
+        for token, _ in out:
+            # Replayed, so visible to every later request: these answers wait only for the
+            # fsync. (A parked JoinGroup/SyncGroup answered here had muted its connection
+            # when it parked; the server reads this flag only when a handler returns.)
+            token.flush_only = True
         if out:
             self.broker.data_path.wait_flushed({plog}).listen(lambda flushed: self._answer_flushed(out, flushed))
 

@@ -9,14 +9,21 @@ in its request's slot when it is answered.
 Why not an asyncio future: one group commit answers hundreds of pipelined requests, and a future
 per request costs its creation, a done callback, and a loop callback (``call_soon``) per answer
 before the server even sees it. A PendingResponse calls its one listener directly when answered.
+
+``flush_only``: the request has done everything it does (its records are appended and replayed,
+visible to every later request) and only its answer waits, for the group-commit fsync of those
+records. The server keeps dispatching the connection's later requests behind such a request;
+behind any other unanswered one (a parked JoinGroup, SyncGroup or Fetch) it mutes the
+connection, as Kafka's socket server does (see server.py).
 """
 from __future__ import annotations
 
 
 class PendingResponse:
-    __slots__ = ("response", "error", "answered", "listener")
+    __slots__ = ("response", "error", "answered", "listener", "flush_only")
 
-    def __init__(self):
+    def __init__(self, flush_only: bool = False):
+        self.flush_only = flush_only    # waits only for the fsync of what it did (see above)
         self.response = None
         self.error = None           # an exception instead of a response: the server closes the connection
         self.answered = False
@@ -71,7 +78,8 @@ class PendingResponse:
                 return failed
         if not waiting:
             return combine([part.response for part in parts])
-        gathered = PendingResponse()
+        # Waits only for fsyncs if every part still waiting does.
+        gathered = PendingResponse(all(p.flush_only for p in parts if not p.answered))
 
         def part_answered(part):
             nonlocal waiting

@@ -13,6 +13,19 @@ Theory of operation, per connection:
   Every response gets a slot in a FIFO; slots are written only from the head, so responses
   leave in request order even when a later request finishes first. Many requests may be in
   flight on one connection.
+- Muting, as Kafka's socket server mutes a channel after each receive until its response is
+  sent: a request parked by its handler (a PendingResponse not answered at once: a JoinGroup or
+  SyncGroup waiting for its rebalance, a long-poll Fetch) mutes the connection. Its later frames
+  are kept, undecoded and in order (reading pauses once they pass ``_MUTED_MAX_BYTES``), and
+  dispatched only after its answer is written, so a Heartbeat or OffsetCommit pipelined behind
+  a JoinGroup sees the new generation, as with Kafka. Requests answered at once cost nothing
+  extra and keep being pipelined. So does a request whose answer waits only for the fsync of
+  what it did (``PendingResponse.flush_only``: an OffsetCommit, an acks=-1 Produce, a group
+  write): its records are appended and replayed (and below the high watermark) before the
+  handler returns, so a later request observes exactly what it would observe behind the
+  answer; Kafka, with one replica, answers such requests right after the append (its
+  durability is replication, not fsync), so muting on kgroup's extra fsync would serialize
+  what Kafka does not wait for at all.
 - Bad input closes only that connection, with a WARNING naming the peer and the reason; the
   server itself never dies from client input. As in Kafka, a request for an API or version we do
   not serve closes the connection, except ApiVersions, which is answered with
@@ -37,6 +50,7 @@ _SIZE = struct.Struct(">i")
 _CORR = struct.Struct(">i")
 _RECV_BUFFER = 256 * 1024
 _BIG = 64 * 1024
+_MUTED_MAX_BYTES = 1024 * 1024  # frames kept behind a parked request before reading pauses
 
 
 def _write(transport, pieces):
@@ -107,6 +121,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.client_software = None
         self.closed = False
         self.max_frame = broker.config["socket.request.max.bytes"]
+        self.muted = False      # a parked request's answer is not written yet: frames wait
+        self.muted_frames: collections.deque = collections.deque()  # frames received meanwhile
+        self.muted_bytes = 0
+        self.reading_paused = 0     # bit 1: by the write buffer, bit 2: by muted frames
 
     # -- connection lifecycle -------------------------------------------------------------------
     def connection_made(self, transport):
@@ -121,6 +139,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
     def connection_lost(self, exc):
         self.closed = True
         self.broker.connections.discard(self)
+        self.muted_frames.clear()
         for slot in self.slots:
             if slot.pending is not None:
                 slot.pending.stop_listening()
@@ -129,12 +148,22 @@ class KafkaConnection(asyncio.BufferedProtocol):
     # Backpressure: while the client does not read its responses (the transport's write buffer is
     # above its high-water mark), stop reading its requests.
     def pause_writing(self):
-        if not self.closed:
-            self.transport.pause_reading()
+        self._pause_reading(1)
 
     def resume_writing(self):
+        self._resume_reading(1)
+
+    def _pause_reading(self, reason: int):
         if not self.closed:
-            self.transport.resume_reading()
+            if not self.reading_paused:
+                self.transport.pause_reading()
+            self.reading_paused |= reason
+
+    def _resume_reading(self, reason: int):
+        if not self.closed and self.reading_paused & reason:
+            self.reading_paused &= ~reason
+            if not self.reading_paused:
+                self.transport.resume_reading()
 
     def close(self, reason: str):
         """Close this connection, logging why (e.g. a failed acks=0 produce, as Kafka does)."""
@@ -148,7 +177,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     @property
     def idle(self) -> bool:
-        return not self.slots
+        return not self.slots and not self.muted_frames
 
     # -- framing --------------------------------------------------------------------------------
     # BufferedProtocol: small frames are cut (copied) out of one reused receive buffer; a frame
@@ -209,7 +238,34 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 self._compact()
 
     # -- dispatch -------------------------------------------------------------------------------
+    def _keep_while_muted(self, frame):
+        """A frame behind a parked request: kept as received (a small one is a bytes copy, a
+        large one its own buffer), dispatched once the connection is unmuted."""
+        self.muted_frames.append(frame)
+        self.muted_bytes += len(frame)
+        if self.muted_bytes >= _MUTED_MAX_BYTES:
+            self._pause_reading(2)  # Kafka's muted channel reads nothing at all
+
+    def _mute(self):
+        self.muted = True
+
+    def _unmute(self):
+        """The parked request's answer is written: dispatch the frames kept meanwhile, in
+        order, until one parks again."""
+        self.muted = False
+        frames = self.muted_frames
+        while frames and not self.muted and not self.closed:
+            frame = frames.popleft()
+            self.muted_bytes -= len(frame)
+            self._handle_frame(frame)
+        if self.muted_bytes < _MUTED_MAX_BYTES:
+            self._resume_reading(2)
+        self._send()
+
     def _handle_frame(self, frame):
+        if self.muted:      # behind a parked request (one attribute test on the fast path)
+            self._keep_while_muted(frame)
+            return
         # A small frame is bytes, decoded as is (cheaper to index and slice than a view); a large
         # one is its own bytearray, decoded through a view so its record sets are never copied.
         view = frame if type(frame) is bytes else memoryview(frame)
@@ -247,6 +303,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         elif type(result) is PendingResponse:   # answered later, by a direct call
             slot = _Slot(None, result, api_key, version, header.correlation_id)
             self.slots.append(slot)
+            if not (result.answered or result.flush_only):
+                self._mute()    # parked: later frames wait for its answer (see the docstring)
             result.listen(lambda p, s=slot: self._complete(s, p))
         elif result is not None:
             log.error("handler for api key %d v%d returned %r", api_key, version, type(result))
@@ -297,10 +355,19 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if self.out and not self.send_scheduled:
             self.send_scheduled = True
             asyncio.get_running_loop().call_soon(self._send_due)
+        if self.muted and not self.slots:
+            # The parked request (always the last slot: nothing is dispatched behind it) is
+            # answered and due to be written first. Later frames are dispatched from the loop,
+            # not from inside whatever answered it (a coordinator operation in progress).
+            asyncio.get_running_loop().call_soon(self._unmute_due)
 
     def _send_due(self):
         self.send_scheduled = False
         self._send()
+
+    def _unmute_due(self):
+        if self.muted and not self.slots and not self.closed:
+            self._unmute()
 
     def _flush(self):
         slots = self.slots

@@ -79,3 +79,13 @@ def test_gather_fails_when_combine_raises():
     combined = PendingResponse.gather([part], lambda rs: 1 / 0)
     part.answer(0)
     assert isinstance(combined.error, ZeroDivisionError)
+
+
+def test_gather_waits_only_for_fsyncs_when_every_waiting_part_does():
+    """The server mutes a connection behind a gathered response unless every part it still waits
+    for waits only for a flush (an answered part does not count)."""
+    flushing, parked = PendingResponse(flush_only=True), PendingResponse()
+    assert PendingResponse.gather([flushing, _answered(1)], list).flush_only
+    assert not PendingResponse.gather([flushing, parked], list).flush_only
+    assert not PendingResponse.gather([parked, _answered(1)], list).flush_only
+    assert not PendingResponse().flush_only

@@ -97,7 +97,9 @@ def handle(broker, ctx, req, version):
 def _after_flush(flushed, resp):
     """The response, answered once the appends are on disk; a failed flush fails the appended
     partitions with KAFKA_STORAGE_ERROR (the request is answered, the connection stays)."""
-    answered = PendingResponse()
+    # flush_only: the records are appended and below the high watermark already, as Kafka's
+    # acks=-1 answer with one replica; only the answer waits for the fsync (see pending.py).
+    answered = PendingResponse(flush_only=True)
 
     def on_flushed(f):
         if f.error is not None:
