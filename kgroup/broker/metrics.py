@@ -69,6 +69,44 @@ class Histogram:
         return list(self.counts), self.sum, sum(self.counts)
 
 
+class CoordinatorCounters:
+    """Kafka's group coordinator counters (offset-commit-count, offset-expiration-count,
+    offset-deletion-count, group-completed-rebalance-count), counted from the records the
+    coordinator runtime appends to ``__consumer_offsets``: ``on_written`` is its
+    ``write_observer``, called once per written batch after the append succeeded (a failed write
+    counts nothing). Counting happens outside the coordinator's state: no replay rebuilds these,
+    and loading a partition counts nothing (what the log held before this start is history)."""
+    __slots__ = ("offset_commits", "offset_expirations", "offset_deletions", "completed_rebalances", "deleting")
+
+    def __init__(self):
+        self.offset_commits = 0
+        self.offset_expirations = 0
+        self.offset_deletions = 0
+        self.completed_rebalances = 0
+        # True while an OffsetDelete or DeleteGroups is handled (BrokerMetrics sets it): the
+        # offset tombstones written meanwhile are deletions, every other one an expiration.
+        self.deleting = False
+
+    def on_written(self, results, _group_metadata=GROUP_METADATA) -> None:
+        """Count the records of ``results`` (the coordinator Results of one appended batch)."""
+        commits = 0
+        for res in results:
+            for r in res.records:
+                t = r.record_type
+                if t <= 1:                       # 0 legacy, 1 offset commit
+                    if r.value is not None:
+                        commits += 1
+                    elif self.deleting:
+                        self.offset_deletions += 1
+                    else:
+                        self.offset_expirations += 1
+                elif t == _group_metadata and r.value is not None \
+                        and any(m.assignment for m in r.value_struct.members):
+                    # written when the leader's SyncGroup completes a rebalance
+                    self.completed_rebalances += 1
+        self.offset_commits += commits
+
+
 class BrokerMetrics:
     """Per-broker metrics state; every method runs on the broker's event loop."""
 
@@ -78,14 +116,9 @@ class BrokerMetrics:
         self._by_class: dict[type, list[Histogram]] = {}            # request class -> per version
         self.timelines = None       # GroupTimelines routed through dispatch (attach_timelines)
         self.flush = Histogram(FLUSH_BUCKETS)
-        # group coordinator counters, from the records the runtime writes (on_written)
-        self.offset_commits = 0
-        self.offset_expirations = 0
-        self.offset_deletions = 0
-        self.completed_rebalances = 0
-        self._deleting = False      # an OffsetDelete/DeleteGroups is being handled: its tombstones are deletions
+        self.coordinator = CoordinatorCounters()
         broker.data_path.flush_observer = self.observe_flush
-        broker.group_coordinator.write_observer = self.on_written
+        broker.group_coordinator.write_observer = self.coordinator.on_written
 
     # -- the request path (only when metrics are on) -------------------------------------------
     def dispatch(self, handler, broker, ctx, body, version, inner=None):
@@ -124,12 +157,12 @@ class BrokerMetrics:
         deleting = h.api_key in _DELETING
         if deleting:
             # its handler writes its tombstones synchronously, before it returns (execute_split)
-            self._deleting = True
+            self.coordinator.deleting = True
         t0 = _perf()
         try:
             result = handler(broker, ctx, body, version) if inner is None else inner(handler, broker, ctx, body, version)
         finally:
-            self._deleting = False
+            self.coordinator.deleting = False
         if isinstance(result, Message):
             h.observe(_perf() - t0)
             return result
@@ -174,29 +207,11 @@ class BrokerMetrics:
     def observe_flush(self, seconds: float) -> None:
         self.flush.observe(seconds)
 
-    # -- the coordinator's writes (group_runtime.write_observer) ------------------------------------
-    def on_written(self, results, _group_metadata=GROUP_METADATA) -> None:
-        """Count the coordinator records just appended (``results``: the Results of one batch)."""
-        commits = 0
-        for res in results:
-            for r in res.records:
-                t = r.record_type
-                if t <= 1:                       # 0 legacy, 1 offset commit
-                    if r.value is not None:
-                        commits += 1
-                    elif self._deleting:
-                        self.offset_deletions += 1
-                    else:
-                        self.offset_expirations += 1
-                elif t == _group_metadata and r.value is not None \
-                        and any(m.assignment for m in r.value_struct.members):
-                    self.completed_rebalances += 1
-        self.offset_commits += commits
-
     # -- scrape time ---------------------------------------------------------------------------
     def snapshot(self) -> dict:
         """Plain data of everything the scrape and the console show (run on the loop)."""
         b = self.broker
+        c = self.coordinator
         topics = {}
         log_sizes = {}
         for t in b.metadata.topics.values():
@@ -230,10 +245,10 @@ class BrokerMetrics:
         return {"topics": topics, "log_sizes": log_sizes, "groups": groups,
                 "requests": {k: (h.requests,) + h.data() for k, h in self.requests.items() if h.requests},
                 "flush": self.flush.data(),
-                "offset_commits": self.offset_commits,
-                "offset_expirations": self.offset_expirations,
-                "offset_deletions": self.offset_deletions,
-                "completed_rebalances": self.completed_rebalances,
+                "offset_commits": c.offset_commits,
+                "offset_expirations": c.offset_expirations,
+                "offset_deletions": c.offset_deletions,
+                "completed_rebalances": c.completed_rebalances,
                 "partition_load_ms": dict(getattr(b.group_coordinator, "partition_load_ms", {}) or {}),
                 "node_id": b.config.node_id}
 
