@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import logging
 import time
 
 from ..coordinator.coordinator_records import GROUP_METADATA
@@ -38,6 +39,7 @@ from ..protocol.api import API_BY_KEY, ApiKey
 from .pending import PendingResponse
 from .timeline import decode_assignment
 
+log = logging.getLogger("kgroup.metrics")
 _perf = time.perf_counter
 # Latency buckets (seconds), Prometheus histogram style: 0.1 ms .. 10 s.
 BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -87,22 +89,26 @@ class CoordinatorCounters:
         self.deleting = False
 
     def on_written(self, results, _group_metadata=GROUP_METADATA) -> None:
-        """Count the records of ``results`` (the coordinator Results of one appended batch)."""
+        """Count the records of ``results`` (the coordinator Results of one appended batch).
+        Runs between the append and the shard's commit: it must never raise into the runtime."""
         commits = 0
-        for res in results:
-            for r in res.records:
-                t = r.record_type
-                if t <= 1:                       # 0 legacy, 1 offset commit
-                    if r.value is not None:
-                        commits += 1
-                    elif self.deleting:
-                        self.offset_deletions += 1
-                    else:
-                        self.offset_expirations += 1
-                elif t == _group_metadata and r.value is not None \
-                        and any(m.assignment for m in r.value_struct.members):
-                    # written when the leader's SyncGroup completes a rebalance
-                    self.completed_rebalances += 1
+        try:
+            for res in results:
+                for r in res.records:
+                    t = r.record_type
+                    if t <= 1:                       # 0 legacy, 1 offset commit
+                        if r.value is not None:
+                            commits += 1
+                        elif self.deleting:
+                            self.offset_deletions += 1
+                        else:
+                            self.offset_expirations += 1
+                    elif t == _group_metadata and r.value is not None \
+                            and any(m.assignment for m in r.value_struct.members):
+                        # written when the leader's SyncGroup completes a rebalance
+                        self.completed_rebalances += 1
+        except Exception:
+            log.exception("counting the coordinator's records")
         self.offset_commits += commits
 
 
