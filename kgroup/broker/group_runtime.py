@@ -94,6 +94,7 @@ class GroupRuntime:
         self._partition_of: dict[str, int] = {}    # group id -> partition (Java hash), a cache
         self.partition_load_ms: dict[int, float] = {}  # partition -> its load time (metrics)
         self._topic_image: dict | None = None       # name -> TopicMetadata, for consumer groups
+        self.write_observer = None      # fn(results) after their records are appended (metrics), or None
 
     # -- topic and shards -----------------------------------------------------------------------
     def start(self) -> None:
@@ -294,6 +295,8 @@ class GroupRuntime:
                 for token, response in shard.abort(res, error):
                     token.answer(response)
             return
+        if self.write_observer is not None:     # broker metrics count what was written (metrics.py)
+            self.write_observer(results)
         out = []
         for res in results:
             out.extend(shard.commit(res))

@@ -29,7 +29,7 @@ def attach_operations(broker) -> None:
         # Production with metrics: one layer on the request path, which hands the few requests
         # the timelines watch to them itself.
         broker.metrics.attach_timelines(broker.timelines)
-        broker.request_hook = broker.metrics.dispatch
+        broker.request_hook = broker.metrics.dispatch_alone
     else:
         broker.request_hook = request_hook(broker.metrics, broker.faults, broker.timelines)
 

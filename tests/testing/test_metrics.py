@@ -118,6 +118,39 @@ def test_metrics_text_with_kafka_python_group(tmp_path):
         assert s[("kafka_server_group_coordinator_metrics_offset_expiration_count", frozenset())] == 0
 
 
+def test_coordinator_counters_count_batched_commits_from_this_start(tmp_path):
+    """Pipelined OffsetCommits, written by the runtime in batches, are each counted; after a
+    restart on the same data the counters start at zero (the log's records are history) while
+    the retained offsets are still there."""
+    from kgroup.protocol.messages.offset_commit import OffsetCommitRequest
+    from tests.harness import RawClient
+    T = OffsetCommitRequest.OffsetCommitRequestTopic
+    counter = "kafka_server_group_coordinator_metrics_offset_commit_count"
+
+    def pipelined_commits(port, n):
+        c = RawClient(port)
+        for i in range(n):
+            c.send(OffsetCommitRequest(group_id=f"simple-{i % 3}", generation_id_or_member_epoch=-1, member_id="",
+                                       topics=[T(name="m", partitions=[T.OffsetCommitRequestPartition(
+                                           partition_index=i % 2, committed_offset=i, committed_metadata="")])]), 8)
+        for _ in range(n):
+            c.recv_frame()
+        c.sock.close()
+
+    with KafkaBroker(tmp_path / "d", metrics=True) as b:
+        b.create_topic("m", partitions=2)
+        pipelined_commits(b.port, 200)
+        s = samples(get(b.http_url + "/metrics")[2])
+        assert s[(counter, frozenset())] == 200
+        assert s[("kafka_server_group_coordinator_metrics_offset_count", frozenset())] == 6
+        b.restart()
+        s = samples(get(b.http_url + "/metrics")[2])
+        assert s[(counter, frozenset())] == 0
+        assert s[("kafka_server_group_coordinator_metrics_offset_count", frozenset())] == 6
+        pipelined_commits(b.port, 5)
+        assert samples(get(b.http_url + "/metrics")[2])[(counter, frozenset())] == 5
+
+
 def test_admin_faults_endpoint(tmp_path):
     with KafkaBroker(tmp_path / "d", metrics=True) as b:
         status, state = post(b.http_url + "/admin/faults", {"fault": "errors", "api": "Heartbeat",

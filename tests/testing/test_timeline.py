@@ -94,7 +94,7 @@ def test_timelines_through_the_metrics_layer_alone(tmp_path):
     # metrics.listener without fault injection: one request layer, which routes the group
     # requests (and the timeline query) to the timelines itself.
     with KafkaBroker(tmp_path / "d", {"kgroup.fault.injection.enable": "false"}, metrics=True) as b:
-        assert b.broker.request_hook == b.broker.metrics.dispatch
+        assert b.broker.request_hook == b.broker.metrics.dispatch_alone
         c = RawClient(b.port, client_id="solo")
         P = JoinGroupRequest.JoinGroupRequestProtocol
         j = c.request(JoinGroupRequest(group_id="solo-g", session_timeout_ms=10000, rebalance_timeout_ms=5000,
