@@ -17,7 +17,8 @@ from .data_path import DataPath
 from .ops import attach_operations
 from .group_runtime import GroupRuntime
 from .metadata import TopicRegistry, Topic
-from .server import KafkaConnection
+from .connections import ConnectionQuotas
+from .server import RECEIVE_BUFFER_SIZE, KafkaConnection
 
 log = logging.getLogger("kgroup.broker")
 GC_YOUNG_THRESHOLD = 50_000     # allocations between young collections (CPython's default: 700)
@@ -42,6 +43,11 @@ class Broker:
         attach_operations(self)
         self.http = None            # the metrics/console/admin HTTP listener (http.py), once started
         self.connections: set[KafkaConnection] = set()
+        self.quotas = ConnectionQuotas(config)     # connection limits, idle expiry, request memory
+        # The one receive buffer every connection reads into (server.py); a view made once.
+        self.receive_buffer_bytes = bytearray(RECEIVE_BUFFER_SIZE)
+        self.receive_buffer = memoryview(self.receive_buffer_bytes)
+        self._idle_reaper: asyncio.TimerHandle | None = None
         self.server: asyncio.AbstractServer | None = None
         self.bound_port: int | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -62,6 +68,9 @@ class Broker:
         # until its group commit answers it; at the default threshold (700) the collector would
         # scan them dozens of times per burst (README, "Coordinator", gives the effect).
         gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
+        self.quotas.start()
+        loop.set_exception_handler(self.quotas.loop_exception_handler)
+        self._schedule_idle_expiry()
         self.server = await loop.create_server(lambda: KafkaConnection(self), host or "0.0.0.0", port,
                                                reuse_address=True)
         self.bound_port = self.server.sockets[0].getsockname()[1]
@@ -88,6 +97,8 @@ class Broker:
             c.transport.close()
         if self._housekeeping is not None:
             self._housekeeping.cancel()
+        if self._idle_reaper is not None:
+            self._idle_reaper.cancel()
         if self.timelines is not None:
             self.timelines.close()
         self.group_coordinator.close()
@@ -110,6 +121,18 @@ class Broker:
                     self.data_path.logs.compact_logs()
             except Exception:
                 log.exception("log housekeeping failed")
+
+    def _schedule_idle_expiry(self) -> None:
+        # Checked a few times per connections.max.idle.ms (at most every 30 s), so a connection
+        # is closed at most ~25% after its idle time is up.
+        interval = min(max(self.quotas.idle_ms / 4000.0, 0.05), 30.0)
+        self._idle_reaper = self.loop.call_later(interval, self._expire_idle_connections)
+
+    def _expire_idle_connections(self) -> None:
+        try:
+            self.quotas.expire_idle(list(self.connections), self.loop.time())
+        finally:
+            self._schedule_idle_expiry()
 
     def advertised_listener(self) -> tuple[str, int]:
         return self.config.advertised(self.bound_port)
