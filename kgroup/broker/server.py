@@ -248,7 +248,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if self.closed or pos == end:
             self.partial = None
         else:
-            self.partial = bytearray(buf[pos:end])
+            self.partial = buf[pos:end]     # a bytearray slice: a copy
 
     def _grow_big(self):
         """Make room for the next bytes of the large frame: double its buffer (at least _BIG,
