@@ -16,6 +16,7 @@ from .config import BrokerConfig
 from .data_path import DataPath
 from .ops import attach_operations
 from .group_runtime import GroupRuntime
+from .log_dir_failure import LogDirFailure
 from .metadata import TopicRegistry, Topic
 from .connections import ConnectionQuotas
 from .server import RECEIVE_BUFFER_SIZE, KafkaConnection
@@ -37,6 +38,10 @@ class Broker:
                                   {t.name: t.configs for t in self.metadata.topics.values()})
         for topic in self.metadata.topics.values():  # a crash between the two writes leaves none missing
             self.data_path.create_partitions(topic.name, topic.num_partitions, topic.configs)
+        # An I/O error on the log directory takes it offline and stops the broker (Kafka's
+        # LogDirFailureChannel); the CLI sets log_dir_failure.on_offline.
+        self.log_dir_failure = LogDirFailure(self.data_dir, self.data_path.logs)
+        self.data_path.on_io_error = self.log_dir_failure.failed
         self.group_coordinator = GroupRuntime(self)
         # Fault injection, metrics, rebalance timelines (ops.py): self.faults, .metrics,
         # .timelines, each None unless configured, and .request_hook (None when all are off).
@@ -102,7 +107,8 @@ class Broker:
         if self.timelines is not None:
             self.timelines.close()
         self.group_coordinator.close()
-        self.data_path.close(clean=True)
+        # After a log directory failure nothing more is written: the logs close as after a crash.
+        self.data_path.close(clean=not self.log_dir_failure.offline)
         log.info("kgroup broker %d stopped", self.config.node_id)
 
     async def _housekeeping_loop(self) -> None:
@@ -112,6 +118,8 @@ class Broker:
         next_retention = self.loop.time() + interval
         while True:
             await asyncio.sleep(1.0)
+            if self.log_dir_failure.offline:
+                return
             try:
                 self.data_path.logs.flush_dirty_logs()
                 self.data_path.logs.checkpoint()

@@ -30,6 +30,7 @@ from ..storage.config import LogConfig
 from ..storage.fs import syncfs, syncfs_available
 from ..storage.manager import LogManager
 from .config import BrokerConfig
+from .log_dir_failure import is_io_error
 from .pending import PendingResponse
 
 log = logging.getLogger("kgroup.data_path")
@@ -122,6 +123,9 @@ class DataPath:
         self._syncer: concurrent.futures.ThreadPoolExecutor | None = None   # the sync thread
         self._round_started = 0.0
         self.flush_observer = None  # fn(seconds) per group-commit round (broker metrics), or None
+        # fn(error, what, failed logs) on a disk I/O error (broker.log_dir_failure.failed): the
+        # log directory goes offline before any waiter of the round is answered.
+        self.on_io_error = None
 
     # -- partitions ---------------------------------------------------------------------------
     def create_partitions(self, topic: str, num_partitions: int, topic_configs: dict[str, str]) -> None:
@@ -171,7 +175,9 @@ class DataPath:
                         failures[plog] = e
                 self._start_sync(marks, waiters, failures)
                 return
-        self._resolve(waiters, self._fsync_each(pending))
+        failures = self._fsync_each(pending)
+        self._report_io_errors(failures)
+        self._resolve(waiters, failures)
         if self.flush_observer is not None:
             self.flush_observer(time.perf_counter() - self._round_started)
 
@@ -215,6 +221,7 @@ class DataPath:
                 except Exception as e:  # closed or deleted meanwhile
                     log.error("flush of %s failed: %s", plog.directory, e)
                     failures[plog] = e
+        self._report_io_errors(failures)
         self._resolve(waiters, failures)
         if self.flush_observer is not None:
             self.flush_observer(time.perf_counter() - self._round_started)
@@ -231,6 +238,16 @@ class DataPath:
                 log.error("flush of %s failed: %s", getattr(plog, "directory", plog), e)
                 failures[plog] = e
         return failures
+
+    def _report_io_errors(self, failures) -> None:
+        io = [plog for plog, e in failures.items() if is_io_error(e)]
+        if io and self.on_io_error is not None:
+            self.on_io_error(failures[io[0]], "flushing " + ", ".join(p.directory for p in io), io)
+
+    def append_failed(self, error, plog) -> None:
+        """An append raised ``error``: a disk I/O error takes the log directory offline."""
+        if self.on_io_error is not None and is_io_error(error):
+            self.on_io_error(error, f"appending to {getattr(plog, 'directory', 'a log')}", ())
 
     @staticmethod
     def _resolve(waiters, failures, error=None) -> None:

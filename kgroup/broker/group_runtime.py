@@ -38,8 +38,10 @@ import time
 
 from ..clock import now_ms
 from ..coordinator import CoordinatorLoadError, GroupCoordinatorConfig, GroupCoordinatorShard, group_partition
+from ..coordinator.result import append_error_to_response_error
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.records import Record, build_batch, decode_records
+from ..storage.errors import KafkaStorageError
 from ..storage.producer_state import AppendOrigin
 from .metadata import OFFSETS_TOPIC
 from .pending import PendingResponse
@@ -229,7 +231,10 @@ class GroupRuntime:
 
     def _write(self, shard: GroupCoordinatorShard, results: list) -> None:
         """Append the records of ``results`` as one batch, then commit (or abort) each in order."""
+        plog = None
         try:
+            if self.broker.log_dir_failure.offline:     # shutting down: nothing more is written
+                raise KafkaStorageError("the log directory is offline")
             plog = self.broker.data_path.log(OFFSETS_TOPIC, shard.partition)
             if plog is None:
                 raise LookupError(f"{OFFSETS_TOPIC}-{shard.partition} does not exist")
@@ -237,6 +242,7 @@ class GroupRuntime:
                                  for res in results for r in res.records])
             plog.append(batch, origin=AppendOrigin.COORDINATOR)
         except Exception as e:     # nothing was written: every operation fails, nothing changes
+            self.broker.data_path.append_failed(e, plog)    # a disk I/O error: the directory goes offline
             if isinstance(e, KafkaError):      # a storage or record-format error: its code
                 error = e.code
                 log.warning("write to %s-%d failed: %s", OFFSETS_TOPIC, shard.partition, e)
@@ -254,14 +260,23 @@ class GroupRuntime:
         for res in results:
             out.extend(shard.commit(res))
         if out:
-            self.broker.data_path.wait_flushed({plog}).listen(lambda flushed: self._answer_flushed(out, flushed))
+            self.broker.data_path.wait_flushed({plog}).listen(
+                lambda flushed: self._answer_flushed(out, flushed, results))
 
     @staticmethod
-    def _answer_flushed(out, flushed) -> None:
+    def _answer_flushed(out, flushed, results) -> None:
         failed = flushed.error
         if failed is not None:
-            for token, _ in out:
-                token.fail(failed)      # the server closes that connection
+            # Not durable: each operation's failure form, as for a failed append (a storage
+            # error maps to NOT_COORDINATOR); what has none fails and its connection closes.
+            error = append_error_to_response_error(ErrorCode.KAFKA_STORAGE_ERROR)
+            failure = {id(t): r for res in results for t, r in res.failure_responses(error)}
+            for token, response in out:
+                r = failure.get(id(token))
+                if r is None:
+                    token.fail(failed)
+                else:
+                    token.answer(r)
         else:
             for token, response in out:
                 token.answer(response)

@@ -287,6 +287,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
     def _handle_frame(self, frame):
         # A small frame is bytes, decoded as is (cheaper to index and slice than a view); a large
         # one is its own bytearray, decoded through a view so its record sets are never copied.
+        if self.broker.log_dir_failure.offline:
+            # Shutting down after a log directory failure (log_dir_failure.py): as a halted
+            # Kafka broker, take no more requests.
+            self._abort("the log directory is offline: the broker is shutting down")
+            return
         view = frame if type(frame) is bytes else memoryview(frame)
         try:
             key_version = peek_key_version(view)
