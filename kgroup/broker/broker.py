@@ -10,8 +10,10 @@ import asyncio
 import gc
 import logging
 import os
+import shutil
 
 from ..protocol.records import CRC32C_IMPLEMENTATION, crc32c_is_fast
+from ..protocol.errors import ErrorCode, KafkaError
 from .config import BrokerConfig
 from .data_path import DataPath
 from .ops import attach_operations
@@ -149,8 +151,22 @@ class Broker:
     def create_topic(self, name: str, num_partitions: int, replication_factor: int,
                      configs: dict[str, str]) -> Topic:
         num_partitions, _ = self.metadata.check_create(name, num_partitions, replication_factor, configs)
+        # Partitions first, then the topic is saved: a topic is never persisted without its
+        # partitions (a creation that fails, e.g. out of descriptors, is undone and reported).
+        try:
+            self.data_path.create_partitions(name, num_partitions, configs)
+        except Exception as e:
+            log.error("cannot create topic %s with %d partition(s): %s", name, num_partitions, e)
+            for p in range(num_partitions):
+                try:
+                    if not self.data_path.logs.delete_partition(name, p):
+                        # made but never opened: only its directory exists
+                        shutil.rmtree(os.path.join(self.data_dir, f"{name}-{p}"), ignore_errors=True)
+                except Exception:
+                    pass
+            raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR,
+                             f"Cannot create the partitions of topic {name}: {e}") from None
         topic = self.metadata.create_topic(name, num_partitions, configs)
-        self.data_path.create_partitions(name, num_partitions, configs)
         log.info("created topic %s with %d partition(s)", name, num_partitions)
         return topic
 
