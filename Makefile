@@ -58,3 +58,4 @@ bench: install-test
 	$(PY) benchmarks/coordinator_bench.py --metrics
 	$(PY) benchmarks/testing_bench.py
 	$(PY) benchmarks/spark_read_bench.py
+	$(PY) benchmarks/footprint_bench.py

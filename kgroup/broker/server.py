@@ -40,6 +40,7 @@ _SIZE = struct.Struct(">i")
 _CORR = struct.Struct(">i")
 RECEIVE_BUFFER_SIZE = 256 * 1024    # the broker's one receive buffer, shared by all connections
 _BIG = 64 * 1024
+_EAGER = 1024 * 1024
 
 
 def _write(transport, pieces):
@@ -254,7 +255,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
         """Make room for the next bytes of the large frame: double its buffer (at least _BIG,
         at most its announced size), from the request memory pool when one is configured."""
         cur = len(self.big)
-        new = min(self.big_size, max(2 * cur, _BIG))
+        # A frame whose bytes arrive in bulk (>= _BIG already here) gets at least _EAGER at once,
+        # so a 1 MiB produce batch is copied once, not once per doubling; one that trickles in (a
+        # size prefix and silence) costs _BIG.
+        new = min(self.big_size, max(2 * cur, _EAGER) if cur >= _BIG else _BIG)
         pool = self.broker.quotas.memory
         if not pool.try_reserve(new - cur):
             # Kafka mutes a channel the pool cannot serve until memory is released.
