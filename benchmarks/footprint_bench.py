@@ -1,6 +1,8 @@
 """Connection and membership footprint of a kgroup broker process (issue 17), next to the goals:
 
 - RSS per idle connection, holding N connections (default 10,000; goal <= 20 KB each);
+- the time to load R records of ``__consumer_offsets`` at start-up (default 1M commits of 1,000
+  groups x 10 partitions, written straight into the log; goal <= 3 s);
 - RSS per idle Stable classic member, holding M members (default 5,000, one group each with
   its own member, all Stable; goal <= 2 KB each), and the heartbeat round-trip p50/p99 while
   the broker holds them (one heartbeat per member, sequential on one connection).
@@ -136,14 +138,58 @@ def stable_members(port: int, pid: int, m: int) -> tuple[float, float, float]:
     return per, lat[len(lat) // 2] * 1e3, lat[int(len(lat) * 0.99)] * 1e3
 
 
+def load_time(tmp: str, records: int) -> float:
+    """Write ``records`` offset commits into a stopped broker's __consumer_offsets, restart it,
+    and return the load time it logs."""
+    from kgroup.coordinator import group_partition
+    from kgroup.coordinator.coordinator_records import offset_commit_record
+    from kgroup.protocol.messages.offset_commit import OffsetCommitRequest
+    from kgroup.protocol.records import Record, build_batch
+    from kgroup.storage.manager import LogManager
+    from kgroup.storage.producer_state import AppendOrigin
+    data = os.path.join(tmp, "load")
+    proc, port, _ = start_broker(data)
+    try:      # any commit creates __consumer_offsets
+        Client(port).request(OffsetCommitRequest(group_id="warm", generation_id_or_member_epoch=-1, member_id="",
+                                                 retention_time_ms=-1, topics=[]), 8)
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    logs = LogManager(data)
+    groups = [f"group-{i}" for i in range(1000)]
+    now = int(time.time() * 1000)
+    for start in range(0, records, 1000):
+        by_partition: dict = {}
+        for i in range(start, min(start + 1000, records)):
+            g = groups[i % len(groups)]
+            r = offset_commit_record(g, "topic", i % 10, i, -1, "", now, None)
+            by_partition.setdefault(group_partition(g, 50), []).append(Record(key=r.key, value=r.value, timestamp=now))
+        for p, recs in by_partition.items():
+            logs.get_or_create("__consumer_offsets", p).append(build_batch(recs), origin=AppendOrigin.COORDINATOR)
+    logs.close_all(clean=True)
+    proc, port, log_path = start_broker(data)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            m = re.search(r"loaded \d+ partition\(s\) of __consumer_offsets in ([\d.]+) s", open(log_path).read())
+            if m:
+                return float(m.group(1))
+            time.sleep(0.05)
+        raise RuntimeError("the load did not finish")
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--connections", type=int, default=10_000)
     ap.add_argument("--members", type=int, default=5_000)
+    ap.add_argument("--load-records", type=int, default=1_000_000)
     ap.add_argument("--short", action="store_true")
     a = ap.parse_args()
     if a.short:
-        a.connections, a.members = 1_000, 500
+        a.connections, a.members, a.load_records = 1_000, 500, 100_000
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     with tempfile.TemporaryDirectory(prefix="kgroup-footprint-") as tmp:
@@ -154,10 +200,12 @@ def main():
         finally:
             proc.terminate()
             proc.wait(30)
+        load_s = load_time(tmp, a.load_records)
     print(f"{'measure':<44} {'kgroup':>12} {'goal':>10}")
     print(f"{f'RSS per idle connection ({a.connections:,})':<44} {per_conn / 1024:>9.1f} KB {'<= 20 KB':>10}")
     print(f"{f'RSS per idle Stable member ({a.members:,})':<44} {per_member / 1024:>9.2f} KB {'<= 2 KB':>10}")
     print(f"{'heartbeat round trip p50 / p99 (ms)':<44} {p50:>5.2f}/{p99:<6.2f}")
+    print(f"{f'__consumer_offsets load ({a.load_records:,} records)':<44} {load_s:>10.2f} s {'<= 3 s':>10}")
 
 
 if __name__ == "__main__":

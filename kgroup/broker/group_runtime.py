@@ -40,10 +40,11 @@ from ..clock import now_ms
 from ..coordinator import CoordinatorLoadError, GroupCoordinatorConfig, GroupCoordinatorShard, group_partition
 from ..coordinator.result import append_error_to_response_error
 from ..protocol.errors import ErrorCode, KafkaError
-from ..protocol.records import Record, build_batch, decode_records
+from ..protocol.records import Record, build_batch
 from ..storage.errors import KafkaStorageError
 from ..storage.producer_state import AppendOrigin
 from .metadata import OFFSETS_TOPIC
+from .offsets_loader import load_steps
 from .pending import PendingResponse
 
 log = logging.getLogger("kgroup.coordinator")
@@ -126,12 +127,7 @@ class GroupRuntime:
             plog = self.broker.data_path.log(OFFSETS_TOPIC, p)
             slice_end = clock() + LOAD_SLICE_S
             try:
-                for header, batch in plog.iter_batches():
-                    if header.is_control:
-                        continue
-                    for r in decode_records(batch, header):
-                        if r.key is not None:
-                            shard.replay(r.key, r.value, r.offset)
+                for _ in load_steps(shard, plog):      # offsets_loader.py: last record per key
                     if clock() >= slice_end:
                         await asyncio.sleep(0)
                         slice_end = clock() + LOAD_SLICE_S
