@@ -16,7 +16,8 @@ memory pool, for the one event loop (server.py asks; this module decides).
 - ``queued.max.request.bytes`` (Kafka's MemoryPool for requests being read; default -1, no
   pool): when set, the receive buffers of partly read large requests draw from one pool, and a
   connection that cannot get more memory stops being read (Kafka mutes it) until another
-  request's buffer is handed to its handler. Whatever the setting, a request's buffer grows
+  request's buffer is handed to its handler (or its connection closes). A muted connection is
+  not read, so it cannot see its peer close: idle expiry reclaims it, as in Kafka. Whatever the setting, a request's buffer grows
   with the bytes that actually arrive (never to its announced size at once), so a size prefix
   followed by silence costs nothing, and a stalled partial request is bounded by
   ``socket.request.max.bytes`` and reclaimed by idle expiry.

@@ -274,6 +274,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def memory_available(self):
         self.waiting_memory = False
+        self.last_active = self.broker.loop.time()     # time spent muted is not the client's idleness
         if self.closed or self.big is None:
             return
         self._grow_big()

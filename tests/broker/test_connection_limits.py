@@ -116,9 +116,11 @@ def test_large_frame_arriving_slowly_in_pieces_is_served(server):
 
 
 def test_queued_max_request_bytes_bounds_requests_being_read(tmp_path):
-    """With a 2 MiB pool, stalled large requests hold at most about the pool: others wait (muted,
-    as Kafka) and proceed once the memory is released."""
-    b = BrokerProcess(tmp_path / "d", ["queued.max.request.bytes=2097152"]).start()
+    """With a 2 MiB pool, stalled large requests hold at most about the pool, and another large
+    request waits (muted, as Kafka). A muted connection is not read, so it cannot see its client
+    leave: idle expiry reclaims the stalled ones and their memory, after which large requests
+    are read again."""
+    b = BrokerProcess(tmp_path / "d", ["queued.max.request.bytes=2097152", "connections.max.idle.ms=1500"]).start()
     try:
         create_topic(RawClient(b.port), "t")
         before = settle_rss(b.proc.pid, 0.2)
@@ -131,14 +133,16 @@ def test_queued_max_request_bytes_bounds_requests_being_read(tmp_path):
         grown = rss(b.proc.pid) - before
         assert grown < 12 * 2**20, f"stalled requests hold {grown} bytes despite a 2 MiB pool"
         waiter = connect(b.port)
-        frame = big_produce_frame("t", 400_000)
-        waiter.sendall(frame)
+        waiter.sendall(big_produce_frame("t", 400_000))
         waiter.settimeout(0.5)
         with pytest.raises(socket.timeout):       # muted: its request cannot be read yet
             waiter.recv(1)
-        for s in hogs:
+        for s in hogs + [waiter]:
             s.close()
-        assert read_produce_response(waiter).error_code == 0
+        time.sleep(5)       # every muted connection expired, its memory back in the pool
+        late = connect(b.port)
+        late.sendall(big_produce_frame("t", 400_000))
+        assert read_produce_response(late).error_code == 0
     finally:
         b.stop()
 
