@@ -59,3 +59,4 @@ bench: install-test
 	$(PY) benchmarks/testing_bench.py
 	$(PY) benchmarks/transactions_bench.py
 	$(PY) benchmarks/spark_read_bench.py
+	$(PY) benchmarks/footprint_bench.py

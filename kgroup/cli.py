@@ -37,15 +37,18 @@ def _serve(args) -> int:
 
     async def main() -> int:
         broker = Broker(config)
-        await broker.start()
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
+        # A log directory failure stops the broker with exit code 1 (Kafka halts with 1), once
+        # the answers to the requests in flight have been written.
+        broker.log_dir_failure.on_offline = lambda: loop.call_later(0.2, stop.set)
+        await broker.start()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         await stop.wait()
         logging.getLogger("kgroup").info("shutting down")
         await broker.stop()
-        return 0
+        return 1 if broker.log_dir_failure.offline else 0
 
     return asyncio.run(main())
 

@@ -19,8 +19,10 @@ from tests.conftest import ROOT
 
 
 class BrokerProcess:
-    def __init__(self, data_dir, overrides=(), config_file=None):
+    def __init__(self, data_dir, overrides=(), config_file=None, preexec_fn=None, env=None):
         self.data_dir = str(data_dir)
+        self.preexec_fn = preexec_fn  # e.g. lower the broker's RLIMIT_NOFILE
+        self.env = env                # extra environment (e.g. LD_PRELOAD for disk faults)
         self.overrides = list(overrides)
         self.config_file = config_file
         self.proc = None
@@ -43,7 +45,9 @@ class BrokerProcess:
             args += ["--override", o]
         self._log = open(self.log_path, "ab")
         start_size = self._log.tell()
-        self.proc = subprocess.Popen(args, cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(args, cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT,
+                                     preexec_fn=self.preexec_fn,
+                                     env=None if self.env is None else {**os.environ, **self.env})
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             text = self.log_text(start_size)

@@ -10,14 +10,18 @@ import asyncio
 import gc
 import logging
 import os
+import shutil
 
 from ..protocol.records import CRC32C_IMPLEMENTATION, crc32c_is_fast
+from ..protocol.errors import ErrorCode, KafkaError
 from .config import BrokerConfig
 from .data_path import DataPath
 from .ops import attach_operations
 from .group_runtime import GroupRuntime
+from .connections import ConnectionQuotas
+from .log_dir_failure import LogDirFailure
 from .metadata import OFFSETS_TOPIC, TopicRegistry, Topic
-from .server import KafkaConnection
+from .server import RECEIVE_BUFFER_SIZE, KafkaConnection
 from .transaction_runtime import TransactionRuntime
 
 log = logging.getLogger("kgroup.broker")
@@ -39,6 +43,10 @@ class Broker:
                                   {t.name: t.configs for t in self.metadata.topics.values()})
         for topic in self.metadata.topics.values():  # a crash between the two writes leaves none missing
             self.data_path.create_partitions(topic.name, topic.num_partitions, topic.configs)
+        # An I/O error on the log directory takes it offline and stops the broker (Kafka's
+        # LogDirFailureChannel); the CLI sets log_dir_failure.on_offline.
+        self.log_dir_failure = LogDirFailure(self.data_dir, self.data_path.logs)
+        self.data_path.on_io_error = self.log_dir_failure.failed
         self.group_coordinator = GroupRuntime(self)
         self.transaction_coordinator = TransactionRuntime(self)
         # Fault injection, metrics, rebalance timelines (ops.py): self.faults, .metrics,
@@ -46,6 +54,11 @@ class Broker:
         attach_operations(self)
         self.http = None            # the metrics/console/admin HTTP listener (http.py), once started
         self.connections: set[KafkaConnection] = set()
+        self.quotas = ConnectionQuotas(config)     # connection limits, idle expiry, request memory
+        # The one receive buffer every connection reads into (server.py); a view made once.
+        self.receive_buffer_bytes = bytearray(RECEIVE_BUFFER_SIZE)
+        self.receive_buffer = memoryview(self.receive_buffer_bytes)
+        self._idle_reaper: asyncio.TimerHandle | None = None
         self.server: asyncio.AbstractServer | None = None
         self.bound_port: int | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -69,6 +82,9 @@ class Broker:
         # until its group commit answers it; at the default threshold (700) the collector would
         # scan them dozens of times per burst (README, "Coordinator", gives the effect).
         gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
+        self.quotas.start()
+        loop.set_exception_handler(self.quotas.loop_exception_handler)
+        self._schedule_idle_expiry()
         self.server = await loop.create_server(lambda: KafkaConnection(self), host or "0.0.0.0", port,
                                                reuse_address=True)
         self.bound_port = self.server.sockets[0].getsockname()[1]
@@ -96,11 +112,14 @@ class Broker:
         if self._housekeeping is not None:
             self._housekeeping.cancel()
             self._cleaner.cancel()
+        if self._idle_reaper is not None:
+            self._idle_reaper.cancel()
         if self.timelines is not None:
             self.timelines.close()
         self.group_coordinator.close()
         self.transaction_coordinator.close()
-        self.data_path.close(clean=True)
+        # After a log directory failure nothing more is written: the logs close as after a crash.
+        self.data_path.close(clean=not self.log_dir_failure.offline)
         log.info("kgroup broker %d stopped", self.config.node_id)
 
     async def _housekeeping_loop(self) -> None:
@@ -110,6 +129,8 @@ class Broker:
         next_retention = self.loop.time() + interval
         while True:
             await asyncio.sleep(1.0)
+            if self.log_dir_failure.offline:
+                return
             try:
                 self.data_path.logs.flush_dirty_logs()
                 self.data_path.logs.checkpoint()
@@ -131,6 +152,18 @@ class Broker:
                 log.exception("log cleaner failed")
             await asyncio.sleep(0 if cleaned else self.config["log.cleaner.backoff.ms"] / 1000.0)
 
+    def _schedule_idle_expiry(self) -> None:
+        # Checked a few times per connections.max.idle.ms (at most every 30 s), so a connection
+        # is closed at most ~25% after its idle time is up.
+        interval = min(max(self.quotas.idle_ms / 4000.0, 0.05), 30.0)
+        self._idle_reaper = self.loop.call_later(interval, self._expire_idle_connections)
+
+    def _expire_idle_connections(self) -> None:
+        try:
+            self.quotas.expire_idle(list(self.connections), self.loop.time())
+        finally:
+            self._schedule_idle_expiry()
+
     def advertised_listener(self) -> tuple[str, int]:
         return self.config.advertised(self.bound_port)
 
@@ -138,8 +171,22 @@ class Broker:
     def create_topic(self, name: str, num_partitions: int, replication_factor: int,
                      configs: dict[str, str]) -> Topic:
         num_partitions, _ = self.metadata.check_create(name, num_partitions, replication_factor, configs)
+        # Partitions first, then the topic is saved: a topic is never persisted without its
+        # partitions (a creation that fails, e.g. out of descriptors, is undone and reported).
+        try:
+            self.data_path.create_partitions(name, num_partitions, configs)
+        except Exception as e:
+            log.error("cannot create topic %s with %d partition(s): %s", name, num_partitions, e)
+            for p in range(num_partitions):
+                try:
+                    if not self.data_path.logs.delete_partition(name, p):
+                        # made but never opened: only its directory exists
+                        shutil.rmtree(os.path.join(self.data_dir, f"{name}-{p}"), ignore_errors=True)
+                except Exception:
+                    pass
+            raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR,
+                             f"Cannot create the partitions of topic {name}: {e}") from None
         topic = self.metadata.create_topic(name, num_partitions, configs)
-        self.data_path.create_partitions(name, num_partitions, configs)
         log.info("created topic %s with %d partition(s)", name, num_partitions)
         self.group_coordinator.on_topics_changed()
         return topic

@@ -41,6 +41,12 @@ CONFIG_DEFS: dict[str, ConfigDef] = {c.name: c for c in (
     _d("auto.create.topics.enable", "boolean", True, "Create topics on Metadata/Produce when unknown."),
     _d("delete.topic.enable", "boolean", True, "Allow DeleteTopics."),
     _d("socket.request.max.bytes", "int", 104857600, "Largest request frame accepted."),
+    _d("queued.max.request.bytes", "long", -1,
+       "Memory for requests being read, over all connections; -1: no pool (each request is still "
+       "bounded by socket.request.max.bytes and its buffer grows only as its bytes arrive)."),
+    _d("connections.max.idle.ms", "long", 600000, "Close connections idle for this long."),
+    _d("max.connections", "int", INT_MAX, "Most connections the broker accepts at once."),
+    _d("max.connections.per.ip", "int", INT_MAX, "Most connections from one IP address."),
     _d("message.max.bytes", "int", 1048588, "Largest record batch accepted (max.message.bytes)."),
     _d("offsets.topic.num.partitions", "int", 50, "Partitions of __consumer_offsets."),
     _d("offsets.topic.replication.factor", "short", 1, "Replication factor of __consumer_offsets."),

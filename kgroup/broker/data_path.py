@@ -30,6 +30,7 @@ from ..storage.config import LogConfig
 from ..storage.fs import syncfs, syncfs_available
 from ..storage.manager import LogManager
 from .config import BrokerConfig
+from .log_dir_failure import is_io_error
 from .pending import PendingResponse
 
 log = logging.getLogger("kgroup.data_path")
@@ -118,12 +119,17 @@ class DataPath:
         self.producer_ids = ProducerIdManager(data_dir)
         self._waiters: dict[tuple[str, int], set[FetchWaiter]] = {}
         self._flush_pending: set = set()
-        self._flush_waiters: list[PendingResponse] = []
+        # (PendingResponse, the logs it waits for): a log's failure fails only its own waiters
+        # (a topic deleted mid-round must not fail another topic's produce, issue 17).
+        self._flush_waiters: list[tuple[PendingResponse, object]] = []
         self._flush_scheduled = False
         self._sync_in_flight = False
         self._syncer: concurrent.futures.ThreadPoolExecutor | None = None   # the sync thread
         self._round_started = 0.0
         self.flush_observer = None  # fn(seconds) per group-commit round (broker metrics), or None
+        # fn(error, what, failed logs) on a disk I/O error (broker.log_dir_failure.failed): the
+        # log directory goes offline before any waiter of the round is answered.
+        self.on_io_error = None
 
     # -- partitions ---------------------------------------------------------------------------
     def create_partitions(self, topic: str, num_partitions: int, topic_configs: dict[str, str]) -> None:
@@ -147,7 +153,7 @@ class DataPath:
         with the flush's error."""
         flushed = PendingResponse(flush_only=True)
         self._flush_pending.update(logs)
-        self._flush_waiters.append(flushed)
+        self._flush_waiters.append((flushed, logs))
         if not self._flush_scheduled and not self._sync_in_flight:
             self._flush_scheduled = True
             asyncio.get_running_loop().call_soon(self._group_commit)
@@ -163,17 +169,19 @@ class DataPath:
         if len(pending) >= SYNCFS_MIN_LOGS and syncfs_available():
             here, elsewhere = self._split_by_device(pending)
             if len(here) >= SYNCFS_MIN_LOGS:
-                error = self._fsync_each(elsewhere)
+                failures = self._fsync_each(elsewhere)
                 marks = []
                 for plog in here:
                     try:
                         marks.append((plog, plog.sync_mark()))
                     except Exception as e:  # closed or deleted meanwhile
                         log.error("flush of %s failed: %s", plog.directory, e)
-                        error = e
-                self._start_sync(marks, waiters, error)
+                        failures[plog] = e
+                self._start_sync(marks, waiters, failures)
                 return
-        self._resolve(waiters, self._fsync_each(pending))
+        failures = self._fsync_each(pending)
+        self._report_io_errors(failures)
+        self._resolve(waiters, failures)
         if self.flush_observer is not None:
             self.flush_observer(time.perf_counter() - self._round_started)
 
@@ -190,7 +198,7 @@ class DataPath:
             (here if device == self._data_device else elsewhere).append(plog)
         return here, elsewhere
 
-    def _start_sync(self, marks, waiters, error) -> None:
+    def _start_sync(self, marks, waiters, failures) -> None:
         """One syncfs of the data directory's filesystem on the sync thread. The loop goes on
         reading, deciding and appending meanwhile (a slow disk delays answers, not work); what
         is appended meanwhile waits for the next round, which starts when this one ends."""
@@ -199,48 +207,64 @@ class DataPath:
         try:
             done = asyncio.get_running_loop().run_in_executor(self._syncer, _sync_filesystem, self.data_dir)
         except RuntimeError as e:   # closed meanwhile (shutdown): nothing more is made durable
-            self._resolve(waiters, e)
+            self._resolve(waiters, {}, e)
             return
         self._sync_in_flight = True
-        done.add_done_callback(lambda f: self._synced(f, marks, waiters, error))
+        done.add_done_callback(lambda f: self._synced(f, marks, waiters, failures))
 
-    def _synced(self, done, marks, waiters, error) -> None:
+    def _synced(self, done, marks, waiters, failures) -> None:
         self._sync_in_flight = False
         failed = done.exception() if not done.cancelled() else OSError("the sync was cancelled")
         if failed is not None:
             log.warning("syncfs of %s failed (%s); fsyncing log by log", self.data_dir, failed)
-            error = self._fsync_each([plog for plog, _ in marks]) or error
+            failures.update(self._fsync_each([plog for plog, _ in marks]))
         else:
             for plog, mark in marks:
                 try:
                     plog.synced(mark)
                 except Exception as e:  # closed or deleted meanwhile
                     log.error("flush of %s failed: %s", plog.directory, e)
-                    error = e
-        self._resolve(waiters, error)
+                    failures[plog] = e
+        self._report_io_errors(failures)
+        self._resolve(waiters, failures)
         if self.flush_observer is not None:
             self.flush_observer(time.perf_counter() - self._round_started)
         self._group_commit()        # the round that gathered meanwhile
 
     @staticmethod
-    def _fsync_each(logs):
-        """fsync each log; returns the last error (None if every flush succeeded)."""
-        error = None
+    def _fsync_each(logs) -> dict:
+        """fsync each log; returns {log: error} for those that failed."""
+        failures = {}
         for plog in logs:
             try:
                 plog.flush()
             except Exception as e:  # a closed/deleted log or a disk error fails its waiters
                 log.error("flush of %s failed: %s", getattr(plog, "directory", plog), e)
-                error = e
-        return error
+                failures[plog] = e
+        return failures
+
+    def _report_io_errors(self, failures) -> None:
+        io = [plog for plog, e in failures.items() if is_io_error(e)]
+        if io and self.on_io_error is not None:
+            self.on_io_error(failures[io[0]], "flushing " + ", ".join(p.directory for p in io), io)
+
+    def append_failed(self, error, plog) -> None:
+        """An append raised ``error``: a disk I/O error takes the log directory offline."""
+        if self.on_io_error is not None and is_io_error(error):
+            self.on_io_error(error, f"appending to {getattr(plog, 'directory', 'a log')}", ())
 
     @staticmethod
-    def _resolve(waiters, error) -> None:
-        for flushed in waiters:
-            if error is None:
+    def _resolve(waiters, failures, error=None) -> None:
+        """Answer each waiter, or fail it with the error of one of its own logs (``error``:
+        the whole round failed)."""
+        for flushed, logs in waiters:
+            failed = error
+            if failed is None and failures:
+                failed = next((failures[plog] for plog in logs if plog in failures), None)
+            if failed is None:
                 flushed.answer(None)
             else:
-                flushed.fail(error)
+                flushed.fail(failed)
 
     # -- parked fetches -----------------------------------------------------------------------
     def park(self, waiter: FetchWaiter, max_wait_ms: int) -> None:

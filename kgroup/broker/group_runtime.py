@@ -38,12 +38,15 @@ import time
 
 from ..clock import now_ms
 from ..coordinator import CoordinatorLoadError, GroupCoordinatorConfig, GroupCoordinatorShard, group_partition
+from ..coordinator.result import append_error_to_response_error
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.records import (ControlRecordType, Record, build_batch, build_end_txn_marker_batch,
                                control_record_type, decode_records)
+from ..storage.errors import KafkaStorageError
 from ..storage.producer_state import AppendOrigin
 from ..coordinator.consumer_group.group import TopicMetadata
 from .metadata import OFFSETS_TOPIC
+from .offsets_loader import load_steps
 from .pending import PendingResponse
 
 log = logging.getLogger("kgroup.coordinator")
@@ -140,15 +143,7 @@ class GroupRuntime:
             plog = self.broker.data_path.log(self.topic, p)
             slice_end = clock() + LOAD_SLICE_S
             try:
-                for header, batch in plog.iter_batches():
-                    if header.is_transactional:
-                        self._replay_transactional(shard, header, batch)
-                        continue
-                    if header.is_control:
-                        continue
-                    for r in decode_records(batch, header):
-                        if r.key is not None:
-                            shard.replay(r.key, r.value, r.offset)
+                for _ in load_steps(shard, plog, self._replay_transactional):   # offsets_loader.py
                     if clock() >= slice_end:
                         await asyncio.sleep(0)
                         slice_end = clock() + LOAD_SLICE_S
@@ -274,7 +269,10 @@ class GroupRuntime:
 
     def _write(self, shard: GroupCoordinatorShard, results: list) -> None:
         """Append the records of ``results`` as one batch, then commit (or abort) each in order."""
+        plog = None
         try:
+            if self.broker.log_dir_failure.offline:     # shutting down: nothing more is written
+                raise KafkaStorageError("the log directory is offline")
             plog = self.broker.data_path.log(self.topic, shard.partition)
             if plog is None:
                 raise LookupError(f"{self.topic}-{shard.partition} does not exist")
@@ -282,6 +280,7 @@ class GroupRuntime:
                                  for res in results for r in res.records])
             plog.append(batch, origin=AppendOrigin.COORDINATOR)
         except Exception as e:     # nothing was written: every operation fails, nothing changes
+            self.broker.data_path.append_failed(e, plog)    # a disk I/O error: the directory goes offline
             if isinstance(e, KafkaError):      # a storage or record-format error: its code
                 error = e.code
                 log.warning("write to %s-%d failed: %s", self.topic, shard.partition, e)
@@ -300,24 +299,34 @@ class GroupRuntime:
         out = []
         for res in results:
             out.extend(shard.commit(res))
-        self._after_commit(shard, plog, out)
+        self._after_commit(shard, plog, out, results)
 
-    def _after_commit(self, shard, plog, out: list) -> None:
-        """The records are appended and replayed: answer ``out`` once they are on disk."""
+    def _after_commit(self, shard, plog, out: list, results: list) -> None:
+        """The records of ``results`` are appended and replayed: answer ``out`` once they are on
+        disk (if the fsync fails, each operation's failure form)."""
         for token, _ in out:
             # Replayed, so visible to every later request: these answers wait only for the
             # fsync. (A parked JoinGroup/SyncGroup answered here had muted its connection
             # when it parked; the server reads this flag only when a handler returns.)
             token.flush_only = True
         if out:
-            self.broker.data_path.wait_flushed({plog}).listen(lambda flushed: self._answer_flushed(out, flushed))
+            self.broker.data_path.wait_flushed({plog}).listen(
+                lambda flushed: self._answer_flushed(out, flushed, results))
 
     @staticmethod
-    def _answer_flushed(out, flushed) -> None:
+    def _answer_flushed(out, flushed, results=()) -> None:
         failed = flushed.error
         if failed is not None:
-            for token, _ in out:
-                token.fail(failed)      # the server closes that connection
+            # Not durable: each operation's failure form, as for a failed append (a storage
+            # error maps to NOT_COORDINATOR); what has none fails and its connection closes.
+            error = append_error_to_response_error(ErrorCode.KAFKA_STORAGE_ERROR)
+            failure = {id(t): r for res in results for t, r in res.failure_responses(error)}
+            for token, response in out:
+                r = failure.get(id(token))
+                if r is None:
+                    token.fail(failed)
+                else:
+                    token.answer(r)
         else:
             for token, response in out:
                 token.answer(response)

@@ -2,10 +2,13 @@
 API handlers, and write responses back in request order per connection.
 
 Theory of operation, per connection:
-- Bytes arrive in a reused receive buffer (``asyncio.BufferedProtocol``) and whole frames are cut
-  from it; a large frame is received straight into its own buffer, never copied. The 4-byte size
-  is checked against ``socket.request.max.bytes`` before anything is allocated for it: a larger
-  (or negative) size closes the connection.
+- Bytes arrive in the broker's one receive buffer, shared by every connection
+  (``asyncio.BufferedProtocol``), and whole frames are cut from it; only an unfinished frame's
+  start is kept per connection, so an idle connection holds no buffer. A large frame is received
+  straight into its own buffer, grown as its bytes arrive (never allocated at its announced
+  size), never copied. The 4-byte size is checked against ``socket.request.max.bytes`` first: a
+  larger (or negative) size closes the connection. Connection limits, idle expiry and the
+  request memory pool (``queued.max.request.bytes``) are decided in ``connections.py``.
 - Each frame is decoded (header, then body at the header's version) and handed to its handler.
   A handler returns a response object, ``None`` (nothing to send, e.g. Produce acks=0), or a
   PendingResponse answered later by a direct call (an OffsetCommit or acks=-1 Produce after its
@@ -48,9 +51,10 @@ from .pending import PendingResponse
 log = logging.getLogger("kgroup.server")
 _SIZE = struct.Struct(">i")
 _CORR = struct.Struct(">i")
-_RECV_BUFFER = 256 * 1024
+RECEIVE_BUFFER_SIZE = 256 * 1024    # the broker's one receive buffer, shared by all connections
 _BIG = 64 * 1024
 _MUTED_MAX_BYTES = 1024 * 1024  # frames kept behind a parked request before reading pauses
+_EAGER = 1024 * 1024
 
 
 def _write(transport, pieces):
@@ -106,13 +110,22 @@ class _Slot:
 
 
 class KafkaConnection(asyncio.BufferedProtocol):
+    # An idle connection holds no receive buffer of its own (the loop's reads land in the
+    # broker's shared one): its cost is this object, the transport and the socket (README,
+    # "Benchmarks": bytes per idle connection).
+    __slots__ = ("broker", "transport", "partial", "big", "big_filled", "big_size", "big_reserved", "slots", "out",
+                 "send_scheduled", "peer", "peer_host", "client_software", "closed", "max_frame",
+                 "last_active", "admitted", "waiting_memory", "muted", "muted_frames", "muted_bytes",
+                 "reading_paused", "__weakref__")
+
     def __init__(self, broker):
         self.broker = broker
         self.transport = None
-        self.buf = bytearray(_RECV_BUFFER)
-        self.start = self.end = 0  # unread bytes are buf[start:end]
-        self.big = None  # a large frame being received straight into its own buffer
-        self.big_filled = 0
+        self.partial = None     # the unread start of a frame (a small bytearray), or None
+        self.big = None         # a large frame being received straight into its own buffer,
+        self.big_filled = 0     # grown as its bytes arrive, up to its announced big_size
+        self.big_size = 0
+        self.big_reserved = 0   # of it, bytes drawn from the request memory pool
         self.slots: collections.deque = collections.deque()
         self.out: list = []  # response pieces due, written at the end of the current read
         self.send_scheduled = False  # a write of ``out`` is due later in this loop iteration
@@ -124,22 +137,40 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.muted = False      # a parked request's answer is not written yet: frames wait
         self.muted_frames: collections.deque = collections.deque()  # frames received meanwhile
         self.muted_bytes = 0
-        self.reading_paused = 0     # bit 1: by the write buffer, bit 2: by muted frames
+        self.reading_paused = 0     # bit 1: by the write buffer, 2: by muted frames, 4: by the memory pool
+        self.last_active = 0.0
+        self.admitted = False
+        self.waiting_memory = False
 
     # -- connection lifecycle -------------------------------------------------------------------
     def connection_made(self, transport):
         self.transport = transport
-        transport.set_write_buffer_limits(high=16 * 1024 * 1024)
         peer = transport.get_extra_info("peername")
         if peer:
             self.peer_host = peer[0]
             self.peer = f"{peer[0]}:{peer[1]}"
+        refused = self.broker.quotas.admit(self.peer_host)
+        if refused is not None:      # over a connection limit: closed at once (connections.py)
+            self.closed = True
+            transport.abort()
+            return
+        self.admitted = True
+        transport.set_write_buffer_limits(high=16 * 1024 * 1024)
+        self.last_active = self.broker.loop.time()
         self.broker.connections.add(self)
 
     def connection_lost(self, exc):
         self.closed = True
+        if not self.admitted:
+            return
+        self.admitted = False
+        quotas = self.broker.quotas
+        quotas.release(self.peer_host)
         self.broker.connections.discard(self)
         self.muted_frames.clear()
+        self._drop_big()
+        if self.waiting_memory:
+            quotas.memory.forget(self)
         for slot in self.slots:
             if slot.pending is not None:
                 slot.pending.stop_listening()
@@ -175,29 +206,34 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.closed = True
         self.transport.close()
 
+    def expire_idle(self, idle_ms):
+        # Kafka's Selector closes expired connections quietly (DEBUG); so do we.
+        log.debug("closing connection from %s: idle for more than connections.max.idle.ms=%d",
+                  self.peer, idle_ms)
+        self.closed = True
+        self.transport.close()
+
     @property
     def idle(self) -> bool:
         return not self.slots and not self.muted_frames
 
     # -- framing --------------------------------------------------------------------------------
-    # BufferedProtocol: small frames are cut (copied) out of one reused receive buffer; a frame
-    # larger than _BIG is received straight into a bytearray of its own size and handed to the
-    # handler as is (no copy; writable, so the log patches offsets in place).
+    # BufferedProtocol. The loop reads into the broker's one shared receive buffer (the loop
+    # calls get_buffer, recv_into and buffer_updated back to back, so one buffer serves every
+    # connection); whole frames are cut (copied) out of it, and only the start of an unfinished
+    # frame is kept per connection. A frame larger than _BIG is received straight into a
+    # bytearray of its own, grown (doubling) as its bytes arrive, never allocated at its
+    # announced size up front, and handed to the handler as is (no copy; writable, so the log
+    # patches offsets in place).
     def get_buffer(self, sizehint):
         if self.big is not None:
             return memoryview(self.big)[self.big_filled:]
-        if self.end == len(self.buf):
-            self._compact()
-        return memoryview(self.buf)[self.end:]
-
-    def _compact(self):
-        n = self.end - self.start
-        self.buf[:n] = self.buf[self.start:self.end]
-        self.start, self.end = 0, n
+        return self.broker.receive_buffer
 
     def buffer_updated(self, nbytes):
         # Every response ready by the end of this read leaves in one write (one send syscall
         # for a burst of pipelined requests instead of one each).
+        self.last_active = self.broker.loop.time()
         try:
             self._read(nbytes)
         finally:
@@ -206,12 +242,20 @@ class KafkaConnection(asyncio.BufferedProtocol):
     def _read(self, nbytes):
         if self.big is not None:
             self.big_filled += nbytes
-            if self.big_filled == len(self.big):
-                frame, self.big = self.big, None
+            if self.big_filled == self.big_size:
+                frame = self.big
+                self._drop_big()
                 self._handle_frame(frame)
+            elif self.big_filled == len(self.big):
+                self._grow_big()
             return
-        self.end += nbytes
-        buf, pos, end = self.buf, self.start, self.end
+        shared = self.broker.receive_buffer_bytes
+        if self.partial is not None:
+            self.partial += memoryview(shared)[:nbytes]
+            buf, end = self.partial, len(self.partial)
+        else:
+            buf, end = shared, nbytes
+        pos = 0
         while end - pos >= 4 and not self.closed:
             size, = _SIZE.unpack_from(buf, pos)
             if size < 0 or size > self.max_frame:
@@ -224,18 +268,55 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 self._handle_frame(frame)
                 continue
             if size > _BIG:
-                big = bytearray(size)
                 have = end - pos - 4
-                big[:have] = buf[pos + 4:end]
-                self.big, self.big_filled = big, have
-                pos = end
+                self.big_size = size
+                self.big = bytearray(buf[pos + 4:end])
+                self.big_filled = have
+                self.partial = None
+                self._grow_big()
+                return
             break
-        if pos == end:
-            self.start = self.end = 0
+        if self.closed or pos == end:
+            self.partial = None
         else:
-            self.start = pos
-            if len(buf) - pos < _BIG + 4:
-                self._compact()
+            self.partial = buf[pos:end]     # a bytearray slice: a copy
+
+    def _grow_big(self):
+        """Make room for the next bytes of the large frame: double its buffer (at least _BIG,
+        at most its announced size), from the request memory pool when one is configured."""
+        cur = len(self.big)
+        # A frame whose bytes arrive in bulk (>= _BIG already here) gets at least _EAGER at once,
+        # so a 1 MiB produce batch is copied once, not once per doubling; one that trickles in (a
+        # size prefix and silence) costs _BIG.
+        new = min(self.big_size, max(2 * cur, _EAGER) if cur >= _BIG else _BIG)
+        pool = self.broker.quotas.memory
+        if not pool.try_reserve(new - cur):
+            # Kafka mutes a channel the pool cannot serve until memory is released.
+            self.waiting_memory = True
+            self._pause_reading(4)
+            pool.wait(self)
+            return
+        self.big_reserved += new - cur
+        # A new buffer, not a resize: the loop may still hold a view of the old one.
+        big = bytearray(new)
+        big[:cur] = self.big
+        self.big = big
+
+    def memory_available(self):
+        self.waiting_memory = False
+        self.last_active = self.broker.loop.time()     # time spent muted is not the client's idleness
+        if self.closed or self.big is None:
+            return
+        self._grow_big()
+        if not self.waiting_memory:
+            self._resume_reading(4)
+
+    def _drop_big(self):
+        if self.big is not None:
+            # Its first bytes came out of the shared buffer; only the growth was reserved.
+            self.broker.quotas.memory.release(self.big_reserved)
+            self.big = None
+            self.big_filled = self.big_size = self.big_reserved = 0
 
     # -- dispatch -------------------------------------------------------------------------------
     def _keep_while_muted(self, frame):
@@ -268,6 +349,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
             return
         # A small frame is bytes, decoded as is (cheaper to index and slice than a view); a large
         # one is its own bytearray, decoded through a view so its record sets are never copied.
+        if self.broker.log_dir_failure.offline:
+            # Shutting down after a log directory failure (log_dir_failure.py): as a halted
+            # Kafka broker, take no more requests.
+            self._abort("the log directory is offline: the broker is shutting down")
+            return
         view = frame if type(frame) is bytes else memoryview(frame)
         try:
             key_version = peek_key_version(view)

@@ -87,10 +87,10 @@ class TransactionRuntime(GroupRuntime):
             self.broker.data_path.wait_flushed({plog}).listen(
                 lambda flushed: self._prepared(shard, markers, [], flushed))
 
-    def _after_commit(self, shard, plog, out: list) -> None:
+    def _after_commit(self, shard, plog, out: list, results: list) -> None:
         markers = shard.drain_markers()
         if not markers:
-            super()._after_commit(shard, plog, out)
+            super()._after_commit(shard, plog, out, results)
             return
         self.broker.data_path.wait_flushed({plog}).listen(
             lambda flushed: self._prepared(shard, markers, out, flushed))

@@ -137,6 +137,12 @@ class Result:
             out += extra._answers
         return out
 
+    def failure_responses(self, error: ErrorCode) -> list:
+        """(token, failure form of its reply) for each reply that has one (``error`` already
+        mapped): what to send when the records were written but could not be made durable."""
+        failures = self._on_failure or {}
+        return [(t, failures[i](error)) for i, (t, _) in enumerate(self._answers) if i in failures]
+
     @property
     def responses(self) -> list:
         """(token, response) of every reply, for inspection (a copy)."""

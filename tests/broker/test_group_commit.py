@@ -179,3 +179,31 @@ def test_fsync_failure_fails_the_waiters(tmp_path, monkeypatch):
         dp.close()
 
     asyncio.run(main())
+
+
+@pytest.mark.parametrize("use_syncfs", [False, True])
+def test_a_log_closing_fails_only_its_own_waiters(tmp_path, monkeypatch, use_syncfs):
+    """Issue 17, finding 5: a topic deleted while its appends wait for the group commit used to
+    fail every waiter of that round (another topic's acks=-1 produce got KAFKA_STORAGE_ERROR
+    although its records were durable; a DeleteGroups lost its connection)."""
+    monkeypatch.setattr(data_path_module, "syncfs_available", lambda: use_syncfs)
+
+    async def main():
+        dp = _dp(tmp_path)
+        dp.create_partitions("doomed", 1, {})
+        a, b, doomed = dp.log("t", 0), dp.log("t", 1), dp.log("doomed", 0)
+        waiters = {}
+        for name, plog in (("a", a), ("b", b), ("doomed", doomed)):
+            plog.append(build_batch([Record(value=name.encode(), timestamp=1)]))
+            waiters[name] = dp.wait_flushed({plog})
+        doomed.append(build_batch([Record(value=b"x", timestamp=1)]))
+        both = dp.wait_flushed({a, doomed})
+        dp.delete_partitions("doomed", 1)           # before the round runs
+        await asyncio.gather(response_of(waiters["a"]), response_of(waiters["b"]))
+        assert (a.recovery_point, b.recovery_point) == (1, 1)
+        for w in (waiters["doomed"], both):         # those waiting on the deleted log fail
+            with pytest.raises(Exception):
+                await response_of(w)
+        dp.close()
+
+    asyncio.run(main())

@@ -132,14 +132,19 @@ def test_join_sync_heartbeat_leave_over_the_wire(tmp_path):
 
 def test_coordinator_load_in_progress_while_a_large_offsets_topic_loads(tmp_path):
     """~200k commit records; right after a restart the group APIs answer
-    COORDINATOR_LOAD_IN_PROGRESS (Heartbeat answers NONE, as Kafka does), then the offsets are back."""
+    COORDINATOR_LOAD_IN_PROGRESS (Heartbeat answers NONE, as Kafka does), then the offsets are back.
+    The records are commits of 2,000 groups sharing the group's partition (distinct keys: the
+    loader skips overwritten records, so one group's repeated commits would load at once)."""
     b = BrokerProcess(tmp_path / "data").start()
     group, topic, n_parts, n_requests = "loading-group", "big", 100, 2000
+    home = group_partition(group, 50)
+    neighbours = [g for g in (f"neighbour-{i}" for i in range(200_000)) if group_partition(g, 50) == home]
+    committer = [*neighbours[:n_requests - 1], group]
     try:
         c = RawClient(b.port)
         create_topic(c, topic, n_parts)
         for start in range(0, n_requests, 200):   # pipelined, 200 in flight
-            cids = [c.send(commit_request(group, topic, {p: i for p in range(n_parts)}), 8)
+            cids = [c.send(commit_request(committer[i], topic, {p: i for p in range(n_parts)}), 8)
                     for i in range(start, start + 200)]
             for cid in cids:
                 got, resp = parse_response(8, 8, c.recv_frame())

@@ -3,6 +3,7 @@ replica assignments onto this node, topic configs, ``validate_only``; v5+ return
 partition count, replication factor and configs; v7+ the topic id."""
 from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages.create_topics import CreateTopicsResponse
+from .controller_limits import check_create_topics_records
 
 Result = CreateTopicsResponse.CreatableTopicResult
 ResultConfig = CreateTopicsResponse.CreatableTopicResult.CreatableTopicConfigs
@@ -13,6 +14,11 @@ TOPIC_CONFIG, DEFAULT_CONFIG = 1, 5
 
 def handle(broker, ctx, req, version):
     resp = CreateTopicsResponse(throttle_time_ms=0, topics=[])
+    try:
+        check_create_topics_records(broker, req.topics)     # the controller's cap, before anything
+    except KafkaError as e:
+        resp.topics = [Result(name=t.name, error_code=e.code, error_message=str(e), configs=None) for t in req.topics]
+        return resp
     names = [t.name for t in req.topics]
     for t in req.topics:
         if names.count(t.name) > 1:

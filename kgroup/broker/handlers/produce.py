@@ -66,6 +66,7 @@ def handle(broker, ctx, req, version):
             try:
                 result = plog.append(pd.records)
             except (LogError, RecordBatchError) as e:
+                dp.append_failed(e, plog)       # a disk I/O error takes the log directory offline
                 pr.error_code = e.error_code
                 pr.error_message = str(e)
                 pr.record_errors = [RecordError(batch_index=i, batch_index_error_message=m)
