@@ -124,7 +124,7 @@ def main() -> None:
     off = per["off"]
     print(f"instructions per heartbeat (cachegrind, in-process: decode, handler, encode; {5 * args.n} heartbeats)")
     for mode, label in MODES.items():
-        print(f"  {label:<52} {per[mode]:>8,.0f}  {per[mode] - off:>+7,.0f} ({(per[mode] / off - 1) * 100:+.1f} %)")
+        print(f"  {label:<56} {per[mode]:>8,.0f}  {per[mode] - off:>+7,.0f} ({(per[mode] / off - 1) * 100:+.1f} %)")
 
 
 if __name__ == "__main__":
