@@ -144,7 +144,14 @@ def test_coordinator_counters_count_batched_commits_from_this_start(tmp_path):
         assert s[(counter, frozenset())] == 200
         assert s[("kafka_server_group_coordinator_metrics_offset_count", frozenset())] == 6
         b.restart()
-        s = samples(get(b.http_url + "/metrics")[2])
+        # __consumer_offsets loads in the background after start and a scrape shows only loaded
+        # partitions' offsets: wait for the load (bounded) before comparing.
+        deadline = time.monotonic() + 10
+        while True:
+            s = samples(get(b.http_url + "/metrics")[2])
+            if s[("kafka_server_group_coordinator_metrics_offset_count", frozenset())] == 6 or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
         assert s[(counter, frozenset())] == 0
         assert s[("kafka_server_group_coordinator_metrics_offset_count", frozenset())] == 6
         pipelined_commits(b.port, 5)
