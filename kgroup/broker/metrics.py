@@ -2,9 +2,10 @@
 ``metrics.listener``; off by default).
 
 What is measured where:
-- requests: the server hands each request to ``BrokerMetrics.dispatch`` (only when metrics are
-  on), which counts it per API and version and times it from dispatch to its answer being ready
-  (a parked JoinGroup or a fsync-waiting OffsetCommit counts until answered). Kafka's
+- requests: counted per API and version in ``BrokerMetrics.counts`` (only when metrics are on;
+  by the server itself when metrics are the only operation layer, else by the request layer
+  ``BrokerMetrics.dispatch``); one in SAMPLE_EVERY is timed from dispatch to its answer being
+  ready (a parked JoinGroup or a fsync-waiting OffsetCommit counts until answered). Kafka's
   RequestMetrics (RequestsPerSec, TotalTimeMs with request and version tags) under
   ``kafka_network_requestmetrics_*``.
 - everything else is read at scrape time from broker state, on the broker's event loop (the
@@ -48,19 +49,24 @@ _NAMES = {k: a.request.__name__[:-len("Request")] for k, a in API_BY_KEY.items()
 _DELETING = (ApiKey.OFFSET_DELETE, ApiKey.DELETE_GROUPS)
 SAMPLE_EVERY = 8                # one request in this many (per API and version) is timed
 SAMPLE_MASK = SAMPLE_EVERY - 1
+# Per (API key, version) state lives in flat lists indexed by ``api_key * VERSIONS + version``,
+# so the server can count a request with one index and one add (server.py, metrics alone).
+VERSIONS = 32                   # above every version of every API kgroup serves (checked below)
+SLOTS = (max(API_BY_KEY) + 1) * VERSIONS
+# A request count is stored plus COUNT_BIAS: the request that makes it a multiple of
+# SAMPLE_EVERY (the 1st, 9th, 17th, ... request of its API and version) takes the sampled path,
+# so the test on the hot path is ``n & mask`` alone (a mask of 0 sends every request there).
+COUNT_BIAS = SAMPLE_MASK
 
 
 class Histogram:
-    """Requests counted, and the latencies observed: counts per bucket (the last one above
-    every bound) and their sum; the observation count is the buckets' sum."""
-    __slots__ = ("counts", "sum", "requests", "slow", "api_key")
+    """The latencies observed: counts per bucket (the last one above every bound) and their sum;
+    the observation count is the buckets' sum."""
+    __slots__ = ("counts", "sum")
 
     def __init__(self, buckets=BUCKETS):
         self.counts = [0] * (len(buckets) + 1)
         self.sum = 0.0
-        self.requests = 0          # every request; one in SAMPLE_EVERY is timed
-        self.slow = False          # its requests take _dispatch_slow (deletions, timelines)
-        self.api_key = -1
 
     def observe(self, seconds: float, _bisect=bisect.bisect_left, _buckets=BUCKETS) -> None:
         self.counts[_bisect(_buckets, seconds)] += 1
@@ -68,6 +74,11 @@ class Histogram:
 
     def data(self) -> tuple:
         return list(self.counts), self.sum, sum(self.counts)
+
+
+_NO_TIMINGS = ([0] * (len(BUCKETS) + 1), 0.0, 0)
+assert all(max(a.request._DECODERS) < VERSIONS for a in API_BY_KEY.values() if getattr(a.request, "_DECODERS", None)), \
+    "VERSIONS must exceed every request version"
 
 
 class CoordinatorCounters:
@@ -117,8 +128,13 @@ class BrokerMetrics:
 
     def __init__(self, broker):
         self.broker = broker
-        self.requests: dict[tuple[int, int], Histogram] = {}      # (api key, version) -> stats
-        self._by_class: dict[type, list[Histogram]] = {}            # request class -> per version
+        # Per api_key * VERSIONS + version: the request count (+ COUNT_BIAS), the sampling mask
+        # (SAMPLE_MASK, or 0 for the kinds dispatch_sampled sees every request of), the latencies.
+        self.counts = [COUNT_BIAS] * SLOTS
+        self.masks = [SAMPLE_MASK] * SLOTS
+        self.histograms: list[Histogram | None] = [None] * SLOTS
+        for api_key in _DELETING:
+            self.masks[api_key * VERSIONS:(api_key + 1) * VERSIONS] = [0] * VERSIONS
         self.timelines = None       # GroupTimelines routed through dispatch (attach_timelines)
         self.flush = Histogram(FLUSH_BUCKETS)
         self.coordinator = CoordinatorCounters()
@@ -126,63 +142,56 @@ class BrokerMetrics:
         broker.group_coordinator.write_observer = self.coordinator.on_written
 
     # -- the request path (only when metrics are on) -------------------------------------------
-    def dispatch_alone(self, handler, broker, ctx, body, version):
-        # The request hook when metrics are the only layer (a production broker): dispatch()
-        # without its ``inner`` parameter, so CPython calls it with exact arguments (its fast
-        # call path). Runs on every request: every request is counted, one in SAMPLE_EVERY (per
-        # API and version) is timed, so most requests cost a lookup, an increment and one test
-        # (benchmarks/coordinator_bench.py --metrics measures it against a broker without metrics).
-        per_version = self._by_class.get(body.__class__)
-        if per_version is None:
-            per_version = self._register(body)
-        h = per_version[version]
-        n = h.requests = h.requests + 1
-        if n & SAMPLE_MASK != 1 and not h.slow:    # not the 1st, 9th, 17th, ...: not timed
-            return handler(broker, ctx, body, version)
-        return self._dispatch_timed(handler, broker, ctx, body, version, h, None)
-
+    # Every request is counted in ``counts`` and one in SAMPLE_EVERY per API and version is timed.
+    # With metrics the only operation layer (a production broker) the server does the counting
+    # itself (server.py, "metrics alone"): no Python call layer on the request path, which was most
+    # of the metrics' cost per heartbeat. Either way a request whose ``n & masks[i]`` is 0 (a
+    # sampled one, and every request of the kinds metrics must see: OffsetDelete, DeleteGroups and
+    # what the timelines watch) goes through ``dispatch_sampled``.
     def dispatch(self, handler, broker, ctx, body, version, inner=None):
-        """The request layer (ops.request_hook): ``inner`` is the next layer, if any."""
-        per_version = self._by_class.get(body.__class__)
-        if per_version is None:
-            per_version = self._register(body)
-        h = per_version[version]
-        n = h.requests = h.requests + 1
-        if n & SAMPLE_MASK != 1 and not h.slow:    # not the 1st, 9th, 17th, ...: not timed
+        """The request layer (ops.request_hook) when other layers exist: ``inner`` is the next."""
+        counts = self.counts
+        i = body.API_KEY * VERSIONS + version
+        n = counts[i] = counts[i] + 1
+        if n & self.masks[i]:
             if inner is None:
                 return handler(broker, ctx, body, version)
             return inner(handler, broker, ctx, body, version)
-        return self._dispatch_timed(handler, broker, ctx, body, version, h, inner)
+        return self.dispatch_sampled(handler, broker, ctx, body, version, inner)
+
+    # The request hook's call form: the server counts before calling it when metrics are alone.
+    __call__ = dispatch
 
     def attach_timelines(self, timelines) -> None:
-        """Route the few requests rebalance timelines watch through them from here (one request
-        layer on the hot path instead of two)."""
+        """Route the few requests rebalance timelines watch through them from here (no request
+        layer of their own on the hot path)."""
         self.timelines = timelines
-        for per_version in self._by_class.values():
-            for h in per_version:
-                h.slow = h.slow or h.api_key in timelines.WATCHED
+        for api_key in timelines.WATCHED:
+            self.masks[api_key * VERSIONS:(api_key + 1) * VERSIONS] = [0] * VERSIONS
 
-    def _dispatch_timed(self, handler, broker, ctx, body, version, h, inner):
-        """A sampled request, and every one of the slow kinds: OffsetDelete and DeleteGroups (the
-        offset tombstones their handler writes, synchronously before it answers, are deletions;
-        every other offset tombstone is an expiration) and the requests rebalance timelines
-        watch (when attached)."""
-        if h.slow:
+    def dispatch_sampled(self, handler, broker, ctx, body, version, inner=None):
+        """A request already counted whose ``n & masks[i]`` was 0: a sampled one (timed), and
+        every one of the slow kinds: OffsetDelete and DeleteGroups (the offset tombstones their
+        handler writes, synchronously before it answers, are deletions; every other offset
+        tombstone is an expiration) and the requests rebalance timelines watch (when attached)."""
+        api_key = body.API_KEY
+        i = api_key * VERSIONS + version
+        if not self.masks[i]:                 # a slow kind
             timelines = self.timelines
-            if timelines is not None and h.api_key in timelines.WATCHED:
+            if timelines is not None and api_key in timelines.WATCHED:
                 inner = functools.partial(timelines.dispatch, inner=inner) if inner is not None else timelines.dispatch
-            if h.api_key in _DELETING:
-                return self._dispatch_deleting(handler, broker, ctx, body, version, h, inner)
-            if h.requests & SAMPLE_MASK != 1:     # watched, not sampled
+            if api_key in _DELETING:
+                return self._dispatch_deleting(handler, broker, ctx, body, version, i, inner)
+            if self.counts[i] & SAMPLE_MASK:     # watched, not sampled
                 return handler(broker, ctx, body, version) if inner is None else inner(handler, broker, ctx, body, version)
         t0 = _perf()
         result = handler(broker, ctx, body, version) if inner is None else inner(handler, broker, ctx, body, version)
         if type(result) is PendingResponse and not result.answered:
-            return self._timed_pending(result, h, t0)
-        h.observe(_perf() - t0)            # answered at once (or nothing to send: acks=0)
+            return self._timed_pending(result, self._histogram(i), t0)
+        self._histogram(i).observe(_perf() - t0)    # answered at once (or nothing to send: acks=0)
         return result
 
-    def _dispatch_deleting(self, handler, broker, ctx, body, version, h, inner):
+    def _dispatch_deleting(self, handler, broker, ctx, body, version, i, inner):
         # Its handler writes its tombstones synchronously, before it returns (execute_split):
         # those are deletions. Every one of these (rare) requests is timed.
         self.coordinator.deleting = True
@@ -192,20 +201,25 @@ class BrokerMetrics:
         finally:
             self.coordinator.deleting = False
         if type(result) is PendingResponse and not result.answered:
-            return self._timed_pending(result, h, t0)
-        h.observe(_perf() - t0)
+            return self._timed_pending(result, self._histogram(i), t0)
+        self._histogram(i).observe(_perf() - t0)
         return result
 
-    def _register(self, body) -> list:
-        api_key = body.API_KEY
-        top = max(getattr(body, "_DECODERS", None) or getattr(body, "_ENCODERS", None) or {32: None})
-        per_version = self._by_class[body.__class__] = [Histogram() for _ in range(top + 1)]
-        for h in per_version:
-            h.api_key = api_key
-            h.slow = api_key in _DELETING or (self.timelines is not None and api_key in self.timelines.WATCHED)
-        for v, h in enumerate(per_version):
-            self.requests[(api_key, v)] = h
-        return per_version
+    def _histogram(self, i: int) -> Histogram:
+        h = self.histograms[i]
+        if h is None:
+            h = self.histograms[i] = Histogram()
+        return h
+
+    def request_stats(self) -> dict:
+        """(api key, version) -> (requests, bucket counts, latency sum, observations), for every
+        API and version that had a request."""
+        out = {}
+        for i, n in enumerate(self.counts):
+            if n != COUNT_BIAS:
+                h = self.histograms[i]
+                out[divmod(i, VERSIONS)] = (n - COUNT_BIAS,) + (h.data() if h is not None else _NO_TIMINGS)
+        return out
 
     @staticmethod
     def _timed_pending(inner: PendingResponse, hist, t0) -> PendingResponse:
@@ -259,7 +273,7 @@ class BrokerMetrics:
                                "protocol": g.protocol_name or "", "generation": g.generation_id,
                                "leader": g.leader_id, "members": members, "offsets": committed}
         return {"topics": topics, "log_sizes": log_sizes, "groups": groups,
-                "requests": {k: (h.requests,) + h.data() for k, h in self.requests.items() if h.requests},
+                "requests": self.request_stats(),
                 "flush": self.flush.data(),
                 "offset_commits": c.offset_commits,
                 "offset_expirations": c.offset_expirations,

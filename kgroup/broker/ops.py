@@ -7,7 +7,8 @@
 
 The server calls ``broker.request_hook(handler, broker, ctx, body, version)`` instead of the
 handler when it is not None; with every feature off it is None, and the request path pays one
-attribute check.
+attribute check. With metrics alone the hook is the BrokerMetrics object, which the server counts
+for itself (no call layer; see BrokerMetrics.dispatch_sampled).
 """
 from __future__ import annotations
 
@@ -26,10 +27,11 @@ def attach_operations(broker) -> None:
     broker.metrics = BrokerMetrics(broker) if config["metrics.listener"] else None
     broker.timelines = GroupTimelines(broker) if broker.faults or broker.metrics else None
     if broker.metrics is not None and broker.faults is None:
-        # Production with metrics: one layer on the request path, which hands the few requests
-        # the timelines watch to them itself.
+        # Production with metrics: no request layer. The hook is the BrokerMetrics itself, which
+        # the server recognises and counts for inline, calling the handler directly and
+        # dispatch_sampled only for sampled requests and the kinds metrics or timelines watch.
         broker.metrics.attach_timelines(broker.timelines)
-        broker.request_hook = broker.metrics.dispatch_alone
+        broker.request_hook = broker.metrics
     else:
         broker.request_hook = request_hook(broker.metrics, broker.faults, broker.timelines)
 

@@ -46,6 +46,7 @@ from ..protocol.primitives import DecodeError
 from ..protocol.schema import Message
 from .handlers import HANDLER_BY_KEY_VERSION
 from .handlers.api_versions import unsupported_version_response
+from .metrics import VERSIONS as METRICS_VERSIONS, BrokerMetrics
 from .pending import PendingResponse
 
 log = logging.getLogger("kgroup.server")
@@ -374,6 +375,16 @@ class KafkaConnection(asyncio.BufferedProtocol):
             hook = self.broker.request_hook  # metrics, fault injection (ops.py): None unless enabled
             if hook is None:
                 result = handler(self.broker, RequestContext(self, header, version), body, version)
+            # -- metrics alone (ops.py): counted here, without a call layer (issue 14) --------------
+            elif type(hook) is BrokerMetrics:
+                counts = hook.counts
+                i = api_key * METRICS_VERSIONS + version
+                n = counts[i] = counts[i] + 1
+                if n & hook.masks[i]:       # neither sampled for timing nor a kind metrics watch
+                    result = handler(self.broker, RequestContext(self, header, version), body, version)
+                else:
+                    result = hook.dispatch_sampled(handler, self.broker, RequestContext(self, header, version), body, version)
+            # -- end metrics alone -------------------------------------------------------------------
             else:
                 result = hook(handler, self.broker, RequestContext(self, header, version), body, version)
         except Exception:

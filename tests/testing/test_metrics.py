@@ -144,7 +144,14 @@ def test_coordinator_counters_count_batched_commits_from_this_start(tmp_path):
         assert s[(counter, frozenset())] == 200
         assert s[("kafka_server_group_coordinator_metrics_offset_count", frozenset())] == 6
         b.restart()
-        s = samples(get(b.http_url + "/metrics")[2])
+        # __consumer_offsets loads in the background after start and a scrape shows only loaded
+        # partitions' offsets: wait for the load (bounded) before comparing.
+        deadline = time.monotonic() + 10
+        while True:
+            s = samples(get(b.http_url + "/metrics")[2])
+            if s[("kafka_server_group_coordinator_metrics_offset_count", frozenset())] == 6 or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
         assert s[(counter, frozenset())] == 0
         assert s[("kafka_server_group_coordinator_metrics_offset_count", frozenset())] == 6
         pipelined_commits(b.port, 5)
@@ -215,3 +222,27 @@ def test_metrics_listener_is_validated():
     assert BrokerConfig({"metrics.listener": "http://127.0.0.1:9404"})["metrics.listener"] == "http://127.0.0.1:9404"
     with pytest.raises(ConfigError, match="metrics.listener"):
         BrokerConfig({"metrics.listener": "127.0.0.1:9404"})
+
+
+@pytest.mark.parametrize("faults", ["false", "true"])
+def test_requests_counted_exactly_and_one_in_eight_timed(tmp_path, faults):
+    # Metrics alone: the server counts each request itself (no request layer); with fault
+    # injection on, the metrics request layer counts. Both count every request and time the
+    # 1st, 9th, 17th, ... of each API and version.
+    from kgroup.protocol.messages.heartbeat import HeartbeatRequest
+    from tests.harness import RawClient
+    with KafkaBroker(tmp_path / "d", {"kgroup.fault.injection.enable": faults}, metrics=True) as b:
+        assert (b.broker.request_hook is b.broker.metrics) == (faults == "false")
+        c = RawClient(b.port)
+        for _ in range(17):
+            c.request(HeartbeatRequest(group_id="nobody", generation_id=1, member_id="m"), 0)
+        s = samples(get(b.http_url + "/metrics")[2])
+        labels = frozenset({("request", "Heartbeat"), ("version", "0")})
+        assert s[("kafka_network_requestmetrics_requests_total", labels)] == 17
+        assert s[("kafka_network_requestmetrics_total_time_seconds_count", labels)] == 3
+        assert s[("kafka_network_requestmetrics_total_time_seconds_bucket", labels | {("le", "+Inf")})] == 3
+        for _ in range(7):
+            c.request(HeartbeatRequest(group_id="nobody", generation_id=1, member_id="m"), 0)
+        s = samples(get(b.http_url + "/metrics")[2])
+        assert s[("kafka_network_requestmetrics_requests_total", labels)] == 24
+        assert s[("kafka_network_requestmetrics_total_time_seconds_count", labels)] == 3
