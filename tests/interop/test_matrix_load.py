@@ -2,8 +2,9 @@
 Every client rides through COORDINATOR_LOAD_IN_PROGRESS without resetting its position or
 losing a commit.
 
-Set-up: __consumer_offsets is filled with 400k offset commits of filler groups (every partition
-but 49), and each client's group maps to partition 49, which loads last (the runtime loads the
+Set-up: __consumer_offsets is filled with 600k offset commits of filler groups (every partition
+but 49; each commit a key of its own, since loading replays only the last record of each key), and
+each client's group maps to partition 49, which loads last (the runtime loads the
 partitions in order). One member per client consumes 3 x 10 records and commits them; the broker
 is SIGKILLed and restarted on the same port. While it loads (its log says how long), 30 records
 arrive per topic: the clients fetch them (the data path does not wait for the coordinator) and
@@ -29,7 +30,8 @@ from tests.interop.test_matrix_harness import (
 pytestmark = [pytest.mark.interop, pytest.mark.matrix]
 
 PARTITIONS = 3
-FILLER_RECORDS = 400_000
+FILLER_RECORDS = 600_000
+FILLER_GROUPS = 6_000     # x 100 partitions: every filler commit is a distinct key
 LAST = 49  # __consumer_offsets partition loaded last
 
 
@@ -45,9 +47,12 @@ GROUPS = {c: group_on_last_partition(f"load-{c}") for c in GROUP_CLIENTS}
 
 def fill_offsets_topic(port: int, records: int) -> None:
     """``records`` offset commits (simple commits, generation -1) of filler groups that live on
-    every __consumer_offsets partition but the last, pipelined 50 requests deep."""
+    every __consumer_offsets partition but the last, pipelined 50 requests deep; each group
+    commits its 100 partitions once (while records <= FILLER_GROUPS x 100), so no commit
+    overwrites another and the load must replay them all."""
     T, P = OffsetCommitRequest.OffsetCommitRequestTopic, OffsetCommitRequest.OffsetCommitRequestPartition
-    groups = [g for g in (f"filler-{i}" for i in range(2000)) if group_partition(g) != LAST][:200]
+    groups = [g for g in (f"filler-{i}" for i in range(2 * FILLER_GROUPS))
+              if group_partition(g) != LAST][:FILLER_GROUPS]
     c = RawClient(port)
     try:
         in_flight, written, i = 0, 0, 0
