@@ -252,22 +252,7 @@ def test_transactional_config():
 def test_the_transaction_state_machine_does_no_io():
     """Like the membership machine, the transaction manager is sans-IO: no asyncio, socket or
     clock among its (transitive) kgroup imports."""
-    from tests.coordinator.test_purity import FORBIDDEN, _imports, _module_path
-    todo, seen, bad = ["kgroup.client.transactions"], set(), []
-    while todo:
-        name = todo.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        path, package = _module_path(name)
-        if path is None:
-            continue
-        if path.name == "__init__.py":
-            package = name
-        for imp in _imports(path, package):
-            if imp.split(".")[0] in FORBIDDEN:
-                bad.append((name, imp))
-            elif imp.startswith("kgroup"):
-                todo.append(imp)
+    from tests.coordinator.test_purity import walk_imports
+    seen, bad = walk_imports(["kgroup.client.transactions"])
     assert not bad, bad
     assert "kgroup.protocol.errors" in seen

@@ -38,10 +38,10 @@ def _module_path(name: str):
     return None, None
 
 
-def test_coordinator_imports_no_io_and_no_clock():
-    todo = [f"kgroup.coordinator.{p.stem}" if p.stem != "__init__" else "kgroup.coordinator"
-            for p in (ROOT / "kgroup" / "coordinator").glob("*.py")]
-    seen, bad = set(), []
+def walk_imports(modules):
+    """Walk the imports of ``modules`` and, transitively, of the kgroup modules they import:
+    (every module seen, [(module, forbidden import)])."""
+    todo, seen, bad = list(modules), set(), []
     while todo:
         name = todo.pop()
         if name in seen:
@@ -57,5 +57,16 @@ def test_coordinator_imports_no_io_and_no_clock():
                 bad.append((name, imp))
             elif imp.startswith("kgroup"):
                 todo.append(imp)
+    return seen, bad
+
+
+def package_modules(package: str) -> list[str]:
+    """The modules directly in a kgroup package (``kgroup.coordinator`` -> its *.py)."""
+    folder = ROOT.joinpath(*package.split("."))
+    return [package if p.stem == "__init__" else f"{package}.{p.stem}" for p in folder.glob("*.py")]
+
+
+def test_coordinator_imports_no_io_and_no_clock():
+    seen, bad = walk_imports(package_modules("kgroup.coordinator"))
     assert not bad, bad
     assert "kgroup.coordinator.shard" in seen and "kgroup.protocol.schema" in seen
