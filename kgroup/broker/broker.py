@@ -21,7 +21,7 @@ from .group_runtime import GroupRuntime
 from .connections import ConnectionQuotas
 from .log_dir_failure import LogDirFailure
 from .metadata import OFFSETS_TOPIC, TopicRegistry, Topic
-from .server import RECEIVE_BUFFER_SIZE, KafkaConnection
+from .server import RECEIVE_BUFFER_SIZE, KafkaConnection, Listener
 from .transaction_runtime import TransactionRuntime
 
 log = logging.getLogger("kgroup.broker")
@@ -59,7 +59,7 @@ class Broker:
         self.receive_buffer_bytes = bytearray(RECEIVE_BUFFER_SIZE)
         self.receive_buffer = memoryview(self.receive_buffer_bytes)
         self._idle_reaper: asyncio.TimerHandle | None = None
-        self.server: asyncio.AbstractServer | None = None
+        self.server: Listener | None = None
         self.bound_port: int | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self._housekeeping: asyncio.Task | None = None
@@ -83,11 +83,9 @@ class Broker:
         # scan them dozens of times per burst (README, "Coordinator", gives the effect).
         gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
         self.quotas.start()
-        loop.set_exception_handler(self.quotas.loop_exception_handler)
         self._schedule_idle_expiry()
-        self.server = await loop.create_server(lambda: KafkaConnection(self), host or "0.0.0.0", port,
-                                               reuse_address=True)
-        self.bound_port = self.server.sockets[0].getsockname()[1]
+        self.server = Listener(self, host or "0.0.0.0", port, self.config["socket.listen.backlog.size"])
+        self.bound_port = self.server.port
         if self.config["metrics.listener"]:
             from .http import BrokerHttpServer
             self.http = BrokerHttpServer(self, self.config["metrics.listener"])
@@ -100,6 +98,7 @@ class Broker:
     async def stop(self, timeout: float = 10.0) -> None:
         if self.server is not None:
             self.server.close()  # stop accepting; open connections finish below
+            self.server = None
         if self.http is not None:
             await asyncio.get_running_loop().run_in_executor(None, self.http.close)
             self.http = None

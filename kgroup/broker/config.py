@@ -47,6 +47,7 @@ CONFIG_DEFS: dict[str, ConfigDef] = {c.name: c for c in (
     _d("connections.max.idle.ms", "long", 600000, "Close connections idle for this long."),
     _d("max.connections", "int", INT_MAX, "Most connections the broker accepts at once."),
     _d("max.connections.per.ip", "int", INT_MAX, "Most connections from one IP address."),
+    _d("socket.listen.backlog.size", "int", 50, "Connections queued by the kernel for accept()."),
     _d("message.max.bytes", "int", 1048588, "Largest record batch accepted (max.message.bytes)."),
     _d("offsets.topic.num.partitions", "int", 50, "Partitions of __consumer_offsets."),
     _d("offsets.topic.replication.factor", "short", 1, "Replication factor of __consumer_offsets."),

@@ -9,7 +9,8 @@ memory pool, for the one event loop (server.py asks; this module decides).
   reserve for the broker's own files (segments, indexes, checkpoints), so log housekeeping never
   sees "Too many open files" because clients took every descriptor; an ``accept()`` that fails
   anyway (descriptors taken by something else) is logged once per ``_WARN_EVERY_S``, without a
-  traceback.
+  traceback. Each connection is admitted as it is accepted (server.py's Listener), so refused
+  ones never pile up while they wait to be closed.
 - ``connections.max.idle.ms`` (default 10 minutes): as Kafka's Selector, a connection with no
   bytes read or written for that long is closed; one with an answer still owed (a parked
   JoinGroup or Fetch) is not idle.
@@ -172,14 +173,10 @@ class ConnectionQuotas:
             self.per_ip[host] = n
         self.count -= 1
 
-    def loop_exception_handler(self, loop, context):
-        """asyncio's accept loop reports EMFILE/ENFILE with a traceback on every attempt; say it
-        once per interval, in one line, and leave everything else to the default handler."""
-        exc = context.get("exception")
-        if isinstance(exc, OSError) and "accept" in context.get("message", ""):
-            self._accept_warn("accept() failed: %s", exc)
-            return
-        loop.default_exception_handler(context)
+    def accept_failed(self, exc: OSError) -> None:
+        """Out of descriptors at accept() (taken by something other than connections): one line
+        per interval, no traceback."""
+        self._accept_warn("accept() failed: %s", exc)
 
     def expire_idle(self, connections, now: float) -> int:
         """Close connections idle for more than connections.max.idle.ms; return how many."""

@@ -38,7 +38,9 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import errno
 import logging
+import socket
 import struct
 
 from ..protocol.api import API_BY_KEY, ApiKey, encode_response, parse_request, peek_key_version
@@ -75,6 +77,64 @@ def _write(transport, pieces):
         transport.write(p)
     if small:
         transport.write(b"".join(small))
+
+
+class Listener:
+    """The listening socket, accepted here rather than by ``loop.create_server``: asyncio accepts
+    up to its backlog per tick and a protocol can refuse a connection only ticks later, so a flood
+    over the connection limits held hundreds of already-refused descriptors and ``accept()`` ran
+    out of them. Here each connection is admitted (``connections.py``) the moment it is accepted,
+    and one refused is closed before the next is accepted."""
+
+    def __init__(self, broker, host: str, port: int, backlog: int):
+        self.broker = broker
+        self.loop = broker.loop
+        self.backlog = backlog
+        self.sock = socket.create_server((host, port), backlog=backlog)  # SO_REUSEADDR on POSIX
+        self.sock.setblocking(False)
+        self.port = self.sock.getsockname()[1]
+        self._retry: asyncio.TimerHandle | None = None
+        self.loop.add_reader(self.sock.fileno(), self._accept)
+
+    def _accept(self) -> None:
+        quotas = self.broker.quotas
+        for _ in range(self.backlog):
+            try:
+                conn, addr = self.sock.accept()
+            except (BlockingIOError, InterruptedError, ConnectionAbortedError):
+                return
+            except OSError as exc:
+                if exc.errno not in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                    raise
+                # Descriptors taken by something else: stop accepting for a second (the
+                # listening socket stays readable, so the loop would spin on it).
+                quotas.accept_failed(exc)
+                self.loop.remove_reader(self.sock.fileno())
+                self._retry = self.loop.call_later(1.0, self._resume)
+                return
+            if quotas.admit(addr[0]) is not None:
+                conn.close()
+                continue
+            conn.setblocking(False)
+            self.loop.create_task(self._serve(conn, addr[0]))
+
+    async def _serve(self, conn: socket.socket, host: str) -> None:
+        try:
+            await self.loop.connect_accepted_socket(lambda: KafkaConnection(self.broker), conn)
+        except Exception:         # e.g. the peer reset it first: admitted, never served
+            conn.close()
+            self.broker.quotas.release(host)
+
+    def _resume(self) -> None:
+        self._retry = None
+        self.loop.add_reader(self.sock.fileno(), self._accept)
+
+    def close(self) -> None:
+        if self._retry is not None:
+            self._retry.cancel()
+        else:
+            self.loop.remove_reader(self.sock.fileno())
+        self.sock.close()
 
 
 class RequestContext:
@@ -150,12 +210,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if peer:
             self.peer_host = peer[0]
             self.peer = f"{peer[0]}:{peer[1]}"
-        refused = self.broker.quotas.admit(self.peer_host)
-        if refused is not None:      # over a connection limit: closed at once (connections.py)
-            self.closed = True
-            transport.abort()
-            return
-        self.admitted = True
+        self.admitted = True        # by the Listener, which counted it in the quotas
         transport.set_write_buffer_limits(high=16 * 1024 * 1024)
         self.last_active = self.broker.loop.time()
         self.broker.connections.add(self)
