@@ -16,6 +16,7 @@ from typing import Iterable, Mapping, NamedTuple
 from kgroup.protocol.errors import ErrorCode, KafkaError
 from kgroup.protocol.messages.alter_configs import AlterConfigsRequest
 from kgroup.protocol.messages.create_partitions import CreatePartitionsRequest
+from kgroup.protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
 from kgroup.protocol.messages.create_topics import CreateTopicsRequest
 from kgroup.protocol.messages.delete_records import DeleteRecordsRequest
 from kgroup.protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
@@ -75,6 +76,40 @@ class GroupDescription:
     members: list[MemberDescription]
     coordinator: NodeInfo | None
     error: ErrorCode = ErrorCode.NONE
+
+
+@dataclass
+class ConsumerGroupMemberDescription:
+    """A member of a consumer-protocol group (KIP-848), as ConsumerGroupDescribe reports it."""
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    host: str
+    member_epoch: int
+    subscribed_topic_names: list[str]
+    subscribed_topic_regex: str | None
+    assignment: list[TopicPartition]
+    target_assignment: list[TopicPartition]
+    rack_id: str | None = None
+
+
+@dataclass
+class ConsumerGroupDescription:
+    """A consumer-protocol group (KIP-848): ``error`` is GROUP_ID_NOT_FOUND for a missing group
+    and for a classic one (Kafka's admin then falls back to DescribeGroups)."""
+    group_id: str
+    state: str
+    group_epoch: int
+    assignment_epoch: int
+    assignor: str
+    members: list[ConsumerGroupMemberDescription]
+    coordinator: NodeInfo | None
+    error: ErrorCode = ErrorCode.NONE
+    error_message: str | None = None
+
+
+def _partitions(assignment) -> list[TopicPartition]:
+    return sorted(TopicPartition(tp.topic_name, p) for tp in assignment.topic_partitions for p in tp.partitions)
 
 
 class GroupListing(NamedTuple):
@@ -319,6 +354,24 @@ class Admin:
                 members.append(MemberDescription(m.member_id, m.group_instance_id, m.client_id, m.client_host, assignment))
             out[gid] = GroupDescription(gid, g.group_state, g.protocol_type, g.protocol_data, members, node,
                                         ErrorCode(g.error_code))
+        return out
+
+    async def describe_consumer_groups(self, group_ids: Iterable[str]) -> dict[str, ConsumerGroupDescription]:
+        """ConsumerGroupDescribe (KIP-848) per group; UnsupportedVersionError from a broker
+        without it."""
+        out = {}
+        for gid in group_ids:
+            node, resp = await self._group_request(
+                gid, lambda g=gid: ConsumerGroupDescribeRequest(group_ids=[g]),
+                lambda r: ErrorCode(r.groups[0].error_code) if r.groups else ErrorCode.NONE)
+            g = resp.groups[0]
+            members = [ConsumerGroupMemberDescription(
+                m.member_id, m.instance_id, m.client_id, m.client_host, m.member_epoch,
+                list(m.subscribed_topic_names), m.subscribed_topic_regex, _partitions(m.assignment),
+                _partitions(m.target_assignment), m.rack_id) for m in g.members]
+            out[gid] = ConsumerGroupDescription(gid, g.group_state, g.group_epoch, g.assignment_epoch,
+                                                g.assignor_name, members, node, ErrorCode(g.error_code),
+                                                g.error_message)
         return out
 
     async def delete_groups(self, group_ids: Iterable[str]) -> dict[str, KafkaError | None]:

@@ -4,7 +4,9 @@
 * ``main_configs`` ~ kafka-configs.sh         --describe / --alter (--add-config, --delete-config)
 * ``main_delete_records`` ~ kafka-delete-records.sh --offset-json-file
 * ``main_groups``  ~ kafka-consumer-groups.sh  --list / --describe [--members|--state] / --delete /
-  --reset-offsets (--to-earliest|--to-latest|--to-offset N|--shift-by N|--to-current) [--execute]
+  --reset-offsets (--to-earliest|--to-latest|--to-offset N|--shift-by N|--to-current) [--execute];
+  a consumer-protocol group (KIP-848) is described with ConsumerGroupDescribe (epochs, current next
+  to target assignment with --verbose), a classic one with DescribeGroups
 * ``main_produce`` ~ kafka-console-producer.sh (one record per stdin line)
 * ``main_consume`` ~ kafka-console-consumer.sh
 
@@ -18,9 +20,12 @@ import asyncio
 import base64
 import sys
 
-from .admin import BROKER_RESOURCE, DELETE, EARLIEST, LATEST, SET, TOPIC_RESOURCE, Admin, NewTopic
+from .admin import (BROKER_RESOURCE, DELETE, EARLIEST, LATEST, SET, TOPIC_RESOURCE, Admin,
+                    ConsumerGroupDescription, ConsumerGroupMemberDescription, GroupDescription,
+                    MemberDescription, NewTopic)
 from .assignors import TopicPartition
-from .errors import KafkaError
+from .errors import KafkaError, UnsupportedVersionError
+from kgroup.protocol.errors import ErrorCode
 
 MISSING = "-"
 
@@ -219,8 +224,99 @@ def _state_banner(group: str, state: str) -> bool:
     return True
 
 
+async def _consumer_group(admin: Admin, group: str) -> ConsumerGroupDescription | None:
+    """The group as ConsumerGroupDescribe (KIP-848) sees it, None for a classic or missing group
+    (GROUP_ID_NOT_FOUND) or a broker without the API: Kafka's admin falls back to DescribeGroups."""
+    try:
+        desc = (await admin.describe_consumer_groups([group]))[group]
+    except UnsupportedVersionError:
+        return None
+    return None if desc.error == ErrorCode.GROUP_ID_NOT_FOUND else desc
+
+
+def member_state(member: ConsumerGroupMemberDescription, group: ConsumerGroupDescription) -> str:
+    """A consumer-protocol member's reconciliation state as far as ConsumerGroupDescribe shows it
+    (the protocol does not carry Kafka's MemberState; its Assignment is the member's assigned
+    partitions without those pending revocation, as Kafka's asConsumerGroupDescribeMember):
+    STABLE when it owns its target at the group's assignment epoch; UNRELEASED_PARTITIONS when it
+    is at the assignment epoch but still waits for partitions another member is revoking;
+    RECONCILING when its epoch is behind the assignment epoch (it is revoking partitions, or takes
+    the new assignment at its next heartbeat)."""
+    if member.member_epoch < group.assignment_epoch:
+        return "RECONCILING"
+    if set(member.assignment) != set(member.target_assignment):
+        return "UNRELEASED_PARTITIONS"
+    return "STABLE"
+
+
+def _partitions_text(partitions) -> str:
+    per_topic: dict[str, list[int]] = {}
+    for tp in partitions:
+        per_topic.setdefault(tp.topic, []).append(tp.partition)
+    return ", ".join(f"{t}({','.join(map(str, sorted(ps)))})" for t, ps in sorted(per_topic.items())) or MISSING
+
+
+def _describe_consumer_group(args, group: str, cg: ConsumerGroupDescription) -> int:
+    """--state / --members of a consumer-protocol group, as Kafka 4.0's ConsumerGroupCommand
+    (GROUP-EPOCH, TARGET-ASSIGNMENT-EPOCH; per member CURRENT-EPOCH, CURRENT-ASSIGNMENT,
+    TARGET-EPOCH, TARGET-ASSIGNMENT with --verbose), plus MEMBER-STATE and SUBSCRIPTION."""
+    if cg.error.value:
+        print(f"\nError: Executing consumer group command failed due to {cg.error_message or cg.error.message}")
+        return 1
+    if not _state_banner(group, cg.state):
+        return 0
+    if args.state:
+        coord = cg.coordinator
+        c = f"{coord.host}:{coord.port}  ({coord.node_id})"
+        w = max(15, len(group))
+        if args.verbose:
+            fmt = f"\n%-{w}s %-{max(25, len(c))}s %-20s %-20s %-15s %-25s %s"
+            sys.stdout.write(fmt % ("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "GROUP-EPOCH",
+                                    "TARGET-ASSIGNMENT-EPOCH", "#MEMBERS"))
+            sys.stdout.write(fmt % (group, c, cg.assignor, cg.state, cg.group_epoch, cg.assignment_epoch,
+                                    len(cg.members)) + "\n")
+        else:
+            fmt = f"\n%-{w}s %-{max(25, len(c))}s %-20s %-20s %s"
+            sys.stdout.write(fmt % ("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"))
+            sys.stdout.write(fmt % (group, c, cg.assignor, cg.state, len(cg.members)) + "\n")
+        return 0
+    members = cg.members
+    with_instance = any(m.group_instance_id for m in members)
+    head = ["GROUP", "CONSUMER-ID"] + (["GROUP-INSTANCE-ID"] if with_instance else []) + ["HOST", "CLIENT-ID",
+                                                                                          "#PARTITIONS"]
+    rows = []
+    for m in members:
+        row = [group, m.member_id] + ([m.group_instance_id or ""] if with_instance else []) + [
+            m.host, m.client_id, str(len(m.assignment))]
+        if args.verbose:
+            row += [str(m.member_epoch), _partitions_text(m.assignment), str(cg.assignment_epoch),
+                    _partitions_text(m.target_assignment), member_state(m, cg),
+                    ",".join(m.subscribed_topic_names) or (m.subscribed_topic_regex or MISSING)]
+        rows.append(row)
+    if args.verbose:
+        head += ["CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT", "MEMBER-STATE",
+                 "SUBSCRIPTION"]
+    widths = [max([15, len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(head)]
+    fmt = " ".join(f"%-{w}s" for w in widths[:-1]) + " %s"
+    sys.stdout.write("\n" + (fmt % tuple(head)).rstrip() + "\n")
+    for r in rows:
+        print((fmt % tuple(r)).rstrip())
+    return 0
+
+
+def _as_group_description(cg: ConsumerGroupDescription) -> GroupDescription:
+    """A consumer-protocol group in the shape the offsets view reads (members' current assignments)."""
+    return GroupDescription(cg.group_id, cg.state, "consumer", cg.assignor,
+                            [MemberDescription(m.member_id, m.group_instance_id, m.client_id, m.host,
+                                               list(m.assignment)) for m in cg.members],
+                            cg.coordinator, cg.error)
+
+
 async def _describe_group(admin: Admin, args, group: str) -> int:
-    desc = (await admin.describe_groups([group]))[group]
+    cg = await _consumer_group(admin, group)
+    if cg is not None and (args.state or args.members):
+        return _describe_consumer_group(args, group, cg)
+    desc = _as_group_description(cg) if cg is not None else (await admin.describe_groups([group]))[group]
     if desc.error.value:
         print(f"\nError: Executing consumer group command failed due to {desc.error.message}")
         return 1
@@ -293,7 +389,8 @@ async def _reset_offsets(admin: Admin, args, groups: list[str]) -> int:
     status = 0
     result: dict[str, dict[TopicPartition, int]] = {}
     for group in groups:
-        desc = (await admin.describe_groups([group]))[group]
+        cg = await _consumer_group(admin, group)
+        desc = _as_group_description(cg) if cg is not None else (await admin.describe_groups([group]))[group]
         if desc.state not in ("Empty", "Dead"):
             print(f"\nError: Assignments can only be reset if the group '{group}' is inactive, but the current "
                   f"state is {desc.state}.")
