@@ -1,5 +1,6 @@
-"""Our client with group.protocol=consumer (KIP-848) end to end against librdkafka's mock cluster,
-which implements ConsumerGroupHeartbeat v1 with its own assignor: members share a topic, every
+"""Our client with group.protocol=consumer (KIP-848) end to end, each test against librdkafka's
+mock cluster (which implements ConsumerGroupHeartbeat v1 with its own assignor) and against a
+kgroup broker: members share a topic, every
 message is consumed once across reassignments, a leaving member hands its partitions over,
 callbacks revoke before they assign and never let two members own a partition at once, commits
 carry the member epoch, static members and regex subscriptions work, and the sync facade too."""
@@ -15,13 +16,24 @@ from kgroup.client.consumer import Consumer
 from kgroup.client.producer import Producer
 from kgroup.client.sync import KafkaConsumer, KafkaProducer
 from kgroup.testing import rdkafka_mock
+from kgroup.testing.broker import KafkaBroker
 
 KIP848 = dict(group_protocol="consumer", auto_offset_reset="earliest")
 
 
-@pytest.fixture(scope="module")
-def mock():
-    """An in-process mock whose consumer groups heartbeat every 200 ms (its default is 3 s)."""
+# The same tests against two brokers: librdkafka's mock cluster and kgroup itself (in-process),
+# both with consumer groups heartbeating every 200 ms (the mock's default is 3 s, kgroup's 5 s) and
+# a 6 s session; topics auto-created with 4 partitions.
+@pytest.fixture(scope="module", params=["rdkafka-mock", "kgroup"])
+def cluster(request, tmp_path_factory):
+    if request.param == "kgroup":
+        overrides = {"group.consumer.heartbeat.interval.ms": 200, "group.consumer.min.heartbeat.interval.ms": 200,
+                     "group.consumer.session.timeout.ms": 6000, "group.consumer.min.session.timeout.ms": 6000,
+                     "num.partitions": 4}
+        with KafkaBroker(tmp_path_factory.mktemp("kip848-client") / "data", overrides) as broker:
+            broker.create_topic("six", partitions=6)
+            yield broker.bootstrap_servers
+        return
     lib = rdkafka_mock._librdkafka()
     lib.rd_kafka_mock_set_group_consumer_heartbeat_interval_ms.argtypes = [ctypes.c_void_p, ctypes.c_int]
     lib.rd_kafka_mock_set_group_consumer_session_timeout_ms.argtypes = [ctypes.c_void_p, ctypes.c_int]
@@ -78,14 +90,14 @@ async def poll_all(consumers, got, until, timeout=30):
                 got.append((c, r))
 
 
-def test_three_members_share_a_topic_every_message_once_and_hand_over_on_leave(mock):
+def test_three_members_share_a_topic_every_message_once_and_hand_over_on_leave(cluster):
     topic, group = name("kip848"), name("g")
     owners: dict = {}
 
     async def go():
-        await produce(mock, topic, [f"a{i}".encode() for i in range(100)])
+        await produce(cluster, topic, [f"a{i}".encode() for i in range(100)])
         listeners = [Ownership(f"c{i}", owners) for i in range(3)]
-        consumers = [Consumer(bootstrap_servers=mock, group_id=group, **KIP848) for _ in range(3)]
+        consumers = [Consumer(bootstrap_servers=cluster, group_id=group, **KIP848) for _ in range(3)]
         got: list = []
         consumers[0].subscribe([topic], listener=listeners[0])
         await poll_all(consumers[:1], got, lambda: len(got) >= 100)
@@ -93,7 +105,7 @@ def test_three_members_share_a_topic_every_message_once_and_hand_over_on_leave(m
 
         async def trickle():  # messages keep coming while the partitions move
             for batch in range(20):
-                await produce(mock, topic, [f"m{batch}-{i}".encode() for i in range(10)])
+                await produce(cluster, topic, [f"m{batch}-{i}".encode() for i in range(10)])
                 await asyncio.sleep(0.05)
 
         producing = asyncio.ensure_future(trickle())
@@ -118,7 +130,7 @@ def test_three_members_share_a_topic_every_message_once_and_hand_over_on_leave(m
         gone = leaving.assignment()
         await leaving.close()
         assert listeners[2].events[-1] == ("revoked", sorted(gone))
-        await produce(mock, topic, [f"b{i}".encode() for i in range(100)])
+        await produce(cluster, topic, [f"b{i}".encode() for i in range(100)])
         got.clear()
         await poll_all(consumers, got, lambda: len(got) >= 100
                        and set().union(*(c.assignment() for c in consumers)) == {TP(topic, p) for p in range(4)})
@@ -130,7 +142,7 @@ def test_three_members_share_a_topic_every_message_once_and_hand_over_on_leave(m
     run(go())
 
 
-def test_revoke_runs_before_assign_within_one_reconciliation(mock):
+def test_revoke_runs_before_assign_within_one_reconciliation(cluster):
     """Three members join a 6-partition topic one by one, then the first unsubscribes: each
     reconciliation calls on_partitions_revoked, then on_partitions_assigned (Java's order), and
     a partition is never assigned while another member still owns it (checked in the listener)."""
@@ -139,7 +151,7 @@ def test_revoke_runs_before_assign_within_one_reconciliation(mock):
 
     async def go():
         listeners = [Ownership(f"c{i}", owners) for i in range(3)]
-        consumers = [Consumer(bootstrap_servers=mock, group_id=group, **KIP848) for _ in range(3)]
+        consumers = [Consumer(bootstrap_servers=cluster, group_id=group, **KIP848) for _ in range(3)]
         got: list = []
         for i, (c, listener) in enumerate(zip(consumers, listeners)):
             c.subscribe(["six"], listener=listener)
@@ -165,12 +177,12 @@ def test_revoke_runs_before_assign_within_one_reconciliation(mock):
     run(go())
 
 
-def test_commit_carries_the_member_epoch_and_a_restarted_group_resumes(mock):
+def test_commit_carries_the_member_epoch_and_a_restarted_group_resumes(cluster):
     topic, group = name("commit"), name("g")
 
     async def go():
-        await produce(mock, topic, [f"v{i}".encode() for i in range(20)])
-        async with Consumer(bootstrap_servers=mock, group_id=group, enable_auto_commit=False, **KIP848) as c:
+        await produce(cluster, topic, [f"v{i}".encode() for i in range(20)])
+        async with Consumer(bootstrap_servers=cluster, group_id=group, enable_auto_commit=False, **KIP848) as c:
             c.subscribe([topic])
             got: list = []
             await poll_all([c], got, lambda: len(got) >= 20)
@@ -179,8 +191,8 @@ def test_commit_carries_the_member_epoch_and_a_restarted_group_resumes(mock):
             await c.commit()
             committed = await c.committed({TP(topic, p) for p in range(4)})
             assert sum(o.offset for o in committed.values() if o is not None) == 20
-        await produce(mock, topic, [b"after"])
-        async with Consumer(bootstrap_servers=mock, group_id=group, **KIP848) as c:
+        await produce(cluster, topic, [b"after"])
+        async with Consumer(bootstrap_servers=cluster, group_id=group, **KIP848) as c:
             c.subscribe([topic])
             got = []
             await poll_all([c], got, lambda: len(got) >= 1)
@@ -189,14 +201,14 @@ def test_commit_carries_the_member_epoch_and_a_restarted_group_resumes(mock):
     run(go())
 
 
-def test_static_member_and_regex_subscription(mock):
+def test_static_member_and_regex_subscription(cluster):
     prefix, group = name("rx"), name("g")
 
     async def go():
-        await produce(mock, f"{prefix}-a", [b"a"])
-        await produce(mock, f"{prefix}-b", [b"b"])
-        await produce(mock, name("other"), [b"no"])
-        async with Consumer(bootstrap_servers=mock, group_id=group, group_instance_id="static-1", **KIP848) as c:
+        await produce(cluster, f"{prefix}-a", [b"a"])
+        await produce(cluster, f"{prefix}-b", [b"b"])
+        await produce(cluster, name("other"), [b"no"])
+        async with Consumer(bootstrap_servers=cluster, group_id=group, group_instance_id="static-1", **KIP848) as c:
             c.subscribe(pattern=f"{prefix}-.*")
             got: list = []
             await poll_all([c], got, lambda: len(got) >= 2)
@@ -208,9 +220,9 @@ def test_static_member_and_regex_subscription(mock):
     run(go())
 
 
-def test_sync_kafka_consumer_with_the_consumer_protocol(mock):
+def test_sync_kafka_consumer_with_the_consumer_protocol(cluster):
     topic, group = name("sync"), name("g")
-    with KafkaProducer(bootstrap_servers=mock) as p:
+    with KafkaProducer(bootstrap_servers=cluster) as p:
         for i in range(20):
             p.send(topic, f"s{i}".encode(), key=str(i).encode())
         p.flush()
@@ -223,7 +235,7 @@ def test_sync_kafka_consumer_with_the_consumer_protocol(mock):
         def on_partitions_revoked(self, revoked):
             events.append(("revoked", sorted(revoked)))
 
-    with KafkaConsumer(bootstrap_servers=mock, group_id=group, **KIP848) as c:
+    with KafkaConsumer(bootstrap_servers=cluster, group_id=group, **KIP848) as c:
         c.subscribe([topic], listener=Listener())
         got = []
         deadline = time.monotonic() + 20

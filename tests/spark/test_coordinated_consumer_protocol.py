@@ -1,6 +1,6 @@
 """groupMode=coordinated with kafka.group.protocol=consumer (KIP-848), against librdkafka's mock
-cluster (which implements ConsumerGroupHeartbeat; the kgroup broker's side is another branch):
-two streaming queries share a topic through the broker's assignment, the second takes the
+cluster (which implements ConsumerGroupHeartbeat) and against a kgroup broker: two streaming
+queries share a topic through the broker's assignment, the second takes the
 first's partitions over when it stops, and no record is lost or processed twice."""
 from __future__ import annotations
 
@@ -10,15 +10,27 @@ import pytest
 
 from kgroup.testing import rdkafka_mock
 
-from .helpers import produce
+from tests.harness import BrokerProcess
+
+from .helpers import create_topic, produce
 from .test_streaming import group_lag, sink_records, wait_for
 
 GROUP = "kip848-coordinated"
 TOPIC = "kip848-coordinated"
 
 
-@pytest.fixture
-def mock():
+@pytest.fixture(params=["rdkafka-mock", "kgroup"])
+def cluster(request, tmp_path):
+    """Bootstrap servers of a broker whose consumer groups heartbeat every 250 ms, with the topic."""
+    if request.param == "kgroup":
+        broker = BrokerProcess(tmp_path / "data", ["group.consumer.heartbeat.interval.ms=250",
+                                                   "group.consumer.min.heartbeat.interval.ms=250"]).start()
+        try:
+            create_topic(broker.bootstrap, TOPIC, 4)
+            yield broker.bootstrap
+        finally:
+            broker.stop()
+        return
     lib = rdkafka_mock._librdkafka()
     lib.rd_kafka_mock_set_group_consumer_heartbeat_interval_ms.argtypes = [ctypes.c_void_p, ctypes.c_int]
     with rdkafka_mock.MockCluster(topics={TOPIC: 4}) as mc:
@@ -50,20 +62,20 @@ def committed_total(bootstrap):
     return sum(c or 0 for c, _ in group_lag(bootstrap, GROUP, TOPIC, 4).values())
 
 
-def test_coordinated_queries_share_and_hand_over_with_the_consumer_protocol(spark, mock, tmp_path):
-    produced = produce(mock, TOPIC, 0, 200)
+def test_coordinated_queries_share_and_hand_over_with_the_consumer_protocol(spark, cluster, tmp_path):
+    produced = produce(cluster, TOPIC, 0, 200)
     try:
-        qa = start(spark, mock, tmp_path, "a")
-        wait_for(lambda: committed_total(mock) == 200, 90, "query a to process and commit the first 200")
-        qb = start(spark, mock, tmp_path, "b")
+        qa = start(spark, cluster, tmp_path, "a")
+        wait_for(lambda: committed_total(cluster) == 200, 90, "query a to process and commit the first 200")
+        qb = start(spark, cluster, tmp_path, "b")
 
         def both_have_new_records():
-            produced.update(produce(mock, TOPIC, len(produced), 20))
+            produced.update(produce(cluster, TOPIC, len(produced), 20))
             a, b = records(spark, tmp_path / "out-a"), records(spark, tmp_path / "out-b")
             return b and any(int(k[1:]) >= 220 for _, _, k, _ in a) and any(int(k[1:]) >= 220 for _, _, k, _ in b)
         # the broker splits the partitions: records produced after that reach both queries
         wait_for(both_have_new_records, 120, "both queries to own partitions", interval=1.0)
-        wait_for(lambda: committed_total(mock) == len(produced), 90, "both queries to commit everything")
+        wait_for(lambda: committed_total(cluster) == len(produced), 90, "both queries to commit everything")
         a_records, b_records = records(spark, tmp_path / "out-a"), records(spark, tmp_path / "out-b")
         late_a = {p for p, _, k, _ in a_records if int(k[1:]) >= 220}
         late_b = {p for p, _, k, _ in b_records if int(k[1:]) >= 220}
@@ -71,8 +83,8 @@ def test_coordinated_queries_share_and_hand_over_with_the_consumer_protocol(spar
 
         qa.stop()  # leaves with epoch -1: b takes every partition over from the committed offsets
         total = len(produced)
-        produced.update(produce(mock, TOPIC, total, 200))
-        wait_for(lambda: all(c == e for c, e in group_lag(mock, GROUP, TOPIC, 4).values()), 120,
+        produced.update(produce(cluster, TOPIC, total, 200))
+        wait_for(lambda: all(c == e for c, e in group_lag(cluster, GROUP, TOPIC, 4).values()), 120,
                  "query b to catch up on all four partitions")
         qb.stop()
     finally:
