@@ -304,10 +304,14 @@ def test_commits_survive_a_broker_sigkill(tmp_path):
         broker.stop()
 
 
-def test_admin_client_describes_lists_and_deletes_a_consumer_group(tmp_path):
+@pytest.mark.matrix
+def test_admin_client_describes_lists_and_deletes_a_consumer_group(tmp_path, record_property):
     """confluent-kafka's AdminClient: describe_consumer_groups (ConsumerGroupDescribe: type, state,
     current and target assignment), list_consumer_groups (type and state) and
-    delete_consumer_groups once the group is empty."""
+    delete_consumer_groups once the group is empty. The compatibility matrix's Admin cell of
+    confluent-kafka with group.protocol=consumer."""
+    from tests.interop.test_matrix_harness import tag
+    tag(record_property, "confluent-kafka.consumer", "admin")
     from confluent_kafka import ConsumerGroupState, ConsumerGroupType
     from confluent_kafka.admin import AdminClient
     broker = BrokerProcess(tmp_path / "data", OVERRIDES).start()

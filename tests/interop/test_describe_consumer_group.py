@@ -19,6 +19,7 @@ from tests.broker.test_cli import kgroup
 from tests.conftest import ROOT
 from tests.harness import BrokerProcess
 from tests.interop.test_consumer_protocol import OVERRIDES, create_topic, describe, produce, wait_for
+from tests.interop.test_matrix_harness import tag
 
 pytestmark = pytest.mark.interop
 
@@ -90,7 +91,12 @@ def members_table(stdout: str) -> dict[str, dict[str, str]]:
     return out
 
 
-def test_describe_shows_epochs_and_target_next_to_current(tmp_path):
+@pytest.mark.matrix
+def test_describe_shows_epochs_and_target_next_to_current(tmp_path, record_property):
+    """Also the compatibility matrix's Admin cell of our client with group.protocol=consumer (its
+    Admin.describe_consumer_groups, list_groups, list_group_offsets and delete_groups, through
+    the tool)."""
+    tag(record_property, "kgroup.consumer", "admin")
     broker = BrokerProcess(tmp_path / "data", OVERRIDES).start()
     members = []
     bs = broker.bootstrap
@@ -160,6 +166,18 @@ def test_describe_shows_epochs_and_target_next_to_current(tmp_path):
         cells = sorted(l.split() for l in lines[1:])
         assert [c[:6] for c in cells] == [["dcg", "dc", str(p), "5", "5", "0"] for p in range(4)]
         assert sorted(c[8] for c in cells) == ["joiner", "joiner", "slow-one", "slow-one"]
+
+        assert "dcg" in kgroup("groups", "--bootstrap-server", bs, "--list").stdout.split()
+        r = kgroup("groups", "--bootstrap-server", bs, "--delete", "--group", "dcg")
+        assert r.returncode == 1 and "The group is not empty" in r.stdout, r.stdout
+        for m in members:
+            m.close()
+        r = kgroup("groups", "--bootstrap-server", bs, "--describe", "--group", "dcg", "--state", "--verbose")
+        state, group_epoch, _, n = r.stdout.strip().splitlines()[1].split()[4:]
+        assert (state, group_epoch, n) == ("Empty", str(g.group_epoch + 2), "0"), r.stdout  # each leave bumps it
+        r = kgroup("groups", "--bootstrap-server", bs, "--delete", "--group", "dcg")
+        assert r.returncode == 0 and "Deletion of requested consumer groups ('dcg') was successful." in r.stdout
+        assert "dcg" not in kgroup("groups", "--bootstrap-server", bs, "--list").stdout.split()
     finally:
         for m in members:
             m.close()

@@ -3,7 +3,8 @@
 own view equals the coordinator's, 200 records are consumed exactly once (synchronous commits
 after every batch), commits reach the log end; then one member leaves (LeaveGroup) and the other
 takes every partition and continues from the commits (40 more records, no duplicate).
-Cooperative assignors must not revoke what does not move (KIP-429); confluent-kafka's
+Cooperative assignors must not revoke what does not move (KIP-429), nor may the consumer group
+protocol (KIP-848; the "protocol" is then the server-side assignor); confluent-kafka's
 "incremental assign" case calls incremental_assign/incremental_unassign itself.
 
 The combinations run at once against one broker (one module fixture); each has its own test."""
@@ -33,6 +34,11 @@ CASES = [
     ("confluent-kafka", "incremental-assign", ["cooperative-sticky"], "cooperative-sticky", {"incremental": True}),
     ("kcat", "consume-balanced", None, "range", {}),
     ("kafkajs", "consume-roundrobin-default", None, "RoundRobinAssigner", {}),
+    # KIP-848: the broker's assignor (group.remote.assignor), reconciled incrementally
+    ("confluent-kafka.consumer", "consume-uniform", ["uniform"], "uniform", {}),
+    ("confluent-kafka.consumer", "consume-range", ["range"], "range", {}),
+    ("kgroup.consumer", "consume-uniform", ["uniform"], "uniform", {}),
+    ("kgroup.consumer", "consume-range", ["range"], "range", {}),
 ]
 IDS = [f"{c}-{s}" for c, s, *_ in CASES]
 
@@ -53,7 +59,7 @@ def _scenario(case_id, broker, proxy, tmp_path):
         state, voted, by_member = wait_stable(broker.bootstrap, group, 2, everything, members=members)
         assert voted == protocol, f"the group voted {voted!r}, expected {protocol!r}"
         assert a.owned() and b.owned() and not a.owned() & b.owned()
-        if protocol == "cooperative-sticky":
+        if protocol == "cooperative-sticky" or client.endswith(".consumer"):
             # KIP-429: when b joined, a gave up only what moved to b (never everything at once)
             revoked = {tuple(tp) for e in a.of("revoked") if e["t"] >= b_joined for tp in e["parts"]}
             assert revoked <= b.owned(), f"cooperative rebalance revoked {revoked}, b got {b.owned()}"

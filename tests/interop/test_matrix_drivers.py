@@ -1,5 +1,5 @@
-"""Consumer drivers for the compatibility matrix: one real client (kafka-python, aiokafka or
-confluent-kafka) in its own process, so a test can SIGKILL it, driven by one JSON argument and
+"""Consumer drivers for the compatibility matrix: one real client (kafka-python, aiokafka,
+confluent-kafka or our own kgroup client) in its own process, so a test can SIGKILL it, driven by one JSON argument and
 reporting what it does as JSON lines on stdout. This module holds no tests; the matrix tests
 (tests/interop/test_matrix_*.py) start it as ``python tests/interop/test_matrix_drivers.py CONF``
 and tests/interop/node/driver.js speaks the same language for kafkajs.
@@ -7,7 +7,9 @@ and tests/interop/node/driver.js speaks the same language for kafkajs.
 CONF keys: client, bootstrap, group, topics, assignors (names: range, roundrobin, sticky,
 cooperative-sticky), instance_id, client_id, session_ms, heartbeat_ms, commit ("sync": commit
 synchronously after every non-empty batch; "none"), incremental (confluent-kafka: call
-incremental_assign/incremental_unassign itself in its rebalance callbacks).
+incremental_assign/incremental_unassign itself in its rebalance callbacks), group_protocol
+("consumer": KIP-848, confluent-kafka and kgroup; the first of ``assignors`` is then the
+server-side assignor asked for).
 
 Events, one JSON object a line: {"ev": "started"}; {"ev": "assigned", "added": [[t, p]...],
 "owned": [[t, p]...], "member": id, "gen": n, "protocol": name}; {"ev": "revoked", "parts": ...,
@@ -257,6 +259,13 @@ def run_confluent(conf, stop):
          "reconnect.backoff.max.ms": 500}
     if conf.get("instance_id"):
         c["group.instance.id"] = conf["instance_id"]
+    if conf.get("group_protocol") == "consumer":
+        # KIP-848: the broker owns the assignor, session timeout and heartbeat interval
+        for key in ("partition.assignment.strategy", "session.timeout.ms", "heartbeat.interval.ms"):
+            del c[key]
+        c["group.protocol"] = "consumer"
+        if conf.get("assignors"):
+            c["group.remote.assignor"] = conf["assignors"][0]
     consumer = Consumer(c, error_cb=lambda err: emit(ev="error", where="error_cb", type=err.name(), msg=err.str()))
     owned = Owned()
     incremental = conf.get("incremental", False)
@@ -308,7 +317,68 @@ def run_confluent(conf, stop):
         emit(ev="closed")
 
 
-RUNNERS = {"kafka-python": run_kafka_python, "aiokafka": run_aiokafka, "confluent-kafka": run_confluent}
+# -- kgroup (our client) ---------------------------------------------------------------------------
+
+def run_kgroup(conf, stop):
+    """Our blocking KafkaConsumer; ``group_protocol`` "consumer" (KIP-848) or "classic"."""
+    from kgroup.client import ConsumerRebalanceListener
+    from kgroup.client.sync import KafkaConsumer
+    kw = {"bootstrap_servers": conf["bootstrap"], "group_id": conf["group"],
+          "client_id": conf.get("client_id", "kgroup-matrix"), "group_instance_id": conf.get("instance_id"),
+          "enable_auto_commit": False, "auto_offset_reset": "earliest", "reconnect_backoff_max_ms": 500,
+          "group_protocol": conf.get("group_protocol", "classic")}
+    if kw["group_protocol"] == "consumer":
+        if conf.get("assignors"):
+            kw["group_remote_assignor"] = conf["assignors"][0]
+    else:
+        kw.update(session_timeout_ms=conf.get("session_ms", 6000), heartbeat_interval_ms=conf.get("heartbeat_ms", 1000),
+                  partition_assignment_strategy=conf.get("assignors", ["range"]))
+    owned = Owned()
+    consumer = KafkaConsumer(**kw)
+
+    class Listener(ConsumerRebalanceListener):
+        def on_partitions_assigned(self, assigned):
+            parts = [(tp.topic, tp.partition) for tp in assigned]
+            emit(ev="assigned", added=sorted(map(list, parts)), owned=owned.add(parts), member=None, gen=None,
+                 protocol=None)
+
+        def on_partitions_revoked(self, revoked):
+            parts = [(tp.topic, tp.partition) for tp in revoked]
+            emit(ev="revoked", parts=sorted(map(list, parts)), owned=owned.remove(parts))
+
+        def on_partitions_lost(self, lost):
+            parts = [(tp.topic, tp.partition) for tp in lost]
+            emit(ev="lost", parts=sorted(map(list, parts)), owned=owned.remove(parts))
+
+    consumer.subscribe(conf["topics"], listener=Listener())
+    emit(ev="started")
+    try:
+        while not stop.is_set():
+            try:
+                recs = [[r.topic, r.partition, r.offset, r.value.decode()] for r in consumer.poll(200)]
+            except Exception as e:  # noqa: BLE001
+                _error("poll", e)
+                time.sleep(0.2)
+                continue
+            if not recs:
+                continue
+            emit(ev="records", recs=recs)
+            if conf.get("commit", "sync") == "sync":
+                offsets = {}
+                for t, p, o, _ in recs:
+                    offsets[(t, p)] = max(offsets.get((t, p), 0), o + 1)
+                try:
+                    consumer.commit()
+                    emit(ev="committed", offsets=[[t, p, o] for (t, p), o in sorted(offsets.items())])
+                except Exception as e:  # noqa: BLE001
+                    _error("commit", e)
+    finally:
+        consumer.close()
+        emit(ev="closed")
+
+
+RUNNERS = {"kafka-python": run_kafka_python, "aiokafka": run_aiokafka, "confluent-kafka": run_confluent,
+           "kgroup": run_kgroup}
 
 
 def main(argv):

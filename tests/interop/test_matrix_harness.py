@@ -36,9 +36,22 @@ DRIVER_JS = os.path.join(NODE_DIR, "driver.js")
 
 CLIENTS = ("kafka-python", "aiokafka", "confluent-kafka", "kcat", "kafkajs")
 GROUP_CLIENTS = CLIENTS  # every client can be a group member
-PY_CLIENTS = ("kafka-python", "aiokafka", "confluent-kafka")
+# The clients with Kafka 4.0's consumer group protocol (KIP-848), as "<client>.consumer": the same
+# driver with group.protocol=consumer (kcat 1.7.1's librdkafka 2.0.2 has no group.protocol; kafka-
+# python, aiokafka and kafkajs do not implement it). The name is also used in topic and group names.
+CONSUMER_PROTOCOL_CLIENTS = ("confluent-kafka.consumer", "kgroup.consumer")
+PY_CLIENTS = ("kafka-python", "aiokafka", "confluent-kafka", "kgroup")
 SESSION_MS = 6000
-BROKER_OVERRIDES = ["group.initial.rebalance.delay.ms=0", "group.min.session.timeout.ms=6000"]
+BROKER_OVERRIDES = ["group.initial.rebalance.delay.ms=0", "group.min.session.timeout.ms=6000",
+                    # consumer-protocol groups: the same 6 s session, heartbeats every second
+                    "group.consumer.min.session.timeout.ms=6000", "group.consumer.session.timeout.ms=6000",
+                    "group.consumer.min.heartbeat.interval.ms=1000", "group.consumer.heartbeat.interval.ms=1000"]
+
+
+def base_client(client: str) -> tuple[str, str]:
+    """("confluent-kafka", "consumer") for "confluent-kafka.consumer"; (client, "classic") otherwise."""
+    base, _, protocol = client.partition(".")
+    return base, protocol or "classic"
 
 
 # -- the clients themselves ------------------------------------------------------------------------
@@ -64,7 +77,11 @@ def node_bin() -> str:
 
 
 def client_version(client: str) -> str:
+    client = base_client(client)[0]
     try:
+        if client == "kgroup":
+            from importlib.metadata import version
+            return version("kgroup")
         if client == "kafka-python":
             import kafka
             return kafka.__version__
@@ -130,6 +147,8 @@ class Member:
             conf["client_id"] = client_id
         conf["log_level"] = "INFO"  # to the member's stderr file, shown when a test fails
         conf.update(extra or {})
+        client, conf["group_protocol"] = base_client(client)
+        conf["client"] = client
         self.conf = conf
         if client in PY_CLIENTS:
             cmd = [sys.executable, DRIVER_PY, json.dumps(conf)]
@@ -296,7 +315,10 @@ def messages(prefix: str, n: int, partitions: int | None = None) -> list[tuple]:
 
 def produce(client: str, bootstrap: str, topic: str, msgs: list[tuple], idempotent: bool | None = None):
     """Produce ``msgs`` with ``client``; returns [(partition, offset, value)] as the client
-    acknowledged them (kcat reports nothing: None)."""
+    acknowledged them (kcat reports nothing: None); "<client>.consumer" produces as <client>."""
+    client = base_client(client)[0]
+    if client == "kgroup":
+        return produce_reference(bootstrap, topic, msgs)
     if client == "kafka-python":
         from kafka import KafkaProducer
         kw = {} if idempotent is None else {"enable_idempotence": idempotent}
@@ -429,11 +451,28 @@ def create_topics(bootstrap: str, topics: dict[str, int]) -> None:
 
 
 def describe(bootstrap: str, group: str):
-    """(state, protocol, {member_id: (client_id, instance_id, {(t, p)})}) from DescribeGroups."""
-    g = _Admin.get(bootstrap).describe_groups([group])[group]
+    """(state, protocol, {member_id: (client_id, instance_id, {(t, p)})}) from DescribeGroups; for a
+    consumer-protocol group (KIP-848), which DescribeGroups shows Dead, from ConsumerGroupDescribe:
+    its state (Stable once every member owns its target at the assignment epoch), its server-side
+    assignor as the protocol, and each member's current assignment."""
+    admin = _Admin.get(bootstrap)
+    g = admin.describe_groups([group])[group]
+    if g.state == "Dead":
+        cg = admin.describe_consumer_groups([group])[group]
+        if not cg.error.value:
+            return cg.state, cg.assignor, {m.member_id: (m.client_id, m.group_instance_id,
+                                                         {(tp.topic, tp.partition) for tp in m.assignment})
+                                           for m in cg.members}
     return g.state, g.protocol, {m.member_id: (m.client_id, m.group_instance_id,
                                               {(tp.topic, tp.partition) for tp in m.assignment})
                                  for m in g.members}
+
+
+def group_epoch(bootstrap: str, group: str) -> int:
+    """A consumer-protocol group's epoch (ConsumerGroupDescribe)."""
+    cg = _Admin.get(bootstrap).describe_consumer_groups([group])[group]
+    assert not cg.error.value, cg
+    return cg.group_epoch
 
 
 def committed(bootstrap: str, group: str) -> dict:

@@ -7,20 +7,22 @@ committed offsets: the first record each reads there is at the committed offset 
 partition's start: no reset to earliest; nothing skipped: no reset to latest), all 30 arrive
 once, and commits reach the new log end.
 
-All clients run at once against one broker (the session timeout is waited once)."""
+The consumer-protocol clients (KIP-848) too: there the broker's session timeout (the matrix sets
+group.consumer.session.timeout.ms to the same 6 s) expires the member. All clients run at once against one broker (the session timeout is waited once)."""
 import time
 
 import pytest
 
 from tests.harness import BrokerProcess
 from tests.interop.test_matrix_harness import (
-    BROKER_OVERRIDES, GROUP_CLIENTS, SESSION_MS, Members, check_result, committed, create_topics,
+    BROKER_OVERRIDES, CONSUMER_PROTOCOL_CLIENTS, GROUP_CLIENTS, SESSION_MS, Members, check_result, committed, create_topics,
     end_offsets, messages, produce_reference, run_per_client, tag, topic_partitions, wait_committed,
     wait_stable, wait_until)
 
 pytestmark = [pytest.mark.interop, pytest.mark.matrix]
 
 PARTITIONS = 6
+CLIENTS = GROUP_CLIENTS + CONSUMER_PROTOCOL_CLIENTS
 
 
 def _scenario(client, broker, tmp_path):
@@ -78,13 +80,13 @@ def results(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("matrix-kill")
     broker = BrokerProcess(tmp / "data", BROKER_OVERRIDES).start()
     try:
-        create_topics(broker.bootstrap, {f"kill-{c}": PARTITIONS for c in GROUP_CLIENTS})
-        yield run_per_client(_scenario, GROUP_CLIENTS, broker, tmp)
+        create_topics(broker.bootstrap, {f"kill-{c}": PARTITIONS for c in CLIENTS})
+        yield run_per_client(_scenario, CLIENTS, broker, tmp)
     finally:
         broker.stop()
 
 
-@pytest.mark.parametrize("client", GROUP_CLIENTS)
+@pytest.mark.parametrize("client", CLIENTS)
 def test_sigkilled_member_partitions_taken_over_from_last_commit(results, client, record_property):
     tag(record_property, client, "sigkill-takeover")
     check_result(results, client)

@@ -24,8 +24,8 @@ from kgroup.protocol.api import parse_response
 from kgroup.protocol.messages.offset_commit import OffsetCommitRequest
 from tests.harness import BrokerProcess, RawClient
 from tests.interop.test_matrix_harness import (
-    BROKER_OVERRIDES, GROUP_CLIENTS, Members, _Admin, check_result, committed, create_topics, end_offsets,
-    free_port, produce_reference, run_per_client, tag, wait_committed, wait_until)
+    BROKER_OVERRIDES, CONSUMER_PROTOCOL_CLIENTS, GROUP_CLIENTS, Members, _Admin, check_result, committed,
+    create_topics, end_offsets, free_port, produce_reference, run_per_client, tag, wait_committed, wait_until)
 
 pytestmark = [pytest.mark.interop, pytest.mark.matrix]
 
@@ -33,6 +33,8 @@ PARTITIONS = 3
 FILLER_RECORDS = 600_000
 FILLER_GROUPS = 6_000     # x 100 partitions: every filler commit is a distinct key
 LAST = 49  # __consumer_offsets partition loaded last
+# the consumer-protocol clients' ConsumerGroupHeartbeats meet COORDINATOR_LOAD_IN_PROGRESS too
+CLIENTS = GROUP_CLIENTS + CONSUMER_PROTOCOL_CLIENTS
 
 
 def group_on_last_partition(prefix: str) -> str:
@@ -42,7 +44,7 @@ def group_on_last_partition(prefix: str) -> str:
     return f"{prefix}-{n}"
 
 
-GROUPS = {c: group_on_last_partition(f"load-{c}") for c in GROUP_CLIENTS}
+GROUPS = {c: group_on_last_partition(f"load-{c}") for c in CLIENTS}
 
 
 def fill_offsets_topic(port: int, records: int) -> None:
@@ -118,9 +120,9 @@ def results(tmp_path_factory):
     broker = BrokerProcess(tmp / "data", overrides).start()
     members_by_client: dict = {}
     try:
-        create_topics(broker.bootstrap, {"filler": 100, **{f"load-{c}": PARTITIONS for c in GROUP_CLIENTS}})
+        create_topics(broker.bootstrap, {"filler": 100, **{f"load-{c}": PARTITIONS for c in CLIENTS}})
         fill_offsets_topic(broker.port, FILLER_RECORDS)
-        first = run_per_client(_start, GROUP_CLIENTS, broker, tmp, members_by_client)
+        first = run_per_client(_start, CLIENTS, broker, tmp, members_by_client)
         before = {c: v for c, (ok, v) in first.items() if ok}
         broker.kill()
         restarted_at = time.time()
@@ -137,7 +139,7 @@ def results(tmp_path_factory):
             produce_reference(broker.bootstrap, f"load-{c}", _batch(c, "c", 10))
         second = run_per_client(lambda c: _ride_through(c, broker, restarted_at, loaded_at, before[c],
                                                        members_by_client), list(before))
-        yield {c: first[c] if not first[c][0] else second[c] for c in GROUP_CLIENTS}, load_s
+        yield {c: first[c] if not first[c][0] else second[c] for c in CLIENTS}, load_s
     finally:
         for ms in members_by_client.values():
             ms.close()
@@ -145,7 +147,7 @@ def results(tmp_path_factory):
         broker.stop()
 
 
-@pytest.mark.parametrize("client", GROUP_CLIENTS)
+@pytest.mark.parametrize("client", CLIENTS)
 def test_rides_through_coordinator_load_in_progress(results, client, record_property):
     tag(record_property, client, "coordinator-load-in-progress")
     by_client, load_s = results

@@ -9,12 +9,13 @@ import pytest
 
 from tests.harness import BrokerProcess
 from tests.interop.test_matrix_harness import (
-    BROKER_OVERRIDES, GROUP_CLIENTS, Members, _Admin, check_result, create_topics, end_offsets,
+    BROKER_OVERRIDES, CONSUMER_PROTOCOL_CLIENTS, GROUP_CLIENTS, Members, _Admin, check_result, create_topics, end_offsets,
     produce_reference, run_per_client, tag, wait_committed, wait_until)
 
 pytestmark = [pytest.mark.interop, pytest.mark.matrix]
 
 PARTITIONS = 3
+CLIENTS = GROUP_CLIENTS + CONSUMER_PROTOCOL_CLIENTS  # the consumer-protocol ones commit with their member epoch
 
 
 def _batch(client, label, per_partition):
@@ -65,22 +66,22 @@ def results(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("matrix-resume")
     broker = BrokerProcess(tmp / "data", BROKER_OVERRIDES).start()
     try:
-        create_topics(broker.bootstrap, {f"resume-{c}": PARTITIONS for c in GROUP_CLIENTS})
-        first = run_per_client(_before_restart, GROUP_CLIENTS, broker, tmp)
+        create_topics(broker.bootstrap, {f"resume-{c}": PARTITIONS for c in CLIENTS})
+        first = run_per_client(_before_restart, CLIENTS, broker, tmp)
     finally:
         _Admin.drop(broker.bootstrap)
         broker.kill()
     broker = BrokerProcess(tmp / "data", BROKER_OVERRIDES).start()
     try:
-        ready = [c for c in GROUP_CLIENTS if first[c][0]]
+        ready = [c for c in CLIENTS if first[c][0]]
         second = run_per_client(_after_restart, ready, broker, tmp)
-        yield {c: first[c] if not first[c][0] else second[c] for c in GROUP_CLIENTS}
+        yield {c: first[c] if not first[c][0] else second[c] for c in CLIENTS}
     finally:
         _Admin.drop(broker.bootstrap)
         broker.stop()
 
 
-@pytest.mark.parametrize("client", GROUP_CLIENTS)
+@pytest.mark.parametrize("client", CLIENTS)
 def test_commits_survive_broker_restart_and_consumer_resumes(results, client, record_property):
     tag(record_property, client, "commit-resume-after-restart")
     check_result(results, client)

@@ -1,5 +1,6 @@
 """Matrix: static membership (KIP-345), per client that has it (kafka-python, aiokafka,
-confluent-kafka). Three static members (group.instance.id) of one client share a 6-partition
+confluent-kafka; and with the consumer group protocol, KIP-848, confluent-kafka and kgroup, whose
+restart is a close and a start: the group epoch instead of the generation must not move). Three static members (group.instance.id) of one client share a 6-partition
 topic; the first is SIGKILLed and started again with the same instance id well inside its
 session timeout. It must get its old partitions back under a new member id, the two others see
 no rebalance (no revoke/assign callback), the group's generation in __consumer_offsets does not
@@ -12,12 +13,13 @@ import pytest
 
 from tests.harness import BrokerProcess
 from tests.interop.test_matrix_harness import (
-    BROKER_OVERRIDES, SESSION_MS, Members, check_result, create_topics, describe, end_offsets, group_generations,
+    BROKER_OVERRIDES, CONSUMER_PROTOCOL_CLIENTS, SESSION_MS, Members, check_result, create_topics, describe,
+    end_offsets, group_epoch, group_generations,
     messages, produce_reference, run_per_client, tag, topic_partitions, wait_committed, wait_stable, wait_until)
 
 pytestmark = [pytest.mark.interop, pytest.mark.matrix]
 
-CLIENTS = ("kafka-python", "aiokafka", "confluent-kafka")
+CLIENTS = ("kafka-python", "aiokafka", "confluent-kafka") + CONSUMER_PROTOCOL_CLIENTS
 PARTITIONS = 6
 
 
@@ -44,11 +46,18 @@ def _scenario(client, broker, tmp_path):
         before = wait_committed(broker.bootstrap, group, end_offsets(broker.bootstrap, topic, PARTITIONS))
         time.sleep(1.0)  # late callbacks of the last generation land
         owned_before, ids_before = _by_instance(broker.bootstrap, group)
-        gen_before = group_generations(broker.data_dir, group)[-1][0]
+        kip848 = client.endswith(".consumer")
+        gen_before = group_epoch(broker.bootstrap, group) if kip848 else group_generations(broker.data_dir, group)[-1][0]
         events_before = [len(m.events) for m in members]
 
         victim = members[0]
-        victim.kill()
+        if kip848:
+            # KIP-848 refuses a static member's instance id while its previous member has not left
+            # (UNRELEASED_INSTANCE_ID, as Kafka): a restart is a close (the -2 leave, which keeps
+            # its partitions for the instance id until the session ends) then a new start
+            victim.stop()
+        else:
+            victim.kill()
         killed_at = time.time()
         back = members.start(client, broker.bootstrap, group, [topic], instance_id=f"{client}-inst-0",
                              log_dir=str(tmp_path), client_id=f"{client}-0", assignors=["range"])
@@ -64,9 +73,12 @@ def _scenario(client, broker, tmp_path):
             assert ids_after[f"{client}-inst-{i}"] == ids_before[f"{client}-inst-{i}"]
             moved = [e for e in members[i].events[events_before[i]:] if e["ev"] in ("assigned", "revoked", "lost")]
             assert moved == [], f"member {i} saw a rebalance: {moved}"
-        generations = group_generations(broker.data_dir, group)
-        assert generations[-1][0] == gen_before, f"generation moved: {[g[:2] for g in generations[-3:]]}"
-        assert ids_after[f"{client}-inst-0"] in generations[-1][2], "the new member id is not in the group record"
+        if kip848:
+            assert group_epoch(broker.bootstrap, group) == gen_before, "the group epoch moved"
+        else:
+            generations = group_generations(broker.data_dir, group)
+            assert generations[-1][0] == gen_before, f"generation moved: {[g[:2] for g in generations[-3:]]}"
+            assert ids_after[f"{client}-inst-0"] in generations[-1][2], "the new member id is not in the group record"
 
         # the restarted member resumes from the commits of its previous incarnation
         second = [(k, v, p) for k, v, p in messages(f"{client}-2", 60, PARTITIONS) if (topic, p) in got]

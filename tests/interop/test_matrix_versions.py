@@ -17,12 +17,13 @@ from kgroup.protocol.messages.create_topics import CreateTopicsRequest
 from tests.conftest import ROOT
 from tests.harness import BrokerProcess, RawClient
 from tests.interop.test_matrix_harness import (
-    BROKER_OVERRIDES, DRIVER_JS, GROUP_CLIENTS, Members, RecordingProxy, check_result, kcat_bin, node_bin,
+    BROKER_OVERRIDES, CONSUMER_PROTOCOL_CLIENTS, DRIVER_JS, GROUP_CLIENTS, Members, RecordingProxy, check_result, kcat_bin, node_bin,
     produce, run_per_client, tag, wait_until)
 
 pytestmark = [pytest.mark.interop, pytest.mark.matrix]
 
 PARTITIONS = 2
+CLIENTS = GROUP_CLIENTS + CONSUMER_PROTOCOL_CLIENTS
 RANGES = {k: (lo, hi) for k, lo, hi in advertised()}
 
 
@@ -41,6 +42,13 @@ def out_of_range(negotiated: dict) -> list:
 
 
 def _admin_call(client, bootstrap, group, topic):
+    if client == "kgroup.consumer":
+        from kgroup.client.sync import KafkaAdmin
+        with KafkaAdmin(bootstrap_servers=bootstrap) as a:
+            assert not a.describe_consumer_groups([group])[group].error.value
+            a.list_group_offsets(group)
+        return
+    client = client.removesuffix(".consumer")  # confluent-kafka's admin describes with ConsumerGroupDescribe
     if client == "kafka-python":
         from kafka.admin import KafkaAdminClient
         a = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10000)
@@ -100,7 +108,9 @@ def _session(client, tmp_path):
         assert 18 in negotiated, "the client never sent ApiVersions"
         bad = out_of_range(negotiated)
         assert not bad, f"versions outside the advertised ranges: {bad}"
-        for needed in (0, 1, 3, 8, 9, 10, 11, 14):  # produce, fetch, metadata, commits, group
+        # KIP-848: ConsumerGroupHeartbeat, and the admin's ConsumerGroupDescribe; else JoinGroup + SyncGroup
+        group_apis = (68, 69) if client.endswith(".consumer") else (11, 14)
+        for needed in (0, 1, 3, 8, 9, 10) + group_apis:  # produce, fetch, metadata, commits, group
             assert needed in negotiated, f"{api_name(needed)} never used: {summarize(negotiated)}"
         software = sorted({f"{n}/{v}" for n, v in proxy.software.values()})
         return {"versions": summarize(negotiated), "software": software}
@@ -115,10 +125,10 @@ def _session(client, tmp_path):
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("matrix-versions")
-    return run_per_client(_session, GROUP_CLIENTS, tmp)
+    return run_per_client(_session, CLIENTS, tmp)
 
 
-@pytest.mark.parametrize("client", GROUP_CLIENTS)
+@pytest.mark.parametrize("client", CLIENTS)
 def test_negotiated_api_versions_are_served(results, client, record_property):
     tag(record_property, client, "api-versions")
     value = check_result(results, client)
