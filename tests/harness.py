@@ -143,6 +143,8 @@ def group_records(data_dir, group, num_partitions=50):
             data = f.read()
         for _pos, header, batch in iter_batches(data):
             for r in decode_records(batch, header):
+                if r.key is not None and int.from_bytes(r.key[:2], "big") > GROUP_METADATA:
+                    continue        # a consumer-protocol group's record (KIP-848) sharing the partition
                 rec = decode_record(r.key, r.value)
                 if rec.record_type == GROUP_METADATA and rec.key_struct.group == group and rec.value_struct:
                     out.append(rec.value_struct)
