@@ -16,7 +16,7 @@ both) decodes ``__consumer_offsets`` records as Kafka's OffsetsMessageParser doe
 ``{"type":"<record type>","data":{...}}``, the value as ``{"version":"<v>","data":{...}}`` with
 Kafka's camelCase field names, a consumer group's member subscriptions and assignments
 decoded, a tombstone as ``<DELETE>``, an unknown record type as ``Unknown record type N at
-offset O, skipping.``; KIP-848's consumer group records (types 3-8) print the same way.
+offset O, skipping.``; KIP-848's consumer group records (types 3-8, 16) print the same way.
 Bytes that do not form a batch at the end of the file are reported as ``Found N invalid bytes
 at the end of FILE``. Offset (``.index``) and time (``.timeindex``) indexes print their entries,
 aborted transaction indexes (``.txnindex``) their aborted transactions. Only reads: safe to run
@@ -44,7 +44,7 @@ _TIMESTAMP_TYPE = {TimestampType.CREATE_TIME: "CreateTime", TimestampType.LOG_AP
 # __consumer_offsets key type -> (key schema, key version, value schema)
 _OFFSETS_RECORDS = {0: (OffsetCommitKey, 0, OffsetCommitValue), 1: (OffsetCommitKey, 1, OffsetCommitValue),
                     2: (GroupMetadataKey, 2, GroupMetadataValue)}
-# KIP-848 consumer group records: types 3-8, each its own key version
+# KIP-848 consumer group records: types 3-8 and 16, each its own key version
 _OFFSETS_RECORDS.update({t: (key, t, value) for t, (key, value) in CONSUMER_GROUP_RECORDS.items()})
 
 

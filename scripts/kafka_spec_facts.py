@@ -6,7 +6,10 @@ Where the facts come from: Apache Kafka 4.0's JSON specs,
                                                                ConsumerProtocol*)
   group-coordinator/src/main/resources/common/message/*.json   (__consumer_offsets records)
   transaction-coordinator/src/main/resources/common/message/*.json  (__transaction_state records)
-as published in Kafka's source tree (a late-2024 snapshot of 4.0's development).
+as published in Kafka's source tree (a late-2024 snapshot of 4.0's development), plus the two
+specs of the regex resolution record that 4.0 added after that snapshot,
+ConsumerGroupRegularExpressionKey/Value.json (record type 16), from a later snapshot of the same
+folder (pass their folder as one more --records directory).
 
 What is kept: for each spec its name, type, apiKey, validVersions, flexibleVersions,
 latestVersionUnstable and deprecatedVersions; for each field (recursively, and in commonStructs)

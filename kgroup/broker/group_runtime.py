@@ -97,6 +97,7 @@ class GroupRuntime:
         self._partition_of: dict[str, int] = {}    # group id -> partition (Java hash), a cache
         self.partition_load_ms: dict[int, float] = {}  # partition -> its load time (metrics)
         self._topic_image: dict | None = None       # name -> TopicMetadata, for consumer groups
+        self._topics_version = -1
         self.write_observer = None      # fn(results) after their records are appended (metrics), or None
 
     # -- topic and shards -----------------------------------------------------------------------
@@ -121,7 +122,7 @@ class GroupRuntime:
             self._run(shard, shard.on_loaded(now))
 
     def _new_shard(self, p: int):
-        return GroupCoordinatorShard(p, self.config, topics=self.topic_image)
+        return GroupCoordinatorShard(p, self.config, topics=self.topic_image, topics_version=self.topics_version)
 
     def _topic_configs(self) -> dict[str, str]:
         return {"cleanup.policy": "compact",
@@ -167,10 +168,18 @@ class GroupRuntime:
                 for t in self.broker.metadata.topics.values() if not t.is_internal}
         return image
 
+    def topics_version(self) -> int:
+        """The version of the topic image that last changed the topics (-1: none since start), as
+        Kafka's lastMetadataImageWithNewTopics: a regex resolved against an older image is resolved
+        again. Wall-clock ms, so versions persisted in regex records (16) stay comparable across
+        restarts."""
+        return self._topics_version
+
     def on_topics_changed(self) -> None:
         """The broker created or deleted a topic: consumer groups subscribed to it (by name or
         regex) get a new group epoch (Kafka's onNewMetadataImage)."""
         self._topic_image = None
+        self._topics_version = max(self._topics_version + 1, now_ms())
         for p, shard in self.shards.items():
             if shard.is_loaded and shard.consumer_group_manager.groups:
                 self._write_held(p)

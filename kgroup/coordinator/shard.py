@@ -59,7 +59,7 @@ def _default_uuid() -> str:
 
 class GroupCoordinatorShard:
     def __init__(self, partition: int = 0, config: GroupCoordinatorConfig | None = None,
-                 scheduler=None, uuid_factory=None, topics=None):
+                 scheduler=None, uuid_factory=None, topics=None, topics_version=None):
         self.partition = partition
         self.config = config or GroupCoordinatorConfig()
         self.scheduler = scheduler if scheduler is not None else TimerQueue()
@@ -67,9 +67,10 @@ class GroupCoordinatorShard:
         self.group_metadata_manager = GroupMetadataManager(self.config, self.timer, uuid_factory or _default_uuid)
         self.offset_metadata_manager = OffsetMetadataManager(self.config, self.timer, self.group_metadata_manager)
         # consumer-protocol groups (KIP-848) share the group id namespace with the classic ones;
-        # ``topics()`` is the broker's topic metadata image (name -> TopicMetadata)
+        # ``topics()`` is the broker's topic metadata image (name -> TopicMetadata), ``topics_version()``
+        # the version of the image that last brought new topics (regex resolution)
         self.consumer_group_manager = ConsumerGroupManager(self.config, self.timer, uuid_factory or _default_uuid,
-                                                           topics)
+                                                           topics, topics_version)
         self.offset_metadata_manager.consumer_groups = self.consumer_group_manager.groups
         self.is_loaded = False
         self.skipped_records = 0

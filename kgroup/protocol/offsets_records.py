@@ -181,6 +181,21 @@ ConsumerGroupCurrentMemberAssignmentValue = message('ConsumerGroupCurrentMemberA
         F('partitions_pending_revocation', '[]TopicPartitions', '0+'),
 ])
 
+# A consumer group's regular expression as resolved against the topics (type 16): Kafka persists
+# the resolution so a coordinator that loads the group has the same topics for it.
+ConsumerGroupRegularExpressionKey = message('ConsumerGroupRegularExpressionKey', None, '16', flexible='none',
+    fields=[
+        F('group_id', 'string', '16'),
+        F('regular_expression', 'string', '16'),
+])
+
+ConsumerGroupRegularExpressionValue = message('ConsumerGroupRegularExpressionValue', None, '0', flexible='0+',
+    fields=[
+        F('topics', '[]string', '0+'),
+        F('version', 'int64', '0+'),
+        F('timestamp', 'int64', '0+'),
+])
+
 # record type (the key's version) -> (key schema, value schema), for the KIP-848 records
 CONSUMER_GROUP_RECORDS = {
     3: (ConsumerGroupMetadataKey, ConsumerGroupMetadataValue),
@@ -189,4 +204,5 @@ CONSUMER_GROUP_RECORDS = {
     6: (ConsumerGroupTargetAssignmentMetadataKey, ConsumerGroupTargetAssignmentMetadataValue),
     7: (ConsumerGroupTargetAssignmentMemberKey, ConsumerGroupTargetAssignmentMemberValue),
     8: (ConsumerGroupCurrentMemberAssignmentKey, ConsumerGroupCurrentMemberAssignmentValue),
+    16: (ConsumerGroupRegularExpressionKey, ConsumerGroupRegularExpressionValue),
 }

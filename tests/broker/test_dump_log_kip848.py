@@ -1,4 +1,4 @@
-"""``kgroup dump-log --offsets-decoder`` prints KIP-848's consumer group records (types 3-8) as
+"""``kgroup dump-log --offsets-decoder`` prints KIP-848's consumer group records (types 3-8, 16) as
 Kafka's DumpLogSegments does: key ``{"type":"N","data":{...}}``, value ``{"version":"0","data":{...}}``
 with camelCase names, topic ids as Kafka's Uuid.toString (URL-safe base64, no padding), a tagged
 field only when it is not its default, tombstones as ``<DELETE>``. Checked against the independent
@@ -46,6 +46,9 @@ def _records():
            assigned_partitions=[C.TopicPartitions(topic_id=T1, partitions=[0])],
            partitions_pending_revocation=[C.TopicPartitions(topic_id=T2, partitions=[5])])),
         (8, R.ConsumerGroupCurrentMemberAssignmentKey(group_id="g", member_id="m2"), None),
+        (16, R.ConsumerGroupRegularExpressionKey(group_id="g", regular_expression="ord.*"),
+         R.ConsumerGroupRegularExpressionValue(topics=["orders", "ordx"], version=42, timestamp=1795000000000)),
+        (16, R.ConsumerGroupRegularExpressionKey(group_id="g", regular_expression="old-.*"), None),
     ]
     return [Record(key=k.to_versioned_bytes(t), value=None if v is None else v.to_versioned_bytes(0),
                    timestamp=2000 + i) for i, (t, k, v) in enumerate(out)]

@@ -69,8 +69,10 @@ class Ctx:
         self.scheduler = TimerQueue()
         self._uuids = itertools.count(1)
         self.topics: dict = {}          # the metadata image consumer groups see: name -> TopicMetadata
+        self.topics_version = -1        # the image version that last brought new topics
         self.shard = GroupCoordinatorShard(7, self.config, self.scheduler,
-                                           lambda: str(uuid.UUID(int=next(self._uuids))), lambda: self.topics)
+                                           lambda: str(uuid.UUID(int=next(self._uuids))), lambda: self.topics,
+                                           lambda: self.topics_version)
         self.log: list = []
         self.sent: list = []           # (token, response) in send order
         self.fail_writes = None
@@ -264,6 +266,8 @@ class CgCtx(Ctx):
 
     def add_topic(self, name, partitions):
         from kgroup.coordinator.consumer_group.group import TopicMetadata
+        if name not in self.topics:
+            self.topics_version += 1
         self.topics[name] = TopicMetadata(topic_id(name), name, partitions)
 
     def topics_changed(self):

@@ -209,9 +209,16 @@ def test_regex_subscription_and_topic_creation():
     assert c.hb("g", "m2", 0, regex="(?=x)").error_code == E.INVALID_REGULAR_EXPRESSION
     c.add_topic("pre-2", 1)
     c.topics_changed()
-    assert c.cg("g").group_epoch == 2
+    # as Kafka: the regex is resolved again at a heartbeat once REGEX_BATCH_REFRESH_INTERVAL_MS
+    # passed since its last resolution, not when the topic appears
+    assert c.cg("g").group_epoch == 1
+    c.advance(5000)
+    r = c.hb("g", "m1", 1, owned={"pre-1": [0, 1]})
+    assert r.assignment is None and c.cg("g").group_epoch == 1
+    c.advance(5001)
     r = c.hb("g", "m1", 1, owned={"pre-1": [0, 1]})
     assert c.names(r) == {"pre-1": [0, 1], "pre-2": [0]} and r.member_epoch == 2
+    assert c.cg("g").resolved_regexes["pre-.*"] == (frozenset({"pre-1", "pre-2"}), c.topics_version, 10001)
     del c.topics["pre-2"]
     c.topics_changed()
     r = c.hb("g", "m1", 2, owned={"pre-1": [0, 1], "pre-2": [0]})

@@ -12,10 +12,11 @@ from kgroup.coordinator.assignor import SubscriptionType, hash_map_put_order
 from kgroup.coordinator.consumer_group import records as rec
 from kgroup.coordinator.consumer_group.current_assignment import reconcile
 from kgroup.coordinator.consumer_group.group import (ConsumerGroup, ConsumerGroupState, IllegalReplayState,
-                                                     TopicMetadata, group_deletion_records,
+                                                     ResolvedRegex, TopicMetadata, group_deletion_records,
                                                      member_removal_records, replay)
 from kgroup.coordinator.consumer_group.member import ConsumerGroupMember, MemberState, freeze
 from kgroup.coordinator.consumer_group.target_assignment import build_target_assignment
+from kgroup.coordinator.consumer_group.validation import check_regex
 from kgroup.coordinator.coordinator_records import RecordDecodeError, UnknownRecordType
 
 G = "group"
@@ -56,12 +57,16 @@ class Coordinator:
 
     # what the handlers will do
     def _retarget(self, records: list) -> None:
-        """Bump the group epoch and compute a new target (Kafka: members, metadata, epoch, then
-        the target's changed members and its epoch)."""
+        """Bump the group epoch and compute a new target (Kafka: members, regex resolutions,
+        metadata, epoch, then the target's changed members and its epoch)."""
         self.write(records)                         # the member changes first
         group = self.group
+        regexes = sorted({m.subscribed_topic_regex for m in group.members.values() if m.subscribed_topic_regex})
+        self.write([rec.regular_expression_record(G, r, ResolvedRegex(
+            frozenset(t for t in self.topics if check_regex(r).fullmatch(t)), len(self.log), 0)) for r in regexes])
         epoch = group.group_epoch + 1
-        subscribed = {t for m in group.members.values() for t in ConsumerGroup.resolve_subscription(m, self.topics)}
+        subscribed = {t for m in group.members.values()
+                      for t in ConsumerGroup.resolve_subscription(m, group.resolved_regexes)}
         self.write([rec.subscription_metadata_record(G, {t: self.topics[t] for t in subscribed if t in self.topics}),
                     rec.group_epoch_record(G, epoch)])
         records, _ = build_target_assignment(self.group, epoch, self.assignor, self.topics)
@@ -153,6 +158,7 @@ def test_regex_subscription_is_resolved_against_topics_and_again_when_they_chang
                       "users": topic("users", 2), "xorders-eu": topic("xorders-eu", 1)})
     c.heartbeat("m1")
     assert set(c.group.subscription_metadata) == {"orders-eu", "orders-us"}     # whole-name matches only
+    assert c.group.resolved_regexes["orders-.*"].topics == {"orders-eu", "orders-us"}     # record 16
     assert {t for t in c.group.members["m1"].assigned_partitions} == {topic("orders-eu", 0).topic_id,
                                                                       topic("orders-us", 0).topic_id}
 

@@ -134,7 +134,8 @@ def spec_decode(schema: dict, version: int, buf) -> dict:
 
 _CONSUMER_GROUP_RECORDS = {3: "ConsumerGroupMetadata", 4: "ConsumerGroupPartitionMetadata",
                            5: "ConsumerGroupMemberMetadata", 6: "ConsumerGroupTargetAssignmentMetadata",
-                           7: "ConsumerGroupTargetAssignmentMember", 8: "ConsumerGroupCurrentMemberAssignment"}
+                           7: "ConsumerGroupTargetAssignmentMember", 8: "ConsumerGroupCurrentMemberAssignment",
+                           16: "ConsumerGroupRegularExpression"}
 
 
 def spec_decode_offsets_record(key: bytes, value: bytes | None):

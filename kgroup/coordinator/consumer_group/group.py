@@ -1,7 +1,7 @@
 """The consumer-protocol group (Kafka's ConsumerGroup) and the replay of its records.
 
-State changes only by replaying records (types 3-8), at load and live alike: ``replay(groups,
-record)`` is Kafka's GroupMetadataManager.replay for these records. A group holds:
+State changes only by replaying records (types 3-8 and 16), at load and live alike:
+``replay(groups, record)`` is Kafka's GroupMetadataManager.replay for these records. A group holds:
 
 - its group epoch (bumped by the handlers on membership, subscription or topic-metadata change)
   and the subscribed topics' metadata it was computed against;
@@ -11,16 +11,18 @@ record)`` is Kafka's GroupMetadataManager.replay for these records. A group hold
   the epoch of its current owner: adding an owner to a partition that has one is refused, so
   replay itself enforces that no partition is owned by two members;
 - static members by instance id, and counts of subscribed topic names, regexes and server
-  assignors (the subscription type and the assignor choice come from these).
+  assignors (the subscription type and the assignor choice come from these);
+- per subscribed regex its resolution (record 16): the topics it matched, the version of the
+  topic metadata it was matched against and when; a member subscribed by regex subscribes to
+  those topics.
 
 Pure: no I/O, no clock.
 """
 from __future__ import annotations
 
 import enum
-import re
 from collections import Counter
-from typing import Iterable, Mapping, NamedTuple
+from typing import Mapping, NamedTuple
 
 from ...protocol.errors import ErrorCode, KafkaError
 from ..assignor import SubscriptionType, hash_map_put_order
@@ -52,10 +54,22 @@ class TopicMetadata(NamedTuple):
     racks: tuple = ()       # ((partition, (rack, ...)), ...)
 
 
+class ResolvedRegex(NamedTuple):
+    """Kafka's ResolvedRegularExpression: the topics a regex matched, the topic metadata version it
+    was matched against, and the time it was resolved."""
+
+    topics: frozenset
+    version: int
+    timestamp: int
+
+
+EMPTY_RESOLVED_REGEX = ResolvedRegex(frozenset(), -1, -1)
+
+
 class ConsumerGroup:
     __slots__ = ("group_id", "group_epoch", "members", "static_members", "subscription_metadata",
                  "assignment_epoch", "target_assignment", "partition_epochs", "subscribed_topic_names",
-                 "subscribed_regexes", "server_assignors", "classic_members")
+                 "subscribed_regexes", "server_assignors", "classic_members", "resolved_regexes")
 
     def __init__(self, group_id: str):
         self.group_id = group_id
@@ -70,6 +84,7 @@ class ConsumerGroup:
         self.subscribed_regexes: Counter = Counter()
         self.server_assignors: Counter = Counter()
         self.classic_members = 0
+        self.resolved_regexes: dict[str, ResolvedRegex] = {}
 
     # -- reads -------------------------------------------------------------------------------------
     @property
@@ -110,14 +125,13 @@ class ConsumerGroup:
         return best
 
     @staticmethod
-    def resolve_subscription(member: ConsumerGroupMember, topic_names: Iterable[str]) -> frozenset:
-        """The member's topics: its names plus the existing topics its regex matches whole
-        (Kafka matches with RE2/J; Python's ``re`` accepts the common syntax)."""
-        names = set(member.subscribed_topic_names)
-        if member.subscribed_topic_regex:
-            pattern = re.compile(member.subscribed_topic_regex)
-            names.update(t for t in topic_names if pattern.fullmatch(t))
-        return frozenset(names)
+    def resolve_subscription(member: ConsumerGroupMember, resolved_regexes: Mapping[str, ResolvedRegex]) -> frozenset:
+        """The member's topics: its names plus the topics its regex resolved to (none while the
+        regex is not resolved yet), as Kafka's subscribed topic names of a group count them."""
+        regex = member.subscribed_topic_regex
+        if not regex:
+            return member.subscribed_topic_names
+        return member.subscribed_topic_names | resolved_regexes.get(regex, EMPTY_RESOLVED_REGEX).topics
 
     # -- offsets of a consumer-protocol group (Kafka's ConsumerGroup.validateOffset*) ---------------
     def _member_or_unknown(self, member_id: str | None) -> ConsumerGroupMember:
@@ -178,6 +192,8 @@ class ConsumerGroup:
             "subscribed_regexes": dict(sorted(self.subscribed_regexes.items())),
             "server_assignors": dict(sorted(self.server_assignors.items())),
             "classic_members": self.classic_members,
+            "resolved_regexes": {r: (sorted(v.topics), v.version, v.timestamp)
+                                 for r, v in sorted(self.resolved_regexes.items())},
         }
 
     # -- changes (only from replay) ------------------------------------------------------------------
@@ -259,7 +275,7 @@ def _assignment(topic_partitions) -> dict[bytes, frozenset]:
 
 
 def replay(groups: dict[str, ConsumerGroup], record: Record) -> None:
-    """Apply one KIP-848 record to the consumer groups of a shard (Kafka's replay of types 3-8).
+    """Apply one KIP-848 record to the consumer groups of a shard (Kafka's replay of types 3-8, 16).
     A tombstone for a group or member that does not exist is ignored, as in Kafka."""
     t, key, value = record.record_type, record.key_struct, record.value_struct
     group = groups.get(key.group_id)
@@ -320,6 +336,12 @@ def replay(groups: dict[str, ConsumerGroup], record: Record) -> None:
                 for tm in value.topics}
         else:
             group.subscription_metadata = {}
+    elif t == rec.REGULAR_EXPRESSION:
+        if value is not None:
+            group.resolved_regexes[key.regular_expression] = ResolvedRegex(frozenset(value.topics), value.version,
+                                                                           value.timestamp)
+        else:
+            group.resolved_regexes.pop(key.regular_expression, None)
     elif t == rec.GROUP_METADATA:
         if value is not None:
             group.group_epoch = value.epoch
@@ -349,12 +371,14 @@ def member_removal_records(group_id: str, member_id: str) -> list[Record]:
 
 def group_deletion_records(group: ConsumerGroup) -> list[Record]:
     """Deleting a group (Kafka's ConsumerGroup.createGroupTombstoneRecords): current assignments,
-    targets, the assignment epoch, subscriptions, topic metadata, then the group epoch."""
+    targets, the assignment epoch, subscriptions, resolved regexes, topic metadata, then the group
+    epoch."""
     gid, ids = group.group_id, sorted(group.members)
     out = [rec.current_assignment_tombstone(gid, m) for m in ids]
     out += [rec.target_assignment_tombstone(gid, m) for m in sorted(group.target_assignment)]
     out.append(rec.target_assignment_epoch_tombstone(gid))
     out += [rec.member_subscription_tombstone(gid, m) for m in ids]
+    out += [rec.regular_expression_tombstone(gid, r) for r in sorted(group.resolved_regexes)]
     out.append(rec.subscription_metadata_tombstone(gid))
     out.append(rec.group_epoch_tombstone(gid))
     return out

@@ -7,12 +7,23 @@ only when the shard replays those records (``group.replay``). So an operation co
 member's next state and the target assignment from the replayed state plus its own changes, and
 writes them as records, in Kafka's order:
 
-    member subscription (5), topic metadata (4), group epoch (3)       when they change
+    member subscription (5), regex resolutions (16), topic metadata (4), group epoch (3)
+                                                                        when they change
     target of every changed member (7), assignment epoch (6)            when the group epoch is ahead
     the member's current assignment (8)                                 when reconciliation moved it
 
 The topics come from ``topics()``, a read-only image of the broker's metadata (name ->
-TopicMetadata) the runtime injects; the core never reads the broker itself.
+TopicMetadata) the runtime injects, and ``topics_version()`` the version of that image that last
+brought new topics (-1: none since start); the core never reads the broker itself.
+
+Regex subscriptions (Kafka's maybeUpdateRegularExpressions): the group resolves every regex its
+members subscribe to against the topics and persists each resolution (record 16); a member's
+topics are its names plus its regex's resolved topics. The regexes are resolved again when a
+member brings a regex new to the group, or, at most every REGEX_BATCH_REFRESH_INTERVAL_MS (10 s),
+at a heartbeat when one is unresolved or topics were created since. Kafka resolves on its
+executor and writes the records in a later write; here the heartbeat that needs it resolves
+(RE2, cheap) and writes the same records before its topic metadata and group epoch, so the member
+gets its partitions one heartbeat earlier. A regex no member uses any more is tombstoned.
 """
 from __future__ import annotations
 
@@ -23,13 +34,16 @@ from ...protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeat
 from . import records as rec
 from .current_assignment import reconcile
 from .describe import describe_group, group_not_found
-from .group import ConsumerGroup, TopicMetadata, group_deletion_records, member_removal_records
+from .group import (EMPTY_RESOLVED_REGEX, ConsumerGroup, ResolvedRegex, TopicMetadata, group_deletion_records,
+                    member_removal_records)
 from .member import ConsumerGroupMember, MemberState, freeze
 from .target_assignment import build_target_assignment
 from .validation import (JOIN_GROUP_MEMBER_EPOCH, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
                          check_regex, validate_heartbeat)
 
 Topics = Callable[[], Mapping[str, TopicMetadata]]
+# Kafka's GroupMetadataManager: the least time between two resolutions of a group's regexes
+REGEX_BATCH_REFRESH_INTERVAL_MS = 10_000
 _HbAssignment = ConsumerGroupHeartbeatResponse.Assignment
 _HbTopicPartitions = ConsumerGroupHeartbeatResponse.TopicPartitions
 
@@ -70,11 +84,13 @@ def _is_subset(owned, assigned) -> bool:
 
 
 class ConsumerGroupManager:
-    def __init__(self, config, timer, uuid_factory, topics: Topics | None = None):
+    def __init__(self, config, timer, uuid_factory, topics: Topics | None = None,
+                 topics_version: Callable[[], int] | None = None):
         self.config = config
         self.timer = timer
         self.uuid_factory = uuid_factory
         self.topics: Topics = topics or (lambda: {})
+        self.topics_version: Callable[[], int] = topics_version or (lambda: -1)
         self.groups: dict[str, ConsumerGroup] = {}
 
     @property
@@ -102,23 +118,26 @@ class ConsumerGroupManager:
                   classic_group_exists: Callable[[str], bool] = lambda g: False):
         """Returns the response (records are added to ``res``); KafkaError for a refused request."""
         validate_heartbeat(req, version, self.config.consumer_assignors)
-        steady = self._steady_heartbeat(req, client_id, client_host)
+        steady = self._steady_heartbeat(req, client_id, client_host, res.now_ms)
         if steady is not None:
             return steady
         if req.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
             return self._leave(req, res)
         return self._heartbeat(req, version, res, client_id, client_host, classic_group_exists)
 
-    def _steady_heartbeat(self, req, client_id, client_host):
+    def _steady_heartbeat(self, req, client_id, client_host, now_ms):
         """The common case, answered without recomputing anything: a member reconciled to a
         settled group that sends only its epoch (the full path would write nothing and answer
-        the same). Topic changes reach the group through ``on_topics_changed``, not here."""
+        the same). Topic changes reach the group through ``on_topics_changed``, not here; a
+        group whose regexes are due for resolution takes the full path."""
         if req.member_epoch <= 0 or req.topic_partitions is not None or req.subscribed_topic_names is not None \
                 or req.rebalance_timeout_ms != -1 or req.server_assignor is not None \
                 or getattr(req, "subscribed_topic_regex", None) is not None:
             return None
         group = self.groups.get(req.group_id)
         if group is None or group.group_epoch != group.assignment_epoch:
+            return None
+        if group.subscribed_regexes and self._regex_refresh_due(group, set(group.subscribed_regexes), now_ms):
             return None
         m = group.members.get(req.member_id)
         if m is None or m.member_epoch != req.member_epoch or not m.is_reconciled_to(group.assignment_epoch) \
@@ -226,7 +245,12 @@ class ConsumerGroupManager:
         if replaced_static is not None:
             members.pop(replaced_static.member_id, None)
         members[member_id] = updated
-        metadata = subscription_metadata(members.values(), image)
+        regex_records, resolved = self._update_regexes(group, existing, updated, members, res.now_ms)
+        if regex_records:
+            records += regex_records
+            if any(v.topics != group.resolved_regexes.get(r, EMPTY_RESOLVED_REGEX).topics for r, v in resolved.items()):
+                bump = True     # a regex now stands for other topics (Kafka's handleRegularExpressionsResult)
+        metadata = subscription_metadata(members.values(), image, resolved)
         if metadata != group.subscription_metadata:
             records.append(rec.subscription_metadata_record(group_id, metadata))
             bump = True
@@ -245,7 +269,7 @@ class ConsumerGroupManager:
             if replaced_static is not None:
                 upd[replaced_static.member_id] = None
             assignor = _preferred_assignor(members.values(), self.default_assignor)
-            target_records, targets = build_target_assignment(group, group_epoch, assignor, metadata, upd)
+            target_records, targets = build_target_assignment(group, group_epoch, assignor, metadata, upd, resolved)
             if replaced_static is not None:     # the old member's target was already moved
                 target_records = [r for r in target_records
                                   if not (r.record_type == rec.TARGET_ASSIGNMENT_MEMBER
@@ -292,6 +316,36 @@ class ConsumerGroupManager:
         if full or reconciled.assigned_partitions != existing.assigned_partitions:
             response.assignment = _response_assignment(reconciled.assigned_partitions)
         return response
+
+    # -- regex subscriptions (record 16) -------------------------------------------------------------
+    def _regex_refresh_due(self, group: ConsumerGroup, subscribed: set, now_ms: int) -> bool:
+        """Kafka's refresh conditions 2-4: the last resolution is older than the refresh interval,
+        and a subscribed regex is unresolved or topics were created since."""
+        resolved = group.resolved_regexes
+        last = min((v.timestamp for v in resolved.values()), default=None)
+        if last is not None and now_ms <= last + REGEX_BATCH_REFRESH_INTERVAL_MS:
+            return False
+        return any(r not in resolved for r in subscribed) or \
+            min((v.version for v in resolved.values()), default=-1) < self.topics_version()
+
+    def _update_regexes(self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember,
+                        members: Mapping[str, ConsumerGroupMember], now_ms: int) -> tuple[list, dict]:
+        """The regex records of a heartbeat and the resolutions it leaves: tombstones for regexes
+        no member uses any more, then, when a refresh is needed, every subscribed regex resolved
+        against the topics (Kafka's refreshRegularExpressions: the whole topic name matches)."""
+        records = _unused_regex_tombstones(group, members)
+        resolved = {r: v for r, v in group.resolved_regexes.items()
+                    if not any(t.key_struct.regular_expression == r for t in records)}
+        subscribed = {m.subscribed_topic_regex for m in members.values() if m.subscribed_topic_regex}
+        new = updated.subscribed_topic_regex
+        brings_new = bool(new) and new != member.subscribed_topic_regex and not group.subscribed_regexes.get(new)
+        if subscribed and (brings_new or self._regex_refresh_due(group, subscribed, now_ms)):
+            version, image = self.topics_version(), self.topics()
+            for regex in sorted(subscribed):
+                pattern = check_regex(regex)
+                resolved[regex] = ResolvedRegex(frozenset(t for t in image if pattern.fullmatch(t)), version, now_ms)
+                records.append(rec.regular_expression_record(group.group_id, regex, resolved[regex]))
+        return records, resolved
 
     @staticmethod
     def _check_member_epoch(member: ConsumerGroupMember, received: int, owned) -> None:
@@ -344,7 +398,9 @@ class ConsumerGroupManager:
         for r in member_removal_records(group_id, member.member_id):
             res.add_record(r)
         members = {m: x for m, x in group.members.items() if m != member.member_id}
-        metadata = subscription_metadata(members.values(), self.topics())
+        for r in _unused_regex_tombstones(group, members):      # Kafka's maybeDeleteResolvedRegularExpressions
+            res.add_record(r)
+        metadata = subscription_metadata(members.values(), self.topics(), group.resolved_regexes)
         if metadata != group.subscription_metadata:
             res.add_record(rec.subscription_metadata_record(group_id, metadata))
         res.add_record(rec.group_epoch_record(group_id, group.group_epoch + 1))
@@ -379,12 +435,12 @@ class ConsumerGroupManager:
     def on_topics_changed(self, res) -> None:
         """Topics were created, deleted or grew: every group whose subscribed topics' metadata is
         no longer what it was computed against gets a new group epoch (its members' next heartbeats
-        compute the new target), and regexes are matched again."""
+        compute the new target). Regexes are resolved again at a later heartbeat, as in Kafka."""
         image = self.topics()
         for group in self.groups.values():
             if not group.members:
                 continue
-            metadata = subscription_metadata(group.members.values(), image)
+            metadata = subscription_metadata(group.members.values(), image, group.resolved_regexes)
             if metadata != group.subscription_metadata:
                 res.add_record(rec.subscription_metadata_record(group.group_id, metadata))
                 res.add_record(rec.group_epoch_record(group.group_id, group.group_epoch + 1))
@@ -443,9 +499,18 @@ def _preferred_assignor(members, default: str) -> str:
     return probe.preferred_server_assignor(default)
 
 
-def subscription_metadata(members, image: Mapping[str, TopicMetadata]) -> dict[str, TopicMetadata]:
-    """The metadata of every existing topic some member subscribes to, by name or by regex."""
+def _unused_regex_tombstones(group: ConsumerGroup, members: Mapping[str, ConsumerGroupMember]) -> list:
+    """Tombstones (record 16) for the group's resolved regexes that none of ``members`` uses."""
+    used = {m.subscribed_topic_regex for m in members.values()}
+    return [rec.regular_expression_tombstone(group.group_id, r) for r in sorted(group.resolved_regexes)
+            if r not in used]
+
+
+def subscription_metadata(members, image: Mapping[str, TopicMetadata],
+                          resolved_regexes: Mapping[str, ResolvedRegex] | None = None) -> dict[str, TopicMetadata]:
+    """The metadata of every existing topic some member subscribes to, by name or by regex (the
+    topics ``resolved_regexes`` says the regex stands for)."""
     names: set = set()
     for m in members:
-        names |= ConsumerGroup.resolve_subscription(m, image)
+        names |= ConsumerGroup.resolve_subscription(m, resolved_regexes or {})
     return {n: image[n] for n in sorted(names) if n in image}

@@ -1,9 +1,9 @@
-"""KIP-848 ``__consumer_offsets`` records (types 3-8): builders, tombstones and the loader's decoder.
+"""KIP-848 ``__consumer_offsets`` records (types 3-8 and 16): builders, tombstones and the loader's decoder.
 
 Kafka writes a consumer group as several records so a change rewrites only what changed (its
 GroupCoordinatorRecordHelpers): per member its subscription (5) and its current assignment with
 epochs and state (8); per group its epoch (3), the subscribed topics' metadata (4), the target
-assignment's epoch (6) and per-member target (7). Values are version 0. Builders return the same
+assignment's epoch (6) and per-member target (7), and per subscribed regex its resolution (16). Values are version 0. Builders return the same
 ``Record`` as the classic records (bytes to append plus the decoded structs for live replay).
 """
 from __future__ import annotations
@@ -24,6 +24,7 @@ MEMBER_METADATA = 5
 TARGET_ASSIGNMENT_METADATA = 6
 TARGET_ASSIGNMENT_MEMBER = 7
 CURRENT_MEMBER_ASSIGNMENT = 8
+REGULAR_EXPRESSION = 16
 RECORD_TYPES = frozenset(R.CONSUMER_GROUP_RECORDS)
 
 
@@ -115,8 +116,20 @@ def current_assignment_tombstone(group_id: str, member_id: str) -> Record:
                    R.ConsumerGroupCurrentMemberAssignmentKey(group_id=group_id, member_id=member_id), None)
 
 
+def regular_expression_record(group_id: str, regex: str, resolved) -> Record:
+    """``resolved``: a group.ResolvedRegex (topics, version, timestamp); topics sorted, as Kafka."""
+    return _record(REGULAR_EXPRESSION, R.ConsumerGroupRegularExpressionKey(group_id=group_id, regular_expression=regex),
+                   R.ConsumerGroupRegularExpressionValue(topics=sorted(resolved.topics), version=resolved.version,
+                                                         timestamp=resolved.timestamp))
+
+
+def regular_expression_tombstone(group_id: str, regex: str) -> Record:
+    return _record(REGULAR_EXPRESSION,
+                   R.ConsumerGroupRegularExpressionKey(group_id=group_id, regular_expression=regex), None)
+
+
 def decode_record(key, value) -> Record:
-    """Decode a KIP-848 record (the classic decoder hands types 3-8 here). UnknownRecordType for any
+    """Decode a KIP-848 record (the classic decoder hands types 3-8 and 16 here). UnknownRecordType for any
     other type; RecordDecodeError for bytes that do not decode (the load must fail)."""
     if key is None or len(key) < 2:
         raise RecordDecodeError("Could not read version from key's buffer.")

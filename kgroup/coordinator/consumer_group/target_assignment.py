@@ -14,15 +14,20 @@ from typing import Mapping
 from ..assignor import ASSIGNORS, GroupSpec, MemberSpec, SubscriptionType, hash_map_put_order
 from ..coordinator_records import Record
 from . import records as rec
-from .group import ConsumerGroup, TopicMetadata
+from .group import ConsumerGroup, ResolvedRegex, TopicMetadata
 from .member import ConsumerGroupMember, freeze
 
 
 def build_target_assignment(group: ConsumerGroup, group_epoch: int, assignor: str,
                             topics_by_name: Mapping[str, TopicMetadata],
                             updated: Mapping[str, ConsumerGroupMember | None] | None = None,
+                            resolved_regexes: Mapping[str, ResolvedRegex] | None = None,
                             ) -> tuple[list[Record], dict[str, dict[bytes, frozenset]]]:
+    """``resolved_regexes``: the regex resolutions to use (the group's unless this request
+    resolved them again)."""
     updated = updated or {}
+    if resolved_regexes is None:
+        resolved_regexes = group.resolved_regexes
     members: dict[str, ConsumerGroupMember] = dict(group.members)
     targets: dict[str, Mapping] = {m: group.target_assignment.get(m, {}) for m in members}
     for member_id, new in updated.items():
@@ -40,7 +45,7 @@ def build_target_assignment(group: ConsumerGroup, group_epoch: int, assignor: st
 
     # The subscription type counts topic names (regex matches included), existing or not, as
     # ConsumerGroup.subscriptionType does: homogeneous when every member has the same names.
-    resolved = {m: ConsumerGroup.resolve_subscription(x, topics_by_name) for m, x in members.items()}
+    resolved = {m: ConsumerGroup.resolve_subscription(x, resolved_regexes) for m, x in members.items()}
     kind = SubscriptionType.HOMOGENEOUS if len(set(resolved.values())) <= 1 else SubscriptionType.HETEROGENEOUS
 
     specs = {}
