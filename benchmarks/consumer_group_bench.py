@@ -8,9 +8,28 @@ Figures:
   from its ``subscribe()`` until every partition is owned by exactly one member again (from the
   assign/revoke callbacks) and the new member has received a record from every partition it got.
   ``group.protocol=consumer`` vs ``classic`` (librdkafka's default eager ``range,roundrobin``).
-  Both sides heartbeat every 500 ms (the broker's group.consumer.heartbeat.interval.ms, and the
-  classic clients' heartbeat.interval.ms), since under either protocol a member learns of a
-  rebalance from its next heartbeat. Goal: consumer protocol <= 1 s.
+  Both sides heartbeat every 250 ms (``--heartbeat-ms``: the broker's documented
+  group.consumer.heartbeat.interval.ms, with group.consumer.min.heartbeat.interval.ms to allow it,
+  and the classic clients' heartbeat.interval.ms), since under either protocol a member learns of
+  a rebalance only from its next heartbeat. Goal: consumer protocol <= 1 s.
+
+  Where a consumer-protocol rebalance's time goes (librdkafka debug logs of the new member,
+  11th member joining 10 on 900 partitions): the owners learn of the revocation at their next
+  heartbeat (up to one interval), revoke in their callback and confirm at once (librdkafka
+  expedites that heartbeat); the new member receives the released partitions at its own next
+  heartbeat, one interval after it joined (a second interval when an owner's confirmation comes
+  just after it); then librdkafka fetches committed offsets (one round trip), starts its offset
+  resets about 100 ms later, and sends one ListOffsets per partition. The broker's share is small:
+  the join heartbeat (new target for 900 partitions, written and fsynced) takes ~40 ms, the others
+  under 3 ms. One client-side race adds up to fetch.wait.max.ms (500 ms): when librdkafka's second
+  Fetch goes out with only the first few partitions (all read already) before the other
+  partitions' offsets are reset, that Fetch waits the full long poll before the others join it (a
+  Kafka broker parks it the same way). So the latency is about two heartbeat intervals plus
+  ~150 ms, sometimes plus that race: with a 500 ms interval 0.63-0.78 s typically and 1.1-1.2 s in
+  the tail, with 250 ms 0.37-0.45 s and 0.9-1.0 s with the race. So the consumers here set
+  ``fetch.wait.max.ms`` to 100 ms (``--fetch-wait-ms``; a documented client config, Java's
+  fetch.max.wait.ms), as a user who wants newly assigned partitions consumed at once would; both
+  protocols get the same. The time until every partition is owned again is printed too.
 - heartbeats/s with 50 connections, each one member of its own group, pipelined (``--window`` in
   flight per connection): ConsumerGroupHeartbeat v1 (a steady member: its epoch, nothing else)
   next to the classic Heartbeat v4, alternating rounds; plus the broker's CPU time per heartbeat.
@@ -18,7 +37,7 @@ Figures:
 Usage (from the repo root; about a minute)::
 
     python benchmarks/consumer_group_bench.py [--members 10] [--partitions 900] [--rounds 3]
-        [--duration 2] [--connections 50] [--window 32] [--json]
+        [--duration 2] [--connections 50] [--window 32] [--heartbeat-ms 250] [--json]
 """
 from __future__ import annotations
 
@@ -47,7 +66,8 @@ from kgroup.protocol.messages.consumer_group_heartbeat import ConsumerGroupHeart
 from kgroup.protocol.messages.create_topics import CreateTopicsRequest  # noqa: E402
 from kgroup.protocol.messages.heartbeat import HeartbeatRequest  # noqa: E402
 
-HB_INTERVAL_MS = 500
+HB_INTERVAL_MS = 250
+FETCH_WAIT_MS = 100
 
 
 class Broker:
@@ -95,7 +115,7 @@ class Member(threading.Thread):
         super().__init__(daemon=True)
         from confluent_kafka import Consumer
         conf = {"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
-                "enable.auto.commit": False, "group.protocol": protocol}
+                "enable.auto.commit": False, "group.protocol": protocol, "fetch.wait.max.ms": FETCH_WAIT_MS}
         if protocol == "classic":
             conf.update({"heartbeat.interval.ms": HB_INTERVAL_MS, "session.timeout.ms": 10000})
         self.consumer = Consumer(conf)
@@ -135,7 +155,9 @@ def settled(members, n_partitions) -> bool:
     return total == n_partitions and len(set().union(*owned)) == n_partitions and all(owned)
 
 
-def rebalance_latency(bootstrap, protocol, n_members, n_partitions, topic, run) -> float:
+def rebalance_latency(bootstrap, protocol, n_members, n_partitions, topic, run) -> tuple[float, float]:
+    """(seconds until every partition is owned by exactly one member again, seconds until the new
+    member also has a record from each of its partitions), both from its ``subscribe()``."""
     group = f"rb-{protocol}-{run}"
     members = [Member(bootstrap, group, topic, protocol) for _ in range(n_members)]
     try:
@@ -151,12 +173,15 @@ def rebalance_latency(bootstrap, protocol, n_members, n_partitions, topic, run) 
         members.append(new)
         new.start()
         deadline = time.monotonic() + 120
+        owned_at = None
         while True:
             now = time.perf_counter()
             if settled(members, n_partitions):
                 owned, got = new.snapshot()
+                if owned and owned_at is None:
+                    owned_at = now
                 if owned and owned <= got:
-                    return now - new.subscribed_at
+                    return owned_at - new.subscribed_at, now - new.subscribed_at
             if time.monotonic() > deadline:
                 raise RuntimeError(f"{protocol}: the new member did not settle")
             time.sleep(0.005)
@@ -222,6 +247,7 @@ async def heartbeat_rounds(port, pid, n_conns, window, duration, rounds) -> dict
 
 
 def main(argv=None) -> int:
+    global HB_INTERVAL_MS, FETCH_WAIT_MS        # read by Member
     ap = argparse.ArgumentParser()
     ap.add_argument("--members", type=int, default=10)
     ap.add_argument("--partitions", type=int, default=900)
@@ -230,7 +256,12 @@ def main(argv=None) -> int:
     ap.add_argument("--connections", type=int, default=50)
     ap.add_argument("--window", type=int, default=32)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--heartbeat-ms", type=int, default=HB_INTERVAL_MS,
+                    help="heartbeat interval of both protocols (the broker's for consumer, the clients' for classic)")
+    ap.add_argument("--fetch-wait-ms", type=int, default=FETCH_WAIT_MS,
+                    help="the consumers' fetch.wait.max.ms (librdkafka's default: 500)")
     args = ap.parse_args(argv)
+    HB_INTERVAL_MS, FETCH_WAIT_MS = args.heartbeat_ms, args.fetch_wait_ms
 
     broker = Broker([f"group.consumer.min.heartbeat.interval.ms={HB_INTERVAL_MS}",
                      f"group.consumer.heartbeat.interval.ms={HB_INTERVAL_MS}"])
@@ -242,13 +273,16 @@ def main(argv=None) -> int:
             f.result(60)
         produce_one_per_partition(broker.bootstrap, "rb", args.partitions)
         lat = {"consumer": [], "classic": []}
+        owned = {"consumer": [], "classic": []}
         for r in range(args.rounds):
             for protocol in ("consumer", "classic"):
-                lat[protocol].append(rebalance_latency(broker.bootstrap, protocol, args.members, args.partitions,
-                                                       "rb", r))
+                o, c = rebalance_latency(broker.bootstrap, protocol, args.members, args.partitions, "rb", r)
+                owned[protocol].append(o)
+                lat[protocol].append(c)
             progress(f"round {r + 1}: rebalance consumer {lat['consumer'][-1]:.3f} s, "
                      f"classic {lat['classic'][-1]:.3f} s")
         out["rebalance_s"] = lat
+        out["owned_s"] = owned
         out["heartbeats_per_s"] = asyncio.run(heartbeat_rounds(broker.port, broker.proc.pid, args.connections, args.window,
                                                                args.duration, args.rounds))
     finally:
@@ -259,12 +293,16 @@ def main(argv=None) -> int:
     lat, hb = out["rebalance_s"], out["heartbeats_per_s"]
     med = lambda xs: sorted(xs)[len(xs) // 2]     # noqa: E731
     print(f"rebalance, {args.members} librdkafka members on {args.partitions} partitions, one joins "
-          f"(median of {args.rounds}):")
+          f"(median of {args.rounds}; heartbeats every {HB_INTERVAL_MS} ms, "
+          f"fetch.wait.max.ms {FETCH_WAIT_MS}):")
     print(f"  group.protocol=consumer  {med(lat['consumer']):6.3f} s   (all: "
           f"{', '.join(f'{x:.3f}' for x in lat['consumer'])})   goal <= 1 s: "
           f"{'met' if med(lat['consumer']) <= 1.0 else 'NOT met'}")
     print(f"  group.protocol=classic   {med(lat['classic']):6.3f} s   (all: "
           f"{', '.join(f'{x:.3f}' for x in lat['classic'])})")
+    own = out["owned_s"]
+    print(f"  of which until every partition is owned again: consumer {med(own['consumer']):.3f} s, "
+          f"classic {med(own['classic']):.3f} s")
     print(f"heartbeats/s, {args.connections} connections, window {args.window} (best of {args.rounds}):")
     print(f"  ConsumerGroupHeartbeat v1  {max(hb['consumer']):10,.0f}/s   broker CPU "
           f"{min(hb['consumer_cpu_us']):5.1f} us/heartbeat")

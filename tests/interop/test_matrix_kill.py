@@ -8,15 +8,16 @@ partition's start: no reset to earliest; nothing skipped: no reset to latest), a
 once, and commits reach the new log end.
 
 The consumer-protocol clients (KIP-848) too: there the broker's session timeout (the matrix sets
-group.consumer.session.timeout.ms to the same 6 s) expires the member. All clients run at once against one broker (the session timeout is waited once)."""
+group.consumer.session.timeout.ms to the same 6 s) expires the member. All clients run at once
+against one broker (the session timeout is waited once)."""
 import time
 
 import pytest
 
 from tests.harness import BrokerProcess
 from tests.interop.test_matrix_harness import (
-    BROKER_OVERRIDES, CONSUMER_PROTOCOL_CLIENTS, GROUP_CLIENTS, SESSION_MS, Members, check_result, committed, create_topics,
-    end_offsets, messages, produce_reference, run_per_client, tag, topic_partitions, wait_committed,
+    BROKER_OVERRIDES, CONSUMER_PROTOCOL_CLIENTS, GROUP_CLIENTS, SESSION_MS, Members, check_result, committed,
+    create_topics, end_offsets, messages, produce_reference, run_per_client, tag, topic_partitions, wait_committed,
     wait_stable, wait_until)
 
 pytestmark = [pytest.mark.interop, pytest.mark.matrix]

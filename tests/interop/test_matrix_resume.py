@@ -9,8 +9,8 @@ import pytest
 
 from tests.harness import BrokerProcess
 from tests.interop.test_matrix_harness import (
-    BROKER_OVERRIDES, CONSUMER_PROTOCOL_CLIENTS, GROUP_CLIENTS, Members, _Admin, check_result, create_topics, end_offsets,
-    produce_reference, run_per_client, tag, wait_committed, wait_until)
+    BROKER_OVERRIDES, CONSUMER_PROTOCOL_CLIENTS, GROUP_CLIENTS, Members, _Admin, check_result, create_topics,
+    end_offsets, produce_reference, run_per_client, tag, wait_committed, wait_until)
 
 pytestmark = [pytest.mark.interop, pytest.mark.matrix]
 

@@ -1,8 +1,8 @@
 """Matrix: static membership (KIP-345), per client that has it (kafka-python, aiokafka,
 confluent-kafka; and with the consumer group protocol, KIP-848, confluent-kafka and kgroup, whose
-restart is a close and a start: the group epoch instead of the generation must not move). Three static members (group.instance.id) of one client share a 6-partition
-topic; the first is SIGKILLed and started again with the same instance id well inside its
-session timeout. It must get its old partitions back under a new member id, the two others see
+restart is a close and a start: the group epoch instead of the generation must not move). Three
+static members (group.instance.id) of one client share a 6-partition topic; the first is
+SIGKILLed and started again with the same instance id well inside its session timeout. It must get its old partitions back under a new member id, the two others see
 no rebalance (no revoke/assign callback), the group's generation in __consumer_offsets does not
 move, and past the old session timeout nothing expires. It then resumes from its commits.
 
@@ -14,8 +14,7 @@ import pytest
 from tests.harness import BrokerProcess
 from tests.interop.test_matrix_harness import (
     BROKER_OVERRIDES, CONSUMER_PROTOCOL_CLIENTS, SESSION_MS, Members, check_result, create_topics, describe,
-    end_offsets, group_epoch, group_generations,
-    messages, produce_reference, run_per_client, tag, topic_partitions, wait_committed, wait_stable, wait_until)
+    end_offsets, group_epoch, group_generations, messages, produce_reference, run_per_client, tag, topic_partitions, wait_committed, wait_stable, wait_until)
 
 pytestmark = [pytest.mark.interop, pytest.mark.matrix]
 
@@ -47,7 +46,8 @@ def _scenario(client, broker, tmp_path):
         time.sleep(1.0)  # late callbacks of the last generation land
         owned_before, ids_before = _by_instance(broker.bootstrap, group)
         kip848 = client.endswith(".consumer")
-        gen_before = group_epoch(broker.bootstrap, group) if kip848 else group_generations(broker.data_dir, group)[-1][0]
+        gen_before = (group_epoch(broker.bootstrap, group) if kip848
+                      else group_generations(broker.data_dir, group)[-1][0])
         events_before = [len(m.events) for m in members]
 
         victim = members[0]

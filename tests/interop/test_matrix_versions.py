@@ -17,8 +17,8 @@ from kgroup.protocol.messages.create_topics import CreateTopicsRequest
 from tests.conftest import ROOT
 from tests.harness import BrokerProcess, RawClient
 from tests.interop.test_matrix_harness import (
-    BROKER_OVERRIDES, CONSUMER_PROTOCOL_CLIENTS, DRIVER_JS, GROUP_CLIENTS, Members, RecordingProxy, check_result, kcat_bin, node_bin,
-    produce, run_per_client, tag, wait_until)
+    BROKER_OVERRIDES, CONSUMER_PROTOCOL_CLIENTS, DRIVER_JS, GROUP_CLIENTS, Members, RecordingProxy, check_result,
+    kcat_bin, node_bin, produce, run_per_client, tag, wait_until)
 
 pytestmark = [pytest.mark.interop, pytest.mark.matrix]
 

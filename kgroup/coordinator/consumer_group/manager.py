@@ -14,7 +14,7 @@ writes them as records, in Kafka's order:
 
 The topics come from ``topics()``, a read-only image of the broker's metadata (name ->
 TopicMetadata) the runtime injects, and ``topics_version()`` the version of that image that last
-brought new topics (-1: none since start); the core never reads the broker itself.
+changed the topics (-1: none since start); the core never reads the broker itself.
 
 Regex subscriptions (Kafka's maybeUpdateRegularExpressions): the group resolves every regex its
 members subscribe to against the topics and persists each resolution (record 16); a member's
@@ -248,7 +248,8 @@ class ConsumerGroupManager:
         regex_records, resolved = self._update_regexes(group, existing, updated, members, res.now_ms)
         if regex_records:
             records += regex_records
-            if any(v.topics != group.resolved_regexes.get(r, EMPTY_RESOLVED_REGEX).topics for r, v in resolved.items()):
+            if any(v.topics != group.resolved_regexes.get(r, EMPTY_RESOLVED_REGEX).topics
+                   for r, v in resolved.items()):
                 bump = True     # a regex now stands for other topics (Kafka's handleRegularExpressionsResult)
         metadata = subscription_metadata(members.values(), image, resolved)
         if metadata != group.subscription_metadata:
@@ -334,9 +335,8 @@ class ConsumerGroupManager:
         no member uses any more, then, when a refresh is needed, every subscribed regex resolved
         against the topics (Kafka's refreshRegularExpressions: the whole topic name matches)."""
         records = _unused_regex_tombstones(group, members)
-        resolved = {r: v for r, v in group.resolved_regexes.items()
-                    if not any(t.key_struct.regular_expression == r for t in records)}
         subscribed = {m.subscribed_topic_regex for m in members.values() if m.subscribed_topic_regex}
+        resolved = {r: v for r, v in group.resolved_regexes.items() if r in subscribed}
         new = updated.subscribed_topic_regex
         brings_new = bool(new) and new != member.subscribed_topic_regex and not group.subscribed_regexes.get(new)
         if subscribed and (brings_new or self._regex_refresh_due(group, subscribed, now_ms)):

@@ -1,10 +1,11 @@
-"""KIP-848 ``__consumer_offsets`` records (types 3-8 and 16): builders, tombstones and the loader's decoder.
+"""KIP-848 ``__consumer_offsets`` records (types 3-8, 16): builders, tombstones and the loader's decoder.
 
 Kafka writes a consumer group as several records so a change rewrites only what changed (its
 GroupCoordinatorRecordHelpers): per member its subscription (5) and its current assignment with
 epochs and state (8); per group its epoch (3), the subscribed topics' metadata (4), the target
-assignment's epoch (6) and per-member target (7), and per subscribed regex its resolution (16). Values are version 0. Builders return the same
-``Record`` as the classic records (bytes to append plus the decoded structs for live replay).
+assignment's epoch (6) and per-member target (7), and per subscribed regex its resolution (16).
+Values are version 0. Builders return the same ``Record`` as the classic records (bytes to append
+plus the decoded structs for live replay).
 """
 from __future__ import annotations
 
