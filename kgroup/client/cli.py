@@ -20,12 +20,13 @@ import asyncio
 import base64
 import sys
 
+from kgroup.protocol.errors import ErrorCode
+
 from .admin import (BROKER_RESOURCE, DELETE, EARLIEST, LATEST, SET, TOPIC_RESOURCE, Admin,
                     ConsumerGroupDescription, ConsumerGroupMemberDescription, GroupDescription,
                     MemberDescription, NewTopic)
 from .assignors import TopicPartition
 from .errors import KafkaError, UnsupportedVersionError
-from kgroup.protocol.errors import ErrorCode
 
 MISSING = "-"
 

@@ -320,19 +320,15 @@ def run_confluent(conf, stop):
 # -- kgroup (our client) ---------------------------------------------------------------------------
 
 def run_kgroup(conf, stop):
-    """Our blocking KafkaConsumer; ``group_protocol`` "consumer" (KIP-848) or "classic"."""
+    """Our blocking KafkaConsumer (the matrix runs it with group_protocol "consumer": KIP-848)."""
     from kgroup.client import ConsumerRebalanceListener
     from kgroup.client.sync import KafkaConsumer
     kw = {"bootstrap_servers": conf["bootstrap"], "group_id": conf["group"],
           "client_id": conf.get("client_id", "kgroup-matrix"), "group_instance_id": conf.get("instance_id"),
           "enable_auto_commit": False, "auto_offset_reset": "earliest", "reconnect_backoff_max_ms": 500,
           "group_protocol": conf.get("group_protocol", "classic")}
-    if kw["group_protocol"] == "consumer":
-        if conf.get("assignors"):
-            kw["group_remote_assignor"] = conf["assignors"][0]
-    else:
-        kw.update(session_timeout_ms=conf.get("session_ms", 6000), heartbeat_interval_ms=conf.get("heartbeat_ms", 1000),
-                  partition_assignment_strategy=conf.get("assignors", ["range"]))
+    if kw["group_protocol"] == "consumer" and conf.get("assignors"):
+        kw["group_remote_assignor"] = conf["assignors"][0]
     owned = Owned()
     consumer = KafkaConsumer(**kw)
 
