@@ -39,7 +39,7 @@ OVERRIDES = ["group.consumer.min.session.timeout.ms=6000", "group.consumer.sessi
 # clock, shared by the processes). A record counts as consumed once its offset is committed
 # (synchronously, before the next poll), so whoever owns a partition next starts after it.
 MEMBER = r'''
-import json, sys, time
+import json, signal, sys, time
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 bootstrap, group, topic, protocol, strategy = sys.argv[1:6]
 def emit(**kw):
@@ -56,8 +56,11 @@ c.subscribe([topic],
             on_revoke=lambda _c, ps: emit(ev="revoke", parts=[[p.topic, p.partition] for p in ps]),
             on_lost=lambda _c, ps: emit(ev="lost", parts=[[p.topic, p.partition] for p in ps]))
 emit(ev="started")
+stopping = []
+# SIGINT ends the loop between records: a record committed but not yet reported is never cut off
+signal.signal(signal.SIGINT, lambda *_: stopping.append(1))
 try:
-    while True:
+    while not stopping:
         m = c.poll(0.1)
         if m is None or m.error():
             continue
@@ -73,8 +76,6 @@ try:
                 pass
             continue
         emit(ev="msg", topic=m.topic(), part=m.partition(), offset=m.offset())
-except KeyboardInterrupt:
-    pass
 finally:
     emit(ev="closing")
     c.close()
@@ -116,6 +117,7 @@ class Member:
                 self.proc.wait(20)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
+            self.killed_at = time.time()     # it owns nothing from now on (assert_never_owned_twice)
 
 
 class SteadyProducer(threading.Thread):
@@ -200,5 +202,76 @@ def test_mixed_group_classic_and_consumer_members(tmp_path, strategy):
         if producer is not None:
             producer.stop_flag = True
         for m in members:
+            m.close()
+        broker.stop()
+
+
+def test_rolling_upgrade_to_the_consumer_protocol_and_back(tmp_path):
+    """A running classic group of four cooperative-sticky consumers, restarted one by one with
+    group.protocol=consumer (clean close, then a new process), then one by one back to classic."""
+    broker = BrokerProcess(tmp_path / "data", OVERRIDES).start()
+    topic, group, n = "roll", "rolling", 8
+    live, everyone, sampler, producer = [], [], None, None
+    started = time.monotonic()
+
+    def settled():
+        owned = [m.owned() for m in live]
+        return all(owned) and sum(len(o) for o in owned) == n and len(set().union(*owned)) == n
+
+    def restart(i, protocol):
+        live[i].close()
+        live[i] = Member(broker.bootstrap, group, topic, protocol, "cooperative-sticky")
+        everyone.append(live[i])
+        wait_for(settled, timeout=30, what=f"the group to settle after member {i} restarted as {protocol}")
+
+    try:
+        create_topic(broker.bootstrap, topic, n)
+        producer = SteadyProducer(broker.bootstrap, topic, n)
+        producer.start()
+        live = [Member(broker.bootstrap, group, topic, "classic", "cooperative-sticky") for _ in range(4)]
+        everyone += live
+        wait_for(settled, what="the classic group to form")
+        assert group_type(broker.port, group) == "classic"
+        sampler = Sampler(broker.port, group)
+        sampler.start()
+        for i in range(4):
+            restart(i, "consumer")
+        assert group_type(broker.port, group) == "consumer"
+        wait_for(lambda: describe(broker.port, group).group_state == "Stable", what="a Stable consumer group")
+        for i in range(4):
+            restart(i, "classic")
+        assert group_type(broker.port, group) == "classic"
+        producer.stop_flag = True
+        producer.join(20)
+        try:
+            wait_for(lambda: sum(len(m.consumed()) for m in everyone) >= producer.sent, timeout=30,
+                     what="every record")
+        except AssertionError:
+            per = {}
+            for m in everyone:
+                for t, p, o in m.consumed():
+                    per[p] = per.get(p, 0) + 1
+            got = {(p, o) for m in everyone for _, p, o in m.consumed()}
+            missing = [(p, o) for p in range(n) for o in range(max(o for q, o in got if q == p) + 1)
+                       if (p, o) not in got]
+            errs = [(i, e) for i, m in enumerate(everyone) for e in m.events
+                    if e["ev"] == "commit_error" and (e["part"], e["offset"]) in missing]
+            raise AssertionError(f"missing {missing} commit errors {errs} "
+                                 f"sent {producer.sent}, consumed per partition {sorted(per.items())}, live "
+                                 f"owned {[sorted(m.owned()) for m in live]}, last events "
+                                 f"{[[e for e in m.events if e['ev'] != 'msg'][-6:] for m in live]}") from None
+        time.sleep(0.5)
+        check_exactly_once(everyone, producer.sent, topic, n)
+        assert_never_owned_twice(everyone)
+        sampler.stop_flag = True
+        sampler.join(10)
+        assert sampler.samples > 10 and not sampler.overlaps, sampler.overlaps
+        assert time.monotonic() - started < 60
+    finally:
+        if sampler is not None:
+            sampler.stop_flag = True
+        if producer is not None:
+            producer.stop_flag = True
+        for m in live:
             m.close()
         broker.stop()
