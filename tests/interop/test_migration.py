@@ -275,3 +275,70 @@ def test_rolling_upgrade_to_the_consumer_protocol_and_back(tmp_path):
         for m in live:
             m.close()
         broker.stop()
+
+
+def test_kafka_python_classic_member_inside_a_consumer_group(tmp_path):
+    """kafka-python 3.0.12 (classic protocol only, eager range) joins a group of librdkafka
+    consumer-protocol members and leaves it again: it gets its share, and every record is consumed
+    once with commits checked against its member epoch as the generation."""
+    from kafka import KafkaConsumer
+    from kafka.coordinator.assignors.range import RangePartitionAssignor
+    from kafka.structs import OffsetAndMetadata, TopicPartition
+    broker = BrokerProcess(tmp_path / "data", OVERRIDES).start()
+    topic, group, n = "kp", "kp-group", 4
+    members, producer, kp_seen, stop, errors = [], None, [], threading.Event(), []
+
+    def run_kafka_python():
+        try:
+            c = KafkaConsumer(topic, bootstrap_servers=broker.bootstrap, group_id=group, client_id="kafka-python",
+                              partition_assignment_strategy=[RangePartitionAssignor], auto_offset_reset="earliest",
+                              enable_auto_commit=False, session_timeout_ms=6000, heartbeat_interval_ms=300)
+            while not stop.is_set():
+                for recs in c.poll(200).values():
+                    for r in recs:
+                        try:
+                            c.commit({TopicPartition(r.topic, r.partition): OffsetAndMetadata(r.offset + 1, "", -1)})
+                        except Exception as e:      # refused during a rebalance: read again
+                            errors.append(repr(e))
+                            c.seek(TopicPartition(r.topic, r.partition), r.offset)
+                            break
+                        kp_seen.append((r.topic, r.partition, r.offset))
+            c.close()
+        except BaseException as e:       # surfaced by the test
+            errors.append(("fatal", repr(e)))
+
+    t = threading.Thread(target=run_kafka_python, daemon=True)
+    try:
+        create_topic(broker.bootstrap, topic, n)
+        producer = SteadyProducer(broker.bootstrap, topic, n, rate=100)
+        producer.start()
+        members = [Member(broker.bootstrap, group, topic, "consumer") for _ in range(2)]
+        wait_for(lambda: sum(len(m.owned()) for m in members) == n, what="the consumer group to form")
+        t.start()
+        wait_for(lambda: describe(broker.port, group).group_state == "Stable" and
+                 len(describe(broker.port, group).members) == 3, timeout=30, what="kafka-python inside the group")
+        g = describe(broker.port, group)
+        kp = [m for m in g.members if m.client_id == "kafka-python"]
+        assert kp and kp[0].assignment.topic_partitions, "kafka-python got no partitions"
+        assert group_type(broker.port, group) == "consumer"
+        time.sleep(1)
+        stop.set()
+        t.join(30)
+        assert not [e for e in errors if isinstance(e, tuple)], errors
+        wait_for(lambda: describe(broker.port, group).members and len(describe(broker.port, group).members) == 2,
+                 what="kafka-python to leave")
+        producer.stop_flag = True
+        producer.join(20)
+        wait_for(lambda: len(kp_seen) + sum(len(m.consumed()) for m in members) >= producer.sent, timeout=30,
+                 what="every record")
+        time.sleep(0.5)
+        consumed = kp_seen + [r for m in members for r in m.consumed()]
+        assert len(consumed) == len(set(consumed)) == producer.sent
+        assert kp_seen
+    finally:
+        stop.set()
+        if producer is not None:
+            producer.stop_flag = True
+        for m in members:
+            m.close()
+        broker.stop()
