@@ -485,3 +485,32 @@ def test_rolling_upgrade_and_back():
     assert c.hb("g", "c2", -1).error_code == 0
     assert c.cg("g") is None and c.state("g") == "PreparingRebalance"
     assert set(c.group("g").members) == {j.member_id}
+
+
+def test_downgrade_when_a_classic_member_takes_over_the_last_consumer_static_member():
+    c = CgCtx({"a": 2})
+    r = cg_join(c, "g", "s1", ["a"], instance_id="i1")
+    j = classic_join(c, "g", topics=("a",))
+    r = c.hb("g", "s1", r.member_epoch, owned={"a": [0, 1]}, instance_id="i1")
+    r = c.hb("g", "s1", r.member_epoch, owned=c.names(r), instance_id="i1")
+    j = classic_join(c, "g", j.member_id, topics=("a",))
+    mine = decoded(c.answer(c.sync("g", j.member_id, j.generation_id)))
+    epoch = c.cg("g").group_epoch
+    theirs = c.names(c.cg("g").members["s1"].assigned_partitions)
+    assert theirs and theirs != mine
+    assert c.hb("g", "s1", -2, instance_id="i1").error_code == 0       # the process restarts...
+    n = len(c.log)
+    j2 = classic_join(c, "g", "", topics=("a",), instance_id="i1")      # ...with the classic protocol
+    assert j2.error_code == 0 and j2.member_id != "s1"
+    assert record_types(c.log[-1:]) == [(2, False)] and (3, True) in record_types(c.log[n:])
+    assert c.cg("g") is None
+    group = c.group("g")
+    assert group.state.value == "Stable" and group.generation_id == epoch
+    assert set(group.members) == {j.member_id, j2.member_id}
+    assert group.static_member_id("i1") == j2.member_id
+    # each classic member's SyncGroup now goes to the classic group: the joiner has s1's partitions
+    s = c.answer(c.sync("g", j2.member_id, epoch, instance_id="i1"))
+    assert s.error_code == 0 and decoded(s) == theirs
+    s = c.answer(c.sync("g", j.member_id, epoch))
+    assert s.error_code == 0 and decoded(s) == mine
+    assert c.heartbeat("g", j2.member_id, epoch, instance_id="i1") == E.NONE

@@ -245,44 +245,79 @@ class Migration:
         gid = group.group_id
         for r in group_deletion_records(group):
             res.add_record(r)
-        res.add_record(classic_rec.group_metadata_record(gid, value))
         for member_id in group.members:
             self.consumer._cancel_member_timers(gid, member_id)
+        self._write_classic_group(gid, value, protocols, res, rebalance=True)
+        return True
+
+    def _classic_group_value(self, group: ConsumerGroup, leaving_id: str, joining: ConsumerGroupMember | None = None):
+        """ClassicGroup.fromConsumerGroup + createClassicGroupRecords: the GroupMetadataValue and
+        every member's JoinGroup protocols. ``joining`` replaces ``leaving_id`` (a static member
+        rejoining with the classic protocol) and takes over its target assignment."""
+        now = self.timer.now
+        classic = ClassicGroup(group.group_id, now, ClassicGroupState.EMPTY, group.group_epoch,
+                               CONSUMER_PROTOCOL_TYPE, None, None, now)
+        protocols = {}
+        others = [m for mid, m in group.members.items() if mid != leaving_id]
+        for m in others + ([joining] if joining is not None else []):
+            session, protos = m.classic_member_metadata
+            classic.add(ClassicGroupMember(m.member_id, m.instance_id, m.client_id, m.client_host,
+                                           m.rebalance_timeout_ms, session, CONSUMER_PROTOCOL_TYPE, list(protos)))
+            protocols[m.member_id] = list(protos)
+        classic.protocol_name = classic.select_protocol()
+        _image, _ids, names_by_id = self._image()
+        assignment = {}
+        for mid, cm in classic.members.items():
+            source = leaving_id if joining is not None and mid == joining.member_id else mid
+            assignment[mid] = encode_assignment(group.target_assignment.get(source, {}), names_by_id,
+                                                cm.metadata(classic.protocol_name))
+        return classic.to_record(assignment), protocols
+
+    def _write_classic_group(self, gid: str, value, protocols, res, rebalance: bool) -> None:
+        """The GroupMetadata record of a downgraded group; once written, the in-memory classic group
+        keeps every protocol its members joined with (the record carries only the chosen one),
+        their sessions start, and (after a leave) it rebalances so they rejoin."""
+        res.add_record(classic_rec.group_metadata_record(gid, value))
 
         def committed(r):
             classic = self.classic.groups.get(gid)
             if classic is None:
                 return
-            # the record carries only the chosen protocol; memory keeps every protocol the members
-            # joined with (Kafka updates the in-memory group directly)
             for mid, member in classic.members.items():
                 classic.update_member(member, protocols[mid], member.rebalance_timeout_ms,
                                       member.session_timeout_ms, None)
                 self.classic.reschedule_heartbeat(classic, member)
-            self.classic.prepare_rebalance(classic, r)
+            if rebalance:
+                self.classic.prepare_rebalance(classic, r)
         res.on_commit(committed)
-        return True
 
-    def _classic_group_value(self, group: ConsumerGroup, leaving_id: str):
-        """ClassicGroup.fromConsumerGroup + createClassicGroupRecords: the GroupMetadataValue and
-        every member's JoinGroup protocols."""
-        now = self.timer.now
-        classic = ClassicGroup(group.group_id, now, ClassicGroupState.EMPTY, group.group_epoch,
-                               CONSUMER_PROTOCOL_TYPE, None, None, now)
-        protocols = {}
-        for mid, m in group.members.items():
-            if mid == leaving_id:
-                continue
-            session, protos = m.classic_member_metadata
-            classic.add(ClassicGroupMember(mid, m.instance_id, m.client_id, m.client_host, m.rebalance_timeout_ms,
-                                           session, CONSUMER_PROTOCOL_TYPE, list(protos)))
-            protocols[mid] = list(protos)
-        classic.protocol_name = classic.select_protocol()
-        _image, _ids, names_by_id = self._image()
-        assignment = {mid: encode_assignment(group.target_assignment.get(mid, {}), names_by_id,
-                                             cm.metadata(classic.protocol_name))
-                      for mid, cm in classic.members.items()}
-        return classic.to_record(assignment), protocols
+    def _static_replacement_downgrade(self, group: ConsumerGroup, replaced: ConsumerGroupMember,
+                                      joining: ConsumerGroupMember):
+        """validateOnlineDowngradeWithReplacedMemberId + convertToClassicGroup: the last
+        consumer-protocol member was a static member and a classic member takes over its instance
+        id. The group becomes classic at once, Stable, the joiner with the replaced member's target.
+        Returns (tombstones, GroupMetadataValue, protocols), or None when it stays a consumer group."""
+        if replaced.classic_member_metadata is not None or group.classic_members != len(group.members) - 1:
+            return None
+        if not self.config.downgrade_enabled or len(group.members) > self.config.max_size:
+            return None
+        try:
+            value, protocols = self._classic_group_value(group, replaced.member_id, joining)
+        except (DecodeError, ValueError):
+            return None
+        gid = group.group_id
+        # createGroupTombstoneRecordsWithReplacedMember (the joiner's records came first in this
+        # batch), then the topic metadata and the group epoch, so nothing of the group is left
+        ids = [joining.member_id if m == replaced.member_id else m for m in group.members]
+        records = [rec.current_assignment_tombstone(gid, m) for m in ids]
+        records += [rec.target_assignment_tombstone(gid, m) for m in ids]
+        records.append(rec.target_assignment_epoch_tombstone(gid))
+        records += [rec.member_subscription_tombstone(gid, m) for m in ids]
+        records.append(rec.subscription_metadata_tombstone(gid))
+        records.append(rec.group_epoch_tombstone(gid))
+        for member_id in group.members:
+            self.consumer._cancel_member_timers(gid, member_id)
+        return records, value, protocols
 
     # == classic members inside a consumer group =======================================================
     def _member(self, group: ConsumerGroup, member_id: str, instance_id) -> ConsumerGroupMember:
@@ -444,13 +479,22 @@ class Migration:
         if _assignment_state(reconciled) != _assignment_state(updated) or \
                 (replaced is None and member_id not in group.members):
             records.append(rec.current_assignment_record(gid, reconciled))
+        # 4. the last consumer-protocol member was the static member this one replaces: downgrade
+        downgrade = self._static_replacement_downgrade(group, replaced, reconciled) if replaced is not None else None
+        if downgrade is not None:
+            records += downgrade[0]
         for r in records:
             res.add_record(r)
+        if downgrade is not None:
+            self._write_classic_group(gid, downgrade[1], downgrade[2], res, rebalance=False)
 
         response = join_response(version, member_id=member_id, generation_id=reconciled.member_epoch,
                                  protocol_type=CONSUMER_PROTOCOL_TYPE, protocol_name=protocols[0][0])
         res.reply(token, response, lambda e: join_response(version, e, member_id=req.member_id))
         session, rebalance = req.session_timeout_ms, req.rebalance_timeout_ms
+
+        if downgrade is not None:
+            return      # the classic group's own timers apply from now on
 
         def committed(r):
             # the member must now sync within its rebalance timeout; its session is its own
