@@ -5,13 +5,12 @@ group), and the downgrade when the last consumer-protocol member leaves. Every o
 by the harness: live durable state == a shard replayed from the log."""
 import pytest
 
-from kgroup.coordinator import GroupCoordinatorConfig
 from kgroup.coordinator.consumer_group.member import MemberState
 from kgroup.protocol.consumer_protocol import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 from kgroup.protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
 from kgroup.protocol.messages.join_group import JoinGroupRequest
 
-from .support import E, CgCtx, assignment, fresh_shard, topic_id
+from .support import E, CgCtx, assignment, fresh_shard, protocols
 
 P = JoinGroupRequest.JoinGroupRequestProtocol
 
@@ -136,16 +135,11 @@ def test_upgraded_classic_members_rejoin_and_hand_over():
 def test_upgrade_answers_parked_requests_rebalance_in_progress():
     c = CgCtx({"t": 2})
     gen, (m0, m1), _ = c.stable_group("g", 2)
-    parked = c.join("g", m0, protos=c_protos())        # the leader rejoins: PreparingRebalance
+    parked = c.join("g", m0, protos=protocols("range"))     # a member rejoins: PreparingRebalance
     assert c.answer(parked) is None and c.state("g") == "PreparingRebalance"
     cg_join(c, "g", "c1", ["t"])
     assert c.answer(parked).error_code == E.REBALANCE_IN_PROGRESS
     assert c.cg("g") is not None and c.group("g") is None
-
-
-def c_protos():
-    from .support import protocols
-    return protocols("range")
 
 
 @pytest.mark.parametrize("policy", ["disabled", "downgrade"])
@@ -477,7 +471,7 @@ def test_rolling_upgrade_and_back():
     # m1 leaves too: the group is all consumer protocol
     assert c.leave("g", m1).members[0].error_code == E.NONE
     assert c.cg("g").classic_members == 0
-    r2 = cg_join(c, "g", "c2", ["t"])
+    cg_join(c, "g", "c2", ["t"])
     c.owned_check("g")
     # back: c1 leaves, a classic member joins; c2 leaves last and the group is classic again
     c.hb("g", "c1", -1)

@@ -136,9 +136,9 @@ def waiting_on_unreleased_partition(group: ConsumerGroup, member: ConsumerGroupM
     return False
 
 
-def _replayed(group_id: str, records, base: dict | None = None) -> ConsumerGroup | None:
+def _replayed(group_id: str, records) -> ConsumerGroup | None:
     """The consumer group ``records`` describe, built by replay into a scratch map."""
-    scratch = dict(base or {})
+    scratch: dict = {}
     for r in records:
         if r.record_type in rec.RECORD_TYPES:
             group_model.replay(scratch, r)
@@ -193,6 +193,7 @@ class Migration:
         # conversion is written (if it is not, the group stays classic and they still apply).
         for m in group.members.values():
             self.consumer._schedule_session(group_id, m.member_id, m.classic_member_metadata[0])
+
         def committed(r):
             if self.classic.groups.get(group_id) is not classic:     # the tombstone was replayed
                 self.classic.cancel_group_timers(classic)
