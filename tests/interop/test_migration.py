@@ -2,7 +2,7 @@
 with ``group.protocol=classic`` and ``group.protocol=consumer`` in one group, each in its own process.
 
 Checked:
-- a mixed group (two classic members, cooperative-sticky or eager range, plus two consumer-protocol
+- a mixed group (two classic members, cooperative-sticky or eager range, slow to revoke, plus two consumer-protocol
   members): the classic group is upgraded when the first consumer-protocol member joins, every
   record is consumed exactly once while a producer writes, and no partition is owned by two members
   at any moment (the callbacks' timestamps; the coordinator's view sampled every 50 ms);
@@ -41,7 +41,7 @@ OVERRIDES = ["group.consumer.min.session.timeout.ms=6000", "group.consumer.sessi
 MEMBER = r'''
 import json, signal, sys, time
 from confluent_kafka import Consumer, KafkaException, TopicPartition
-bootstrap, group, topic, protocol, strategy = sys.argv[1:6]
+bootstrap, group, topic, protocol, strategy, revoke_delay = sys.argv[1:7]
 def emit(**kw):
     kw["t"] = time.time()
     print(json.dumps(kw), flush=True)
@@ -50,10 +50,15 @@ conf = {"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": pro
 if protocol == "classic":
     conf.update({"partition.assignment.strategy": strategy, "session.timeout.ms": 6000,
                  "heartbeat.interval.ms": 300})
+def revoked(_c, ps):
+    # a member that takes its time to let go (flushing state, say): the partitions are still its
+    # own until this returns, so nobody else may have them meanwhile
+    time.sleep(float(revoke_delay))
+    emit(ev="revoke", parts=[[p.topic, p.partition] for p in ps])
 c = Consumer(conf)
 c.subscribe([topic],
             on_assign=lambda _c, ps: emit(ev="assign", parts=[[p.topic, p.partition] for p in ps]),
-            on_revoke=lambda _c, ps: emit(ev="revoke", parts=[[p.topic, p.partition] for p in ps]),
+            on_revoke=revoked,
             on_lost=lambda _c, ps: emit(ev="lost", parts=[[p.topic, p.partition] for p in ps]))
 emit(ev="started")
 stopping = []
@@ -84,10 +89,11 @@ finally:
 
 
 class Member:
-    def __init__(self, bootstrap, group, topic, protocol, strategy="range"):
+    def __init__(self, bootstrap, group, topic, protocol, strategy="range", revoke_delay=0.0):
         self.protocol = protocol
         self.events: list = []
-        self.proc = subprocess.Popen([sys.executable, "-c", MEMBER, bootstrap, group, topic, protocol, strategy],
+        self.proc = subprocess.Popen([sys.executable, "-c", MEMBER, bootstrap, group, topic, protocol, strategy,
+                                      str(revoke_delay)],
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT)
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -173,7 +179,7 @@ def test_mixed_group_classic_and_consumer_members(tmp_path, strategy):
         create_topic(broker.bootstrap, topic, n)
         producer = SteadyProducer(broker.bootstrap, topic, n)
         producer.start()
-        members = [Member(broker.bootstrap, group, topic, "classic", strategy) for _ in range(2)]
+        members = [Member(broker.bootstrap, group, topic, "classic", strategy, revoke_delay=0.5) for _ in range(2)]
         wait_for(lambda: sum(len(m.owned()) for m in members) == n and all(m.owned() for m in members),
                  what="the classic group to form")
         assert group_type(broker.port, group) == "classic"
@@ -220,7 +226,7 @@ def test_rolling_upgrade_to_the_consumer_protocol_and_back(tmp_path):
 
     def restart(i, protocol):
         live[i].close()
-        live[i] = Member(broker.bootstrap, group, topic, protocol, "cooperative-sticky")
+        live[i] = Member(broker.bootstrap, group, topic, protocol, "cooperative-sticky", revoke_delay=0.3)
         everyone.append(live[i])
         wait_for(settled, timeout=30, what=f"the group to settle after member {i} restarted as {protocol}")
 
@@ -228,7 +234,8 @@ def test_rolling_upgrade_to_the_consumer_protocol_and_back(tmp_path):
         create_topic(broker.bootstrap, topic, n)
         producer = SteadyProducer(broker.bootstrap, topic, n)
         producer.start()
-        live = [Member(broker.bootstrap, group, topic, "classic", "cooperative-sticky") for _ in range(4)]
+        live = [Member(broker.bootstrap, group, topic, "classic", "cooperative-sticky", revoke_delay=0.3)
+                for _ in range(4)]
         everyone += live
         wait_for(settled, what="the classic group to form")
         assert group_type(broker.port, group) == "classic"
