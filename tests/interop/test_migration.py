@@ -2,10 +2,11 @@
 with ``group.protocol=classic`` and ``group.protocol=consumer`` in one group, each in its own process.
 
 Checked:
-- a mixed group (two classic members, cooperative-sticky or eager range, slow to revoke, plus two consumer-protocol
-  members): the classic group is upgraded when the first consumer-protocol member joins, every
-  record is consumed exactly once while a producer writes, and no partition is owned by two members
-  at any moment (the callbacks' timestamps; the coordinator's view sampled every 50 ms);
+- a mixed group (two classic members, cooperative-sticky or eager range, slow to revoke, plus two
+  consumer-protocol members): the classic group is upgraded when the first consumer-protocol member
+  joins, every record is consumed exactly once while a producer writes, and no partition is owned
+  by two members at any moment (the callbacks' timestamps; the coordinator's view sampled every
+  50 ms);
 - a rolling upgrade of a running classic group to the consumer protocol, one member at a time
   (clean close, a new process), and back: every record once, no partition owned twice, the group's
   type consumer after the upgrade and classic again after the downgrade;
