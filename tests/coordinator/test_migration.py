@@ -235,7 +235,8 @@ def test_cooperative_classic_member_revokes_before_anyone_gets_its_partitions():
     j2 = classic_join(c, "g", mid, topics=("a",), owned={"a": mine}, names=("cooperative-sticky",))
     m = c.cg("g").members[mid]
     assert m.state is MemberState.UNREVOKED_PARTITIONS and j2.generation_id == j.generation_id
-    s = c.answer(c.sync("g", mid, j2.generation_id, protocol_name="cooperative-sticky"))     # revoking: the sync is not refused
+    # revoking: the sync is not refused
+    s = c.answer(c.sync("g", mid, j2.generation_id, protocol_name="cooperative-sticky"))
     still = decoded(s).get("a", [])
     assert len(still) < len(mine)
     # m2 does not get the partition the classic member still holds

@@ -385,7 +385,8 @@ class Migration:
                              f"{self.config.consumer_max_size} members.")
         protocols = tuple((p.name, bytes(p.metadata)) for p in req.protocols)
         if not supports_classic_protocols(group, req.protocol_type, {n for n, _ in protocols}):
-            raise KafkaError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, f"Member {member_id}'s protocols are not supported.")
+            raise KafkaError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
+                             f"Member {member_id}'s protocols are not supported.")
         if unknown and instance_id is None and version >= 4:
             # KIP-394: a dynamic member first gets its id
             res.reply(token, join_response(version, ErrorCode.MEMBER_ID_REQUIRED, member_id=member_id))
