@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Any
+
 from ..coordinator.config import validate_migration_policy
 
 INT_MAX = 2**31 - 1
