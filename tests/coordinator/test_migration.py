@@ -509,3 +509,22 @@ def test_downgrade_when_a_classic_member_takes_over_the_last_consumer_static_mem
     s = c.answer(c.sync("g", j.member_id, epoch))
     assert s.error_code == 0 and decoded(s) == mine
     assert c.heartbeat("g", j2.member_id, epoch, instance_id="i1") == E.NONE
+
+
+def test_upgrade_refused_when_a_subscription_does_not_decode():
+    c = CgCtx({"t": 2})
+    c.stable_group("g", 1, protos=[P(name="range", metadata=b"\x00")])
+    r = c.hb("g", "c1", 0, topics=["t"])
+    assert r.error_code == E.GROUP_ID_NOT_FOUND and "malformed" in r.error_message
+    assert c.state("g") == "Stable" and c.cg("g") is None
+
+
+def test_old_join_group_versions_inside_a_consumer_group():
+    c = CgCtx({"a": 2})
+    cg_join(c, "g", "m1", ["a"])
+    # before v4 (KIP-394) the member id is given at once; LeaveGroup v0-2 answers at the top level
+    j = c.answer(c.join("g", protos=protos(["a"]), version=3))
+    assert j.error_code == 0 and j.member_id and j.generation_id == 2
+    assert c.leave("g", "nobody", version=1).error_code == E.UNKNOWN_MEMBER_ID
+    assert c.leave("g", j.member_id, version=1).error_code == E.NONE
+    assert set(c.cg("g").members) == {"m1"}
