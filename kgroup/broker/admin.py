@@ -75,6 +75,29 @@ def _check_manual_assignment(broker, replicas: list[int], replication_factor: in
 
 
 # -- configs ------------------------------------------------------------------------------------
+def alter_resources(broker, req, result_type, new_configs) -> list:
+    """AlterConfigs and IncrementalAlterConfigs: each resource is checked and applied on its own
+    (all of its changes or none); a resource named twice, or a key named twice in one resource, is
+    INVALID_REQUEST, as Kafka's ConfigAdminManager. ``new_configs(resource)`` gives the resource's
+    whole new override set."""
+    results = []
+    keys = [(r.resource_type, r.resource_name) for r in req.resources]
+    for r in req.resources:
+        result = result_type(error_code=0, error_message=None, resource_type=r.resource_type,
+                             resource_name=r.resource_name)
+        try:
+            if keys.count((r.resource_type, r.resource_name)) > 1:
+                raise KafkaError(ErrorCode.INVALID_REQUEST, "Duplicate resource.")
+            names = [c.name for c in r.configs]
+            if len(set(names)) != len(names):
+                raise KafkaError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
+            apply_configs(broker, r.resource_type, r.resource_name, new_configs(r), req.validate_only)
+        except KafkaError as e:
+            result.error_code, result.error_message = e.code, str(e)
+        results.append(result)
+    return results
+
+
 def current_configs(broker, resource_type: int, name: str) -> dict[str, str]:
     """The resource's explicitly set configs (a topic's overrides, or the dynamic broker ones)."""
     if resource_type == TOPIC:

@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ..coordinator.config import validate_migration_policy
+
 INT_MAX = 2**31 - 1
 LONG_MAX = 2**63 - 1
 
@@ -68,6 +70,9 @@ CONFIG_DEFS: dict[str, ConfigDef] = {c.name: c for c in (
     _d("group.consumer.max.heartbeat.interval.ms", "int", 15000, "Upper bound of group.consumer.heartbeat.interval.ms."),
     _d("group.consumer.max.size", "int", INT_MAX, "Most members in one consumer-protocol group."),
     _d("group.consumer.assignors", "list", "uniform,range", "Server-side assignors; the first is the default."),
+    _d("group.consumer.migration.policy", "string", "bidirectional",
+       "Online migration between the classic and the consumer group protocol (KIP-848): disabled, upgrade, "
+       "downgrade or bidirectional (case insensitive)."),
     _d("log.segment.bytes", "int", 1073741824, "Size at which a log segment rolls."),
     _d("log.roll.ms", "long", None, "Age at which a log segment rolls (log.roll.hours if unset)."),
     _d("log.roll.hours", "int", 168, "Age in hours at which a log segment rolls."),
@@ -227,6 +232,11 @@ class BrokerConfig:
         if self.values["log.message.timestamp.type"] not in ("CreateTime", "LogAppendTime"):
             raise ConfigError("log.message.timestamp.type must be CreateTime or LogAppendTime")
         self.listener()  # validates the listener URI
+        try:
+            self.values["group.consumer.migration.policy"] = validate_migration_policy(
+                self.values["group.consumer.migration.policy"])
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
         ml = self.values["metrics.listener"]
         if ml and not re.fullmatch(r"http://\[?[^\]/]*\]?:\d+/?", ml.strip()):
             raise ConfigError(f"Invalid value {ml!r} for configuration metrics.listener: expected http://host:port")

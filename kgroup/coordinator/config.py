@@ -32,6 +32,21 @@ _PROPS = {
 _LIST_PROPS = {
     "group.consumer.assignors": ("consumer_assignors", ("uniform", "range")),
 }
+# string-valued properties: name -> (attribute, default)
+_STR_PROPS = {
+    "group.consumer.migration.policy": ("consumer_migration_policy", "bidirectional"),
+}
+# Kafka's ConsumerGroupMigrationPolicy (KIP-848 online migration), by its lower-case name
+MIGRATION_POLICIES = ("disabled", "upgrade", "downgrade", "bidirectional")
+
+
+def validate_migration_policy(value) -> str:
+    """Kafka's CaseInsensitiveValidString over ConsumerGroupMigrationPolicy; the canonical name."""
+    v = str(value).strip().lower()
+    if v not in MIGRATION_POLICIES:
+        raise ValueError(f"Invalid value {value} for configuration group.consumer.migration.policy: String "
+                         f"must be one of (case insensitive): DISABLED, UPGRADE, DOWNGRADE, BIDIRECTIONAL")
+    return v
 
 
 @dataclass(frozen=True)
@@ -55,6 +70,18 @@ class GroupCoordinatorConfig:
     consumer_max_size: int = INT32_MAX
     # the first is the default when no member names one (Kafka: uniform, then range)
     consumer_assignors: tuple = ("uniform", "range")
+    # online migration between the classic and the consumer protocol (KIP-848)
+    consumer_migration_policy: str = "bidirectional"
+
+    @property
+    def upgrade_enabled(self) -> bool:
+        """ConsumerGroupMigrationPolicy.isUpgradeEnabled: classic -> consumer allowed."""
+        return self.consumer_migration_policy in ("upgrade", "bidirectional")
+
+    @property
+    def downgrade_enabled(self) -> bool:
+        """ConsumerGroupMigrationPolicy.isDowngradeEnabled: consumer -> classic allowed."""
+        return self.consumer_migration_policy in ("downgrade", "bidirectional")
 
     @classmethod
     def from_props(cls, props: dict | None = None) -> "GroupCoordinatorConfig":
@@ -67,6 +94,9 @@ class GroupCoordinatorConfig:
                 v = props[name]
                 items = v if isinstance(v, (list, tuple)) else str(v).split(",")
                 kwargs[attr] = tuple(x.strip() for x in items if x.strip())
+        for name, (attr, _default) in _STR_PROPS.items():
+            if props and props.get(name) is not None:
+                kwargs[attr] = validate_migration_policy(props[name])
         cfg = cls(**kwargs)
         cfg.validate_consumer()
         return cfg

@@ -41,6 +41,7 @@ from .config import GroupCoordinatorConfig
 from .consumer_group import group as consumer_group
 from .consumer_group import records as consumer_group_records
 from .consumer_group.manager import ConsumerGroupManager, heartbeat_error
+from .consumer_group.migration import Migration
 from .group_metadata_manager import GroupMetadataManager
 from .offset_metadata_manager import OffsetMetadataManager
 from .responses import (FetchGroup, delete_groups_response, describe_error_group, join_response,
@@ -72,6 +73,11 @@ class GroupCoordinatorShard:
         self.consumer_group_manager = ConsumerGroupManager(self.config, self.timer, uuid_factory or _default_uuid,
                                                            topics, topics_version)
         self.offset_metadata_manager.consumer_groups = self.consumer_group_manager.groups
+        # online migration between the two protocols (KIP-848), and classic members inside
+        # consumer groups
+        self.migration = Migration(self.config, self.timer, uuid_factory or _default_uuid,
+                                   self.group_metadata_manager, self.consumer_group_manager)
+        self.consumer_group_manager.migration = self.migration
         self.is_loaded = False
         self.skipped_records = 0
 
@@ -222,18 +228,17 @@ class GroupCoordinatorShard:
         elif not self.is_loaded:
             res.reply(token, join_response(version, LOADING))
         else:
-            consumer_group = self.consumer_group_manager.groups.get(req.group_id)
-            if consumer_group is not None:
-                if consumer_group.members:
-                    # online migration (KIP-848) is not supported: a consumer-protocol group with
-                    # members does not take classic members (Kafka's classicGroup lookup error)
-                    res.reply(token, join_response(version, ErrorCode.GROUP_ID_NOT_FOUND, member_id=req.member_id))
-                    return res
-                # an empty consumer group becomes a classic one (Kafka converts it the same way)
-                self.consumer_group_manager.delete_group(consumer_group, res)
             if version == 0 and req.rebalance_timeout_ms != req.session_timeout_ms:
                 req = copy.copy(req)
                 req.rebalance_timeout_ms = req.session_timeout_ms
+            consumer_group = self.consumer_group_manager.groups.get(req.group_id)
+            if consumer_group is not None:
+                if consumer_group.members:
+                    # a classic member joins a consumer group with members (KIP-848 online migration)
+                    self.migration.join(consumer_group, req, version, token, client_id, client_host, res)
+                    return res
+                # an empty consumer group becomes a classic one (Kafka converts it the same way)
+                self.consumer_group_manager.delete_group(consumer_group, res)
             self.group_metadata_manager.join_group(req, version, token, client_id, client_host, res)
         return res
 
@@ -245,6 +250,12 @@ class GroupCoordinatorShard:
             res.reply(token, sync_response(version, ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
         elif not self.is_loaded:
             res.reply(token, sync_response(version, LOADING))
+        elif req.group_id in self.consumer_group_manager.groups:
+            consumer_group = self.consumer_group_manager.groups[req.group_id]
+            if consumer_group.members:
+                self.migration.sync(consumer_group, req, version, token, res)
+            else:
+                res.reply(token, sync_response(version, ErrorCode.UNKNOWN_MEMBER_ID))
         else:
             self.group_metadata_manager.sync_group(req, version, token, res)
         return res
@@ -255,6 +266,8 @@ class GroupCoordinatorShard:
             error = ErrorCode.INVALID_GROUP_ID
         elif not self.is_loaded:
             error = ErrorCode.NONE       # Kafka: "the group is still loading, so blindly respond"
+        elif req.group_id in self.consumer_group_manager.groups:
+            error = self.migration.heartbeat(self.consumer_group_manager.groups[req.group_id], req)
         else:
             error = self.group_metadata_manager.heartbeat(req)
         res.reply(token, HeartbeatResponse(error_code=int(error)))
@@ -271,7 +284,11 @@ class GroupCoordinatorShard:
                 members = [(req.member_id, None, None)]
             else:
                 members = [(m.member_id, m.group_instance_id, m.reason) for m in req.members]
-            top, out = self.group_metadata_manager.leave_group(req.group_id, members, res)
+            consumer_group = self.consumer_group_manager.groups.get(req.group_id)
+            if consumer_group is not None:
+                top, out = ErrorCode.NONE, self.migration.leave(consumer_group, members, res)
+            else:
+                top, out = self.group_metadata_manager.leave_group(req.group_id, members, res)
             res.reply(token, leave_response(version, top, out), lambda e: leave_response(version, e))
         return res
 

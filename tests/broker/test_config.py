@@ -38,3 +38,19 @@ def test_bad_config(props, msg):
 
 def test_parse_properties_continuations():
     assert parse_properties("a=1\\\n  2\nb : x\n! bang\n") == {"a": "12", "b": "x"}
+
+
+def test_consumer_group_migration_policy():
+    """KIP-848's group.consumer.migration.policy: Kafka's values, case insensitive, bidirectional by default."""
+    from kgroup.coordinator.config import GroupCoordinatorConfig
+    assert BrokerConfig()["group.consumer.migration.policy"] == "bidirectional"
+    c = BrokerConfig({"group.consumer.migration.policy": "Upgrade"})
+    assert c["group.consumer.migration.policy"] == "upgrade"
+    g = GroupCoordinatorConfig.from_props(c.values)
+    assert g.upgrade_enabled and not g.downgrade_enabled
+    g = GroupCoordinatorConfig.from_props({"group.consumer.migration.policy": "DOWNGRADE"})
+    assert g.downgrade_enabled and not g.upgrade_enabled
+    g = GroupCoordinatorConfig.from_props({"group.consumer.migration.policy": "disabled"})
+    assert not g.downgrade_enabled and not g.upgrade_enabled
+    with pytest.raises(ConfigError, match="String must be one of \\(case insensitive\\): DISABLED, UPGRADE"):
+        BrokerConfig({"group.consumer.migration.policy": "sideways"})

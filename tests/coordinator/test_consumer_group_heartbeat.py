@@ -247,7 +247,8 @@ def test_server_assignor_and_unsupported_assignor():
 
 
 def test_classic_group_id_is_not_a_consumer_group():
-    c = CgCtx({"t": 1})
+    # with online migration disabled (KIP-848's group.consumer.migration.policy); see test_migration.py
+    c = CgCtx({"t": 1}, **{"group.consumer.migration.policy": "disabled"})
     c.stable_group("classic", 1)
     r = c.hb("classic", "m1", 0, topics=["t"])
     assert r.error_code == E.GROUP_ID_NOT_FOUND
@@ -331,8 +332,8 @@ def test_delete_consumer_group_tombstones_every_record():
 def test_classic_join_on_a_consumer_group():
     c = CgCtx({"a": 2, "t": 1})
     join(c, "g", "m1", topics=["a"])
-    token = c.join("g")
-    assert c.answer(token).error_code == E.GROUP_ID_NOT_FOUND
+    token = c.join("g")     # a classic member joins the consumer group (online migration)
+    assert c.answer(token).error_code == E.MEMBER_ID_REQUIRED and "g" in c.shard.consumer_group_manager.groups
     c.hb("g", "m1", -1)
     c.stable_group("g", 1)            # an empty consumer group becomes a classic group
     assert c.cg("g") is None and c.state("g") == "Stable"

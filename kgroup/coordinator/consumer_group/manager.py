@@ -56,6 +56,16 @@ def rebalance_key(group_id: str, member_id: str) -> str:
     return f"consumer-group-rebalance-timeout-{group_id}-{member_id}"
 
 
+def join_timeout_key(group_id: str, member_id: str) -> str:
+    """A classic member inside a consumer group told to rejoin must do so within its rebalance timeout."""
+    return f"consumer-group-join-timeout-{group_id}-{member_id}"
+
+
+def sync_timeout_key(group_id: str, member_id: str) -> str:
+    """A classic member inside a consumer group must sync within its rebalance timeout of its join."""
+    return f"consumer-group-sync-timeout-{group_id}-{member_id}"
+
+
 def heartbeat_error(code, message=None, member_id=None, member_epoch=0) -> ConsumerGroupHeartbeatResponse:
     return ConsumerGroupHeartbeatResponse(error_code=int(code), error_message=message, member_id=member_id,
                                           member_epoch=member_epoch)
@@ -92,6 +102,9 @@ class ConsumerGroupManager:
         self.topics: Topics = topics or (lambda: {})
         self.topics_version: Callable[[], int] = topics_version or (lambda: -1)
         self.groups: dict[str, ConsumerGroup] = {}
+        # online migration (migration.Migration), set by the shard: upgrades classic groups
+        # joined by a consumer-protocol member and downgrades when the last one leaves
+        self.migration = None
 
     @property
     def default_assignor(self) -> str:
@@ -149,13 +162,17 @@ class ConsumerGroupManager:
         return ConsumerGroupHeartbeatResponse(member_id=m.member_id, member_epoch=m.member_epoch,
                                               heartbeat_interval_ms=self.config.consumer_heartbeat_interval_ms)
 
-    def _group_or_fail(self, group_id: str, create: bool, classic_group_exists) -> ConsumerGroup:
+    def _group_or_fail(self, group_id: str, create: bool, classic_group_exists, res=None) -> ConsumerGroup:
         group = self.groups.get(group_id)
         if group is not None:
             return group
         if classic_group_exists(group_id):
-            # one group id namespace (Kafka's getOrMaybeCreateConsumerGroup); online migration of
-            # a classic group is not supported, so its id is not a consumer group
+            # one group id namespace (Kafka's getOrMaybeCreateConsumerGroup): a joining member
+            # upgrades a classic group when the migration policy allows it (KIP-848 online upgrade)
+            if create and self.migration is not None and res is not None:
+                converted = self.migration.upgrade(group_id, res)
+                if converted is not None:
+                    return converted
             raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
         if not create:
             raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
@@ -164,7 +181,7 @@ class ConsumerGroupManager:
     def _heartbeat(self, req, version, res, client_id, client_host, classic_group_exists):
         group_id, member_epoch = req.group_id, req.member_epoch
         joining = member_epoch == JOIN_GROUP_MEMBER_EPOCH
-        group = self._group_or_fail(group_id, joining, classic_group_exists)
+        group = self._group_or_fail(group_id, joining, classic_group_exists, res)
         member_id = req.member_id or ""
         if version == 0 and joining and not member_id:
             member_id = self.uuid_factory()     # v0: the coordinator names the member
@@ -395,6 +412,8 @@ class ConsumerGroupManager:
         """Kafka's consumerGroupFenceMember: the member's records go, the group epoch moves on (the
         next heartbeat of another member computes the new target); topic metadata follows."""
         group_id = group.group_id
+        if self.migration is not None and self.migration.maybe_downgrade(group, member, res):
+            return      # the last consumer-protocol member left: the group is classic again
         for r in member_removal_records(group_id, member.member_id):
             res.add_record(r)
         members = {m: x for m, x in group.members.items() if m != member.member_id}
@@ -409,15 +428,19 @@ class ConsumerGroupManager:
     def _cancel_member_timers(self, group_id: str, member_id: str) -> None:
         self.timer.cancel(session_key(group_id, member_id))
         self.timer.cancel(rebalance_key(group_id, member_id))
+        self.timer.cancel(join_timeout_key(group_id, member_id))
+        self.timer.cancel(sync_timeout_key(group_id, member_id))
 
     # -- timers -----------------------------------------------------------------------------------
-    def _schedule_session(self, group_id: str, member_id: str) -> None:
+    def _schedule_session(self, group_id: str, member_id: str, timeout_ms: int | None = None) -> None:
+        """``timeout_ms``: a classic member's own session timeout (else the group's)."""
         def expire(res, group_id=group_id, member_id=member_id):
             group = self.groups.get(group_id)
             member = group.members.get(member_id) if group is not None else None
             if member is not None:
                 self._remove_member(group, member, res)
-        self.timer.schedule(session_key(group_id, member_id), self.config.consumer_session_timeout_ms, expire)
+        self.timer.schedule(session_key(group_id, member_id),
+                            self.config.consumer_session_timeout_ms if timeout_ms is None else timeout_ms, expire)
 
     def _schedule_rebalance(self, group_id: str, member: ConsumerGroupMember) -> None:
         epoch = member.member_epoch
