@@ -140,3 +140,22 @@ def test_what_re2_refuses_is_invalid_regular_expression(regex):
     assert r.error_code == E.INVALID_REGULAR_EXPRESSION
     assert r.error_message.startswith(f"SubscribedTopicRegex `{regex}` is not a valid regular expression: ")
     assert c.log == []
+
+
+def test_classic_members_joining_and_leaving_keep_a_regex_members_topics():
+    """Online migration: a classic member inside the group subscribes by names; its join and its
+    LeaveGroup compute the topic metadata with the group's regex resolutions, so the regex member's
+    topics stay subscribed (no spurious epoch bump, no partition of them dropped)."""
+    from .test_migration import classic_join
+    c = CgCtx({"rx-1": 2, "a": 2})
+    r = c.hb("g", "m1", 0, regex="rx-.*")
+    assert c.names(r) == {"rx-1": [0, 1]}
+    j = classic_join(c, "g", topics=("a",))
+    assert j.error_code == 0
+    assert set(c.cg("g").subscription_metadata) == {"a", "rx-1"}
+    epoch = c.cg("g").group_epoch
+    out = c.leave("g", j.member_id)
+    assert [m.error_code for m in out.members] == [E.NONE]
+    g = c.cg("g")
+    assert set(g.subscription_metadata) == {"rx-1"} and g.group_epoch == epoch + 1
+    assert g.resolved_regexes["rx-.*"].topics == {"rx-1"}

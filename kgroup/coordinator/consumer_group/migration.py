@@ -447,7 +447,7 @@ class Migration:
             members.pop(replaced.member_id, None)
         members[member_id] = updated
         image, ids_by_name, _names = self._image()
-        metadata = subscription_metadata(members.values(), image)
+        metadata = subscription_metadata(members.values(), image, group.resolved_regexes)
         if metadata != group.subscription_metadata:
             records.append(rec.subscription_metadata_record(gid, metadata))
             bump = True
@@ -599,7 +599,7 @@ class Migration:
         if leaving:
             gone = {m.member_id for m in leaving}
             rest = [m for mid, m in group.members.items() if mid not in gone]
-            metadata = subscription_metadata(rest, self.consumer.topics())
+            metadata = subscription_metadata(rest, self.consumer.topics(), group.resolved_regexes)
             if metadata != group.subscription_metadata:
                 res.add_record(rec.subscription_metadata_record(gid, metadata))
             res.add_record(rec.group_epoch_record(gid, group.group_epoch + 1))
