@@ -116,6 +116,10 @@ class Listener:
                 conn.close()
                 continue
             conn.setblocking(False)
+            # asyncio sets TCP_NODELAY only on sockets whose proto is IPPROTO_TCP, and one accepted
+            # from socket.create_server's listener has proto 0: without it, Nagle holds a small
+            # response behind the unacknowledged one before it (~40 ms with delayed ACKs).
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self.loop.create_task(self._serve(conn, addr[0]))
 
     async def _serve(self, conn: socket.socket, host: str) -> None:

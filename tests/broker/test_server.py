@@ -1,11 +1,14 @@
 """The asyncio shell against raw sockets: framing limits, bad input, ordering, ApiVersions
 fallback, shutdown."""
+import asyncio
 import signal
 import socket
 import struct
 
 import pytest
 
+from kgroup.broker.broker import Broker
+from kgroup.broker.config import BrokerConfig
 from kgroup.protocol.api import ApiKey
 from kgroup.protocol.errors import ErrorCode
 from kgroup.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
@@ -125,3 +128,26 @@ def test_unknown_config_key_is_an_error_naming_it(tmp_path):
                         "--override", f"log.dirs={tmp_path}"], cwd=ROOT, capture_output=True, text=True, timeout=30)
     assert r.returncode == 2
     assert "no.such.key" in r.stderr
+
+
+def test_accepted_connections_disable_nagle(tmp_path):
+    """Every accepted connection has TCP_NODELAY, as asyncio's own server sets it: with Nagle a
+    small response written while the previous one is unacknowledged waits for the client's
+    delayed ACK (~40 ms), which made pipelined transactional requests 40 ms each."""
+    async def main():
+        b = Broker(BrokerConfig.load(None, ["listeners=PLAINTEXT://127.0.0.1:0", f"log.dirs={tmp_path / 'd'}"]))
+        await b.start()
+        try:
+            writers = [(await asyncio.open_connection("127.0.0.1", b.bound_port))[1] for _ in range(3)]
+            for _ in range(100):
+                if len(b.connections) == 3:
+                    break
+                await asyncio.sleep(0.01)
+            socks = [c.transport.get_extra_info("socket") for c in b.connections]
+            assert len(socks) == 3
+            assert all(s.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) for s in socks)
+            for w in writers:
+                w.close()
+        finally:
+            await b.stop()
+    asyncio.run(asyncio.wait_for(main(), 30))
