@@ -357,6 +357,10 @@ class GroupRuntime:
                 out = shard.abort(result, error)
             else:
                 written = shard.commit_transactional(result, req.producer_id)
+                # Appended and replayed (pending in the shard): the answer waits only for the
+                # fsync, so the connection's later requests (the transaction's Produce requests,
+                # which librdkafka sends on the same connection) are not held behind it.
+                token.flush_only = True
                 self.broker.data_path.wait_flushed({plog}).listen(
                     lambda flushed: self._answer_flushed(written, flushed))
                 out = ()
