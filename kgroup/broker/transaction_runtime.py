@@ -7,14 +7,21 @@ COMMIT/ABORT markers.
 Markers, in Kafka's order (TransactionCoordinator.endTransaction, TransactionMarkerChannelManager):
     PrepareCommit/PrepareAbort record appended -> fsync of __transaction_state
     -> one control batch per partition of the transaction (the group's __consumer_offsets
-       partition included, through the group runtime) -> fsync of those partitions
-    -> CompleteCommit/CompleteAbort record (complete_transaction) -> EndTxn answered.
+       partition included, through the group runtime), then EndTxn answered
+    -> fsync of those partitions -> CompleteCommit/CompleteAbort record (complete_transaction).
 The prepare record is durable before any marker exists, so a crash can never leave a marker
 for a transaction the log does not know is ending; at load, every transaction still in a Prepare
 state has its markers written again (a second identical marker is harmless: it ends nothing).
-Kafka answers EndTxn once the prepare record is written and sends markers afterwards (clients
-then retry on CONCURRENT_TRANSACTIONS); here the markers follow within two fsyncs, so EndTxn is
-answered once they are on disk, which no client can tell apart but saves it the retries.
+As Kafka, EndTxn is answered once the prepare record is durable; the markers are appended (so
+visible to every later read) before the answer is sent, and made durable after it.
+
+Until the Complete record is written, Kafka answers CONCURRENT_TRANSACTIONS to a request for
+that transactional id (the next transaction's AddPartitionsToTxn / AddOffsetsToTxn, an
+InitProducerId), which clients retry after a backoff (librdkafka: 20 ms for AddPartitionsToTxn,
+retry.backoff.ms, 100 ms, for AddOffsetsToTxn). Here such a request waits in the runtime
+(``_completing``) and runs once the transaction completes, which is what the retry would get,
+without the backoff. The shard itself still answers CONCURRENT_TRANSACTIONS in a Prepare state
+(the runtime does not ask it then).
 """
 from __future__ import annotations
 
@@ -28,6 +35,7 @@ from ..storage.producer_state import AppendOrigin
 from ..transaction_coordinator import (TransactionCoordinatorConfig, TransactionCoordinatorShard,
                                        transaction_partition)
 from .group_runtime import GroupRuntime
+from .pending import PendingResponse
 from .metadata import OFFSETS_TOPIC
 
 log = logging.getLogger("kgroup.transaction_coordinator")
@@ -47,6 +55,8 @@ class TransactionRuntime(GroupRuntime):
         # before writing markers, the Prepare record fsynced and EndTxn answered (as Kafka answers
         # it before its markers); a SIGKILL then is a crash between EndTxn and the markers.
         self.hold_markers = os.environ.get("KGROUP_TEST_HOLD_MARKERS") == "1"
+        # transactional id -> requests waiting for its markers and Complete record (see above)
+        self._completing: dict[str, list] = {}
 
     def _new_shard(self, p: int) -> TransactionCoordinatorShard:
         return TransactionCoordinatorShard(p, self.config,
@@ -68,8 +78,32 @@ class TransactionRuntime(GroupRuntime):
 
     # -- operations -----------------------------------------------------------------------------
     def run(self, transactional_id: str, handle, req, version: int, *extra):
-        """``handle(shard, req, version, now_ms, token, *extra)`` on the transactional id's shard."""
+        """``handle(shard, req, version, now_ms, token, *extra)`` on the transactional id's shard;
+        while that id's markers are being written, once its transaction completes."""
+        waiting = self._completing.get(transactional_id)
+        if waiting is not None:
+            token = PendingResponse()
+            waiting.append((handle, req, version, extra, token))
+            return token
         return self.execute(transactional_id, handle, req, version, *extra)
+
+    def _resume(self, transactional_id: str, error=None) -> None:
+        """The transaction of ``transactional_id`` completed (or ``error``: never will, the log
+        directory failed): run the requests that waited for it, in arrival order."""
+        for handle, req, version, extra, token in self._completing.pop(transactional_id, ()):
+            if error is not None:
+                token.fail(error)
+                continue
+            try:
+                answer = self.run(transactional_id, handle, req, version, *extra)
+            except Exception as e:          # a handler's error closes the connection, as the server's
+                log.exception("deferred request for %s failed", transactional_id)
+                token.fail(e)
+                continue
+            if type(answer) is PendingResponse:
+                answer.listen(lambda p, t=token: t.answer(p.response) if p.error is None else t.fail(p.error))
+            else:
+                token.answer(answer)
 
     def verify_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
                           partitions) -> dict:
@@ -81,25 +115,33 @@ class TransactionRuntime(GroupRuntime):
     def _run(self, shard, result, may_hold: bool = False) -> None:
         super()._run(shard, result, may_hold)
         # Markers queued without a record (a partition loaded with transactions in a Prepare state)
-        markers = shard.drain_markers()
+        markers = self._drain_markers(shard)
         if markers:
             plog = self.broker.data_path.log(self.topic, shard.partition)
             self.broker.data_path.wait_flushed({plog}).listen(
                 lambda flushed: self._prepared(shard, markers, [], flushed))
 
     def _after_commit(self, shard, plog, out: list, results: list) -> None:
-        markers = shard.drain_markers()
+        markers = self._drain_markers(shard)
         if not markers:
             super()._after_commit(shard, plog, out, results)
             return
         self.broker.data_path.wait_flushed({plog}).listen(
             lambda flushed: self._prepared(shard, markers, out, flushed))
 
+    def _drain_markers(self, shard) -> list:
+        markers = shard.drain_markers()
+        for m in markers:       # from now until complete, requests for these ids wait
+            self._completing.setdefault(m.transactional_id, [])
+        return markers
+
     def _prepared(self, shard, markers, out, flushed) -> None:
-        """The Prepare records are on disk: write the markers."""
+        """The Prepare records are on disk: write the markers, answer, then make them durable."""
         if flushed.error is not None:
             for token, _ in out:
                 token.fail(flushed.error)
+            for m in markers:
+                self._resume(m.transactional_id, flushed.error)
             return
         if self.hold_markers:
             log.warning("holding the markers of %s (test hook)", [m.transactional_id for m in markers])
@@ -116,22 +158,25 @@ class TransactionRuntime(GroupRuntime):
                 log.warning("writing the markers of %s failed (%s): retrying", m.transactional_id, e)
                 asyncio.get_running_loop().call_later(
                     MARKER_RETRY_S, lambda m=m: self._prepared(shard, [m], [], flushed))
+        # The Prepare records are durable and the markers appended (visible to any later read):
+        # answered, as Kafka answers EndTxn once the prepare record is written.
+        for token, response in out:
+            token.answer(response)
         if not logs:
-            self._markers_flushed(shard, written, out, flushed)
+            self._markers_flushed(shard, written, flushed)
             return
         self.broker.data_path.wait_flushed(logs).listen(
-            lambda f: self._markers_flushed(shard, written, out, f))
+            lambda f: self._markers_flushed(shard, written, f))
 
-    def _markers_flushed(self, shard, markers, out, flushed) -> None:
+    def _markers_flushed(self, shard, markers, flushed) -> None:
         if flushed.error is not None:       # not durable: the transactions stay in Prepare
-            for token, _ in out:
-                token.fail(flushed.error)
+            for m in markers:
+                self._resume(m.transactional_id, flushed.error)
             return
         for m in markers:
             if shard.is_loaded and self.shards.get(shard.partition) is shard:
                 self._run(shard, shard.complete_transaction(m, now_ms()))
-        for token, response in out:
-            token.answer(response)
+            self._resume(m.transactional_id)
 
     def write_markers(self, producer_id: int, producer_epoch: int, committed: bool, coordinator_epoch: int,
                       partitions) -> set:

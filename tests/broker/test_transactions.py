@@ -83,7 +83,11 @@ def test_transaction_over_the_wire(broker):
     end = c.request(EndTxnRequest(transactional_id="tx-a", producer_id=pid, producer_epoch=0, committed=True), 3)
     assert end.error_code == 0
     assert lso(c, 0) == 3                     # two records and the COMMIT marker
-    assert describe(c, "tx-a").transaction_state == "CompleteCommit"
+    # EndTxn is answered once PrepareCommit is durable; CompleteCommit follows the markers' fsync.
+    deadline = time.monotonic() + 10
+    while (state := describe(c, "tx-a").transaction_state) != "CompleteCommit":
+        assert state == "PrepareCommit" and time.monotonic() < deadline, state
+        time.sleep(0.01)
 
     # A new instance fences the old epoch: its produce and EndTxn are refused.
     init2 = c.request(InitProducerIdRequest(transactional_id="tx-a", transaction_timeout_ms=60000), 4)
@@ -174,3 +178,137 @@ def test_add_partitions_to_txn_v4_batches_transactions_across_shards(broker):
     assert request(True) == {"v4-a": [0], "v4-b": [0]}
     assert describe(c, "v4-b").topics[0].partitions == [1]
     c.close()
+
+
+# == in process: the marker path's timing (a slowed filesystem sync makes the windows certain) ==========
+import asyncio  # noqa: E402
+import struct  # noqa: E402
+
+from kgroup.broker import data_path as data_path_module  # noqa: E402
+from kgroup.broker.broker import Broker  # noqa: E402
+from kgroup.broker.config import BrokerConfig  # noqa: E402
+from kgroup.protocol.api import encode_request, parse_response  # noqa: E402
+from kgroup.protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest  # noqa: E402
+from kgroup.protocol.messages.end_txn import EndTxnResponse  # noqa: E402
+from kgroup.protocol.messages.txn_offset_commit import TxnOffsetCommitRequest  # noqa: E402
+
+TOT = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
+
+
+def _inproc(tmp_path, monkeypatch, scenario, sync_delay_s=0.0):
+    sync = data_path_module._sync_filesystem
+
+    def slow_sync(directory):
+        time.sleep(sync_delay_s)
+        sync(directory)
+    monkeypatch.setattr(data_path_module, "_sync_filesystem", slow_sync)
+
+    async def main():
+        b = Broker(BrokerConfig.load(None, ["listeners=PLAINTEXT://127.0.0.1:0", f"log.dirs={tmp_path / 'data'}"]))
+        await b.start()
+        conns = []
+
+        async def connect():
+            conns.append(await asyncio.open_connection("127.0.0.1", b.bound_port))
+            return conns[-1]
+        try:
+            return await scenario(b, connect)
+        finally:
+            for _, w in conns:
+                w.close()
+            await b.stop()
+    asyncio.run(asyncio.wait_for(main(), 60))
+
+
+async def _pipelined(conn, requests):
+    """Send ``[(body, version)]`` in one write; their answers in order."""
+    reader, writer = conn
+    writer.write(b"".join(p for i, (body, v) in enumerate(requests) for p in encode_request(body, v, i, "x")))
+    answers = []
+    for i, (body, v) in enumerate(requests):
+        size, = struct.unpack(">i", await reader.readexactly(4))
+        cid, resp = parse_response(type(body).API_KEY, v, await reader.readexactly(size))
+        assert cid == i
+        answers.append(resp)
+    return answers
+
+
+def _add_partitions(tid, pid, epoch, partitions):
+    return AddPartitionsToTxnRequest(v3_and_below_transactional_id=tid, v3_and_below_producer_id=pid,
+                                     v3_and_below_producer_epoch=epoch,
+                                     v3_and_below_topics=[APT(name=TOPIC, partitions=partitions)]), 3
+
+
+def _produce(tid, pid, epoch, seq, partition, value):
+    records = build_batch([Record(key=None, value=value, timestamp=int(time.time() * 1000))],
+                          producer_id=pid, producer_epoch=epoch, base_sequence=seq, is_transactional=True)
+    return ProduceRequest(transactional_id=tid, acks=-1, timeout_ms=5000, topic_data=[
+        TPD(name=TOPIC, partition_data=[TPD.PartitionProduceData(index=partition, records=records)])]), 9
+
+
+async def _open_transaction(b, conn, tid):
+    """Topic TOPIC (2 partitions), ``tid`` initialized with both partitions added; (pid, epoch)."""
+    CT = CreateTopicsRequest.CreatableTopic
+    created, init = await _pipelined(conn, [
+        (CreateTopicsRequest(topics=[CT(name=TOPIC, num_partitions=2, replication_factor=1)], timeout_ms=5000), 7),
+        (InitProducerIdRequest(transactional_id=tid, transaction_timeout_ms=60000), 4)])
+    assert created.topics[0].error_code == 0 and init.error_code == 0
+    pid, epoch = init.producer_id, init.producer_epoch
+    add, = await _pipelined(conn, [_add_partitions(tid, pid, epoch, [0, 1])])
+    assert all(p.partition_error_code == 0 for t in add.results_by_topic_v3_and_below for p in t.results_by_partition)
+    return pid, epoch
+
+
+def test_end_txn_answered_once_prepared_and_next_request_waits_for_completion(tmp_path, monkeypatch):
+    """EndTxn is answered once PrepareCommit is durable, its markers appended (the LSO is past
+    them) but not yet durable; the next transaction's AddPartitionsToTxn, pipelined behind it,
+    arrives while the markers are being synced and waits for CompleteCommit (Kafka answers it
+    CONCURRENT_TRANSACTIONS, which librdkafka retries after 20 ms) instead of failing."""
+    async def scenario(b, connect):
+        conn, other = await connect(), await connect()
+        pid, epoch = await _open_transaction(b, conn, "tx-d")
+        produced = await _pipelined(conn, [_produce("tx-d", pid, epoch, 0, p, b"v") for p in (0, 1)])
+        assert [r.responses[0].partition_responses[0].error_code for r in produced] == [0, 0]
+        reader, writer = conn
+        writer.write(b"".join(
+            [*encode_request(EndTxnRequest(transactional_id="tx-d", producer_id=pid, producer_epoch=epoch,
+                                           committed=True), 3, 0, "x"),
+             *encode_request(_add_partitions("tx-d", pid, epoch, [1])[0], 3, 1, "x")]))
+        size, = struct.unpack(">i", await reader.readexactly(4))
+        assert parse_response(EndTxnRequest.API_KEY, 3, await reader.readexactly(size)) == (0, EndTxnResponse(error_code=0))
+        # Answered: the markers are appended (the LSO is past them), not yet durable (the slowed
+        # sync is under way), the transaction still PrepareCommit.
+        plog = b.data_path.log(TOPIC, 0)
+        assert (plog.last_stable_offset, plog.recovery_point) == (2, 1)
+        assert b.transaction_coordinator.shard_of("tx-d").transactions["tx-d"].state.kafka_name == "PrepareCommit"
+        size, = struct.unpack(">i", await reader.readexactly(4))
+        cid, add = parse_response(AddPartitionsToTxnRequest.API_KEY, 3, await reader.readexactly(size))
+        assert cid == 1 and add.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == 0
+        st, = await _pipelined(other, [(DescribeTransactionsRequest(transactional_ids=["tx-d"]), 0)])
+        st = st.transaction_states[0]
+        assert (st.transaction_state, [(t.topic, t.partitions) for t in st.topics]) == ("Ongoing", [(TOPIC, [1])])
+        assert b.transaction_coordinator._completing == {}
+    _inproc(tmp_path, monkeypatch, scenario, sync_delay_s=0.05)
+
+
+def test_txn_offset_commit_does_not_hold_the_produce_behind_it(tmp_path, monkeypatch):
+    """A TxnOffsetCommit waits only for the fsync of its (replayed) pending offsets, so the
+    transaction's Produce pipelined behind it on the same connection (as librdkafka sends them)
+    is appended in the same loop turn and both share one group commit."""
+    async def scenario(b, connect):
+        conn = await connect()
+        pid, epoch = await _open_transaction(b, conn, "tx-o")
+        added, = await _pipelined(conn, [(AddOffsetsToTxnRequest(transactional_id="tx-o", producer_id=pid,
+                                                                 producer_epoch=epoch, group_id="g-o"), 3)])
+        assert added.error_code == 0
+        rounds = []
+        b.data_path.flush_observer = rounds.append
+        commit, produced = await _pipelined(conn, [
+            (TxnOffsetCommitRequest(transactional_id="tx-o", group_id="g-o", producer_id=pid, producer_epoch=epoch,
+                                    topics=[TOT(name=TOPIC, partitions=[TOT.TxnOffsetCommitRequestPartition(
+                                        partition_index=0, committed_offset=5, committed_metadata="")])]), 3),
+            _produce("tx-o", pid, epoch, 0, 0, b"v")])
+        assert commit.topics[0].partitions[0].error_code == 0
+        assert produced.responses[0].partition_responses[0].error_code == 0
+        assert len(rounds) == 1, rounds
+    _inproc(tmp_path, monkeypatch, scenario)
