@@ -41,6 +41,8 @@ from .metadata import OFFSETS_TOPIC
 log = logging.getLogger("kgroup.transaction_coordinator")
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 MARKER_RETRY_S = 0.1        # a marker that could not be written is retried (Kafka retries until it is)
+_DURABLE = PendingResponse(flush_only=True)     # an answered flush wait: nothing to wait for
+_DURABLE.answer(None)
 
 
 class TransactionRuntime(GroupRuntime):
@@ -57,6 +59,8 @@ class TransactionRuntime(GroupRuntime):
         self.hold_markers = os.environ.get("KGROUP_TEST_HOLD_MARKERS") == "1"
         # transactional id -> requests waiting for its markers and Complete record (see above)
         self._completing: dict[str, list] = {}
+        self._to_mark: list = []        # (shard, markers, answers) prepared in this loop turn
+        self._marking_scheduled = False
 
     def _new_shard(self, p: int) -> TransactionCoordinatorShard:
         return TransactionCoordinatorShard(p, self.config,
@@ -136,7 +140,8 @@ class TransactionRuntime(GroupRuntime):
         return markers
 
     def _prepared(self, shard, markers, out, flushed) -> None:
-        """The Prepare records are on disk: write the markers, answer, then make them durable."""
+        """The Prepare records are on disk: the markers are written at the end of this loop
+        turn, with those of every other transaction prepared in it."""
         if flushed.error is not None:
             for token, _ in out:
                 token.fail(flushed.error)
@@ -147,26 +152,60 @@ class TransactionRuntime(GroupRuntime):
             log.warning("holding the markers of %s (test hook)", [m.transactional_id for m in markers])
             self._answer_flushed(out, flushed)
             return
-        logs = set()
-        written = []
-        for m in markers:
-            try:
-                logs.update(self.write_markers(m.producer_id, m.producer_epoch, m.committed,
-                                               m.coordinator_epoch, m.partitions))
-                written.append(m)
-            except Exception as e:
-                log.warning("writing the markers of %s failed (%s): retrying", m.transactional_id, e)
-                asyncio.get_running_loop().call_later(
-                    MARKER_RETRY_S, lambda m=m: self._prepared(shard, [m], [], flushed))
-        # The Prepare records are durable and the markers appended (visible to any later read):
-        # answered, as Kafka answers EndTxn once the prepare record is written.
-        for token, response in out:
-            token.answer(response)
-        if not logs:
-            self._markers_flushed(shard, written, flushed)
-            return
-        self.broker.data_path.wait_flushed(logs).listen(
-            lambda f: self._markers_flushed(shard, written, f))
+        self._to_mark.append((shard, markers, out))
+        if not self._marking_scheduled:
+            self._marking_scheduled = True
+            asyncio.get_running_loop().call_soon(self._write_prepared_markers)
+
+    def _write_prepared_markers(self) -> None:
+        """Write the markers of the transactions prepared in this loop turn: one append per
+        partition (the transactions of a group commit usually share their data partitions),
+        answer their EndTxn, then make the markers durable before completing each."""
+        self._marking_scheduled = False
+        prepared, self._to_mark = self._to_mark, []
+        by_partition: dict[tuple, list] = {}
+        for _, markers, _ in prepared:
+            for m in markers:
+                for tp in m.partitions:
+                    by_partition.setdefault(tp, []).append(m)
+        logs_of: dict[int, set] = {}        # id(marker) -> the logs holding its control batches
+        failed: set[int] = set()
+        for (topic, p), ms in by_partition.items():
+            # One append for all; if it fails, one each, so a marker the log refuses does not
+            # hold back the others.
+            for group in ([ms] if len(ms) == 1 else [ms, *([m] for m in ms)]):
+                try:
+                    plog = self._append_markers(topic, p, [(m.producer_id, m.producer_epoch, m.committed,
+                                                            m.coordinator_epoch) for m in group])
+                except Exception as e:
+                    if len(group) == 1:
+                        log.warning("writing the marker of %s to %s-%d failed (%s): retrying",
+                                    group[0].transactional_id, topic, p, e)
+                        failed.add(id(group[0]))
+                    continue
+                if plog is not None:
+                    for m in group:
+                        logs_of.setdefault(id(m), set()).add(plog)
+                if group is ms:
+                    break
+        loop = asyncio.get_running_loop()
+        for shard, markers, out in prepared:
+            written = []
+            for m in markers:
+                if id(m) in failed:     # all its markers again later (a repeated marker ends nothing)
+                    loop.call_later(MARKER_RETRY_S, lambda m=m, shard=shard: self._prepared(shard, [m], [], _DURABLE))
+                else:
+                    written.append(m)
+            # The Prepare records are durable and the markers appended (visible to any later
+            # read): answered, as Kafka answers EndTxn once the prepare record is written.
+            for token, response in out:
+                token.answer(response)
+            logs = set().union(*(logs_of.get(id(m), ()) for m in written))
+            if not logs:
+                self._markers_flushed(shard, written, _DURABLE)
+            else:
+                self.broker.data_path.wait_flushed(logs).listen(
+                    lambda f, shard=shard, written=written: self._markers_flushed(shard, written, f))
 
     def _markers_flushed(self, shard, markers, flushed) -> None:
         if flushed.error is not None:       # not durable: the transactions stay in Prepare
@@ -183,24 +222,33 @@ class TransactionRuntime(GroupRuntime):
         """WriteTxnMarkers' work for one marker: a COMMIT/ABORT control batch appended to each
         of ``partitions`` ((topic, partition) pairs); a deleted partition is skipped (Kafka
         drops markers for partitions that no longer exist). Returns the logs to fsync."""
-        dp = self.broker.data_path
         logs = set()
         for topic, p in partitions:
-            if topic == OFFSETS_TOPIC:
-                plog = self.broker.group_coordinator.write_txn_marker(
-                    p, producer_id, producer_epoch, committed, coordinator_epoch)
-            else:
-                plog = dp.log(topic, p)
-                if plog is None:
-                    continue
-                plog.append(build_end_txn_marker_batch(producer_id, producer_epoch, committed,
-                                                       coordinator_epoch, now_ms()),
-                            origin=AppendOrigin.COORDINATOR)
-                dp.appended(topic, p)       # the LSO moved: wake read_committed fetches
+            plog = self._append_markers(topic, p, [(producer_id, producer_epoch, committed, coordinator_epoch)])
             if plog is not None:
                 logs.add(plog)
-                self.markers_written += 1
         return logs
+
+    def _append_markers(self, topic: str, p: int, markers: list):
+        """One append of a control batch per ``(producer_id, producer_epoch, committed,
+        coordinator_epoch)`` to ``topic``-``p`` (through the group runtime for
+        ``__consumer_offsets``, whose shard settles the producers' pending offsets). Returns
+        the log, or None for a partition that no longer exists."""
+        if topic == OFFSETS_TOPIC:
+            plog = self.broker.group_coordinator.write_txn_markers(p, markers)
+        else:
+            dp = self.broker.data_path
+            plog = dp.log(topic, p)
+            if plog is None:
+                return None
+            now = now_ms()
+            plog.append(b"".join(build_end_txn_marker_batch(pid, epoch, committed, coordinator_epoch, now)
+                                 for pid, epoch, committed, coordinator_epoch in markers),
+                        origin=AppendOrigin.COORDINATOR)
+            dp.appended(topic, p)       # the LSO moved: wake read_committed fetches
+        if plog is not None:
+            self.markers_written += len(markers)
+        return plog
 
     def partition_exists(self, topic: str, partition: int) -> bool:
         t = self.broker.metadata.get(topic)

@@ -190,18 +190,24 @@ from kgroup.broker.config import BrokerConfig  # noqa: E402
 from kgroup.protocol.api import encode_request, parse_response  # noqa: E402
 from kgroup.protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest  # noqa: E402
 from kgroup.protocol.messages.end_txn import EndTxnResponse  # noqa: E402
+from kgroup.protocol.records import iter_batches  # noqa: E402
+from kgroup.storage.errors import InvalidProducerEpochError  # noqa: E402
 from kgroup.protocol.messages.txn_offset_commit import TxnOffsetCommitRequest  # noqa: E402
 
 TOT = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
 
 
-def _inproc(tmp_path, monkeypatch, scenario, sync_delay_s=0.0):
+SYNC_DELAY = {"s": 0.0}      # set by a scenario: each filesystem sync (syncfs, 2+ logs) first sleeps this long
+
+
+def _inproc(tmp_path, monkeypatch, scenario):
     sync = data_path_module._sync_filesystem
 
     def slow_sync(directory):
-        time.sleep(sync_delay_s)
+        time.sleep(SYNC_DELAY["s"])
         sync(directory)
     monkeypatch.setattr(data_path_module, "_sync_filesystem", slow_sync)
+    monkeypatch.setitem(SYNC_DELAY, "s", 0.0)
 
     async def main():
         b = Broker(BrokerConfig.load(None, ["listeners=PLAINTEXT://127.0.0.1:0", f"log.dirs={tmp_path / 'data'}"]))
@@ -269,6 +275,7 @@ def test_end_txn_answered_once_prepared_and_next_request_waits_for_completion(tm
         pid, epoch = await _open_transaction(b, conn, "tx-d")
         produced = await _pipelined(conn, [_produce("tx-d", pid, epoch, 0, p, b"v") for p in (0, 1)])
         assert [r.responses[0].partition_responses[0].error_code for r in produced] == [0, 0]
+        SYNC_DELAY["s"] = 0.3       # the markers' sync: the window in which the AddPartitionsToTxn arrives
         reader, writer = conn
         writer.write(b"".join(
             [*encode_request(EndTxnRequest(transactional_id="tx-d", producer_id=pid, producer_epoch=epoch,
@@ -288,7 +295,7 @@ def test_end_txn_answered_once_prepared_and_next_request_waits_for_completion(tm
         st = st.transaction_states[0]
         assert (st.transaction_state, [(t.topic, t.partitions) for t in st.topics]) == ("Ongoing", [(TOPIC, [1])])
         assert b.transaction_coordinator._completing == {}
-    _inproc(tmp_path, monkeypatch, scenario, sync_delay_s=0.05)
+    _inproc(tmp_path, monkeypatch, scenario)
 
 
 def test_txn_offset_commit_does_not_hold_the_produce_behind_it(tmp_path, monkeypatch):
@@ -311,4 +318,61 @@ def test_txn_offset_commit_does_not_hold_the_produce_behind_it(tmp_path, monkeyp
         assert commit.topics[0].partitions[0].error_code == 0
         assert produced.responses[0].partition_responses[0].error_code == 0
         assert len(rounds) == 1, rounds
+    _inproc(tmp_path, monkeypatch, scenario)
+
+
+def test_markers_of_transactions_prepared_together_share_one_append_per_partition(tmp_path, monkeypatch):
+    """Two transactions whose PrepareCommit records become durable in the same group commit get
+    their COMMIT markers on a shared partition in one append; a marker the log refuses is
+    retried alone and does not hold back the other transaction."""
+    async def scenario(b, connect):
+        c1, c2, c3 = await connect(), await connect(), await connect()
+        pid1, e1 = await _open_transaction(b, c1, "tx-m1")
+        init, = await _pipelined(c2, [(InitProducerIdRequest(transactional_id="tx-m2", transaction_timeout_ms=60000), 4)])
+        pid2, e2 = init.producer_id, init.producer_epoch
+        await _pipelined(c2, [_add_partitions("tx-m2", pid2, e2, [0, 1])])
+        for c, tid, pid, e in ((c1, "tx-m1", pid1, e1), (c2, "tx-m2", pid2, e2)):
+            produced = await _pipelined(c, [_produce(tid, pid, e, 0, p, b"v") for p in (0, 1)])
+            assert [r.responses[0].partition_responses[0].error_code for r in produced] == [0, 0]
+        plog = b.data_path.log(TOPIC, 0)
+        appends, refuse = [], {pid2}
+        real_append = plog.append
+
+        def append(records, **kw):      # the log refuses tx-m2's marker on partition 0, for now
+            appends.append(len(records))
+            if any(h.is_control and h.producer_id in refuse for _, h, _ in iter_batches(memoryview(records))):
+                raise InvalidProducerEpochError("refused for the test")
+            return real_append(records, **kw)
+        monkeypatch.setattr(plog, "append", append)
+        # A slow sync in flight (a plain produce to both partitions: one syncfs), so both Prepare records are
+        # appended meanwhile and made durable together by the next one.
+        SYNC_DELAY["s"] = 0.3
+        _, w3 = c3
+        w3.write(b"".join(encode_request(ProduceRequest(transactional_id=None, acks=-1, timeout_ms=5000, topic_data=[
+            TPD(name=TOPIC, partition_data=[TPD.PartitionProduceData(index=p, records=build_batch(
+                [Record(key=None, value=b"plain", timestamp=int(time.time() * 1000))])) for p in (0, 1)])]),
+            9, 0, "x")))
+        while not b.data_path._sync_in_flight:
+            await asyncio.sleep(0.001)
+        ends = [asyncio.ensure_future(_pipelined(c, [(EndTxnRequest(transactional_id=tid, producer_id=pid,
+                                                                    producer_epoch=e, committed=True), 3)]))
+                for c, tid, pid, e in ((c1, "tx-m1", pid1, e1), (c2, "tx-m2", pid2, e2))]
+        assert [r[0].error_code for r in await asyncio.gather(*ends)] == [0, 0]
+        assert len(appends) == 4, appends      # the plain batch, then the markers together (refused), then
+        #                                        tx-m1's alone, tx-m2's alone (refused)
+        txn = b.transaction_coordinator
+        deadline = time.monotonic() + 10
+        while txn.shard_of("tx-m1").transactions["tx-m1"].state.kafka_name != "CompleteCommit":
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.01)
+        assert txn.shard_of("tx-m2").transactions["tx-m2"].state.kafka_name == "PrepareCommit"
+        refuse.clear()                          # the retry (every 100 ms) now succeeds
+        while txn.shard_of("tx-m2").transactions["tx-m2"].state.kafka_name != "CompleteCommit":
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.01)
+        # Two transactional records, the plain one, two markers; on partition 1 tx-m2's marker
+        # once more per retry (each writes all its markers again: a repeated marker ends nothing).
+        p0, p1 = b.data_path.log(TOPIC, 0), b.data_path.log(TOPIC, 1)
+        assert p0.last_stable_offset == p0.log_end_offset == 5
+        assert p1.last_stable_offset == p1.log_end_offset >= 6
     _inproc(tmp_path, monkeypatch, scenario)
