@@ -9,8 +9,9 @@ commit_transaction. Counted: transactions committed per second over --seconds, a
 of commit_transaction after the flush (its EndTxn round trip plus, on kgroup, the markers: the
 broker answers EndTxn once the PrepareCommit record, then the markers, are fsynced).
 kgroup runs with its defaults (every coordinator write and acks=-1 produce fsynced before the
-answer); the mock keeps everything in memory. Also printed: each broker process's CPU time
-(user + system, all its threads) per committed transaction over the counted seconds.
+answer); the mock keeps everything in memory. Also printed: the CPU time (user + system, all
+threads) per committed transaction over the counted seconds of the broker process and of this
+client process (the ten producers).
 
 Usage: .venv/bin/python benchmarks/transactions_bench.py [--producers 10] [--seconds 10] [--repeat 1]
 """
@@ -72,7 +73,8 @@ def _cpu_seconds(pid):
 
 
 def run_workload(bs, producers, seconds, broker_pid=None):
-    """(transactions/s, p50 ms, p99 ms, broker CPU µs per transaction or None)."""
+    """(transactions/s, p50 ms, p99 ms, broker CPU µs per transaction or None, client CPU µs
+    per transaction)."""
     from confluent_kafka import Producer
     warm = Producer({"bootstrap.servers": bs, "transactional.id": "bench-warm"})
     warm.init_transactions(30)       # both brokers: the transaction/offsets coordinators exist
@@ -85,8 +87,10 @@ def run_workload(bs, producers, seconds, broker_pid=None):
         t.start()
     time.sleep(max(0.0, start - time.monotonic()))
     cpu0 = _cpu_seconds(broker_pid) if broker_pid else None
+    client0 = time.process_time()
     time.sleep(max(0.0, stop_at[1] - time.monotonic()))
     cpu1 = _cpu_seconds(broker_pid) if broker_pid else None
+    client = time.process_time() - client0
     for t in threads:
         t.join()
     if errors:
@@ -97,7 +101,7 @@ def run_workload(bs, producers, seconds, broker_pid=None):
     p50 = statistics.median(lat) * 1000
     p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000
     cpu = None if cpu0 is None or cpu1 is None or not total else (cpu1 - cpu0) / total * 1e6
-    return total / elapsed, p50, p99, cpu
+    return total / elapsed, p50, p99, cpu, (client / total * 1e6 if total else None)
 
 
 def main(argv=None) -> int:
@@ -131,9 +135,11 @@ def main(argv=None) -> int:
             proc.wait()
     print(f"transactions: {args.producers} producers, 10 records on 2 partitions + send_offsets_to_transaction "
           f"each, {args.seconds:g} s")
-    print(f"{'broker':<26}{'txn/s':>10}{'EndTxn p50 ms':>16}{'EndTxn p99 ms':>16}{'broker CPU µs/txn':>20}")
-    for name, tps, p50, p99, cpu in rows:
-        print(f"{name:<26}{tps:>10.0f}{p50:>16.2f}{p99:>16.2f}{'-' if cpu is None else f'{cpu:.0f}':>20}")
+    print(f"{'broker':<26}{'txn/s':>10}{'EndTxn p50 ms':>16}{'EndTxn p99 ms':>16}{'broker CPU µs/txn':>20}"
+          f"{'client CPU µs/txn':>20}")
+    for name, tps, p50, p99, cpu, client in rows:
+        print(f"{name:<26}{tps:>10.0f}{p50:>16.2f}{p99:>16.2f}{'-' if cpu is None else f'{cpu:.0f}':>20}"
+              f"{'-' if client is None else f'{client:.0f}':>20}")
     best = {}
     for name, tps, *_ in rows:
         best[name] = max(best.get(name, 0), tps)
