@@ -2,21 +2,32 @@
 key type 1, InitProducerId with a transactional id and its fencing, the transactional produce
 check (a partition not added to the transaction is refused), AddPartitionsToTxn, EndTxn writing
 the COMMIT marker (the last stable offset moves past it), DescribeTransactions/ListTransactions,
-WriteTxnMarkers, and the state surviving a restart (loaded from __transaction_state)."""
+WriteTxnMarkers, and the state surviving a restart (loaded from __transaction_state). In
+process: EndTxn answered once PrepareCommit is durable with the next request waiting for the
+completion, markers sharing appends, TxnOffsetCommit not holding the Produce behind it."""
+import asyncio
+import struct
 import time
 
+from kgroup.broker import data_path as data_path_module
+from kgroup.broker.broker import Broker
+from kgroup.broker.config import BrokerConfig
+from kgroup.protocol.api import encode_request, parse_response
 from kgroup.protocol.errors import ErrorCode as E
+from kgroup.protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest
 from kgroup.protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest
 from kgroup.protocol.messages.create_topics import CreateTopicsRequest
 from kgroup.protocol.messages.describe_transactions import DescribeTransactionsRequest
-from kgroup.protocol.messages.end_txn import EndTxnRequest
+from kgroup.protocol.messages.end_txn import EndTxnRequest, EndTxnResponse
 from kgroup.protocol.messages.find_coordinator import FindCoordinatorRequest
 from kgroup.protocol.messages.init_producer_id import InitProducerIdRequest
 from kgroup.protocol.messages.list_offsets import ListOffsetsRequest
 from kgroup.protocol.messages.list_transactions import ListTransactionsRequest
 from kgroup.protocol.messages.produce import ProduceRequest
+from kgroup.protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
 from kgroup.protocol.messages.write_txn_markers import WriteTxnMarkersRequest
-from kgroup.protocol.records import Record, build_batch
+from kgroup.protocol.records import Record, build_batch, iter_batches
+from kgroup.storage.errors import InvalidProducerEpochError
 from tests.harness import RawClient
 
 TOPIC = "txw"
@@ -25,12 +36,16 @@ APT = AddPartitionsToTxnRequest.AddPartitionsToTxnTopic
 LT = ListOffsetsRequest.ListOffsetsTopic
 
 
-def produce(c, tid, pid, epoch, seq, partition, *values, version=9):
+def produce_request(tid, pid, epoch, seq, partition, *values):
     records = build_batch([Record(key=None, value=v, timestamp=int(time.time() * 1000)) for v in values],
                           producer_id=pid, producer_epoch=epoch, base_sequence=seq, is_transactional=True)
-    req = ProduceRequest(transactional_id=tid, acks=-1, timeout_ms=5000, topic_data=[
+    return ProduceRequest(transactional_id=tid, acks=-1, timeout_ms=5000, topic_data=[
         TPD(name=TOPIC, partition_data=[TPD.PartitionProduceData(index=partition, records=records)])])
-    return c.request(req, version).responses[0].partition_responses[0].error_code
+
+
+def produce(c, tid, pid, epoch, seq, partition, *values, version=9):
+    return c.request(produce_request(tid, pid, epoch, seq, partition, *values), version) \
+        .responses[0].partition_responses[0].error_code
 
 
 def lso(c, partition):
@@ -181,22 +196,7 @@ def test_add_partitions_to_txn_v4_batches_transactions_across_shards(broker):
 
 
 # == in process: the marker path's timing (a slowed filesystem sync makes the windows certain) ==========
-import asyncio  # noqa: E402
-import struct  # noqa: E402
-
-from kgroup.broker import data_path as data_path_module  # noqa: E402
-from kgroup.broker.broker import Broker  # noqa: E402
-from kgroup.broker.config import BrokerConfig  # noqa: E402
-from kgroup.protocol.api import encode_request, parse_response  # noqa: E402
-from kgroup.protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest  # noqa: E402
-from kgroup.protocol.messages.end_txn import EndTxnResponse  # noqa: E402
-from kgroup.protocol.records import iter_batches  # noqa: E402
-from kgroup.storage.errors import InvalidProducerEpochError  # noqa: E402
-from kgroup.protocol.messages.txn_offset_commit import TxnOffsetCommitRequest  # noqa: E402
-
 TOT = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
-
-
 SYNC_DELAY = {"s": 0.0}      # set by a scenario: each filesystem sync (syncfs, 2+ logs) first sleeps this long
 
 
@@ -246,10 +246,7 @@ def _add_partitions(tid, pid, epoch, partitions):
 
 
 def _produce(tid, pid, epoch, seq, partition, value):
-    records = build_batch([Record(key=None, value=value, timestamp=int(time.time() * 1000))],
-                          producer_id=pid, producer_epoch=epoch, base_sequence=seq, is_transactional=True)
-    return ProduceRequest(transactional_id=tid, acks=-1, timeout_ms=5000, topic_data=[
-        TPD(name=TOPIC, partition_data=[TPD.PartitionProduceData(index=partition, records=records)])]), 9
+    return produce_request(tid, pid, epoch, seq, partition, value), 9
 
 
 async def _open_transaction(b, conn, tid):
