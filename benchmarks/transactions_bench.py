@@ -9,7 +9,9 @@ commit_transaction. Counted: transactions committed per second over --seconds, a
 of commit_transaction after the flush (its EndTxn round trip plus, on kgroup, the markers: the
 broker answers EndTxn once the PrepareCommit record, then the markers, are fsynced).
 kgroup runs with its defaults (every coordinator write and acks=-1 produce fsynced before the
-answer); the mock keeps everything in memory.
+answer); the mock keeps everything in memory. Also printed: the CPU time (user + system, all
+threads) per committed transaction over the counted seconds of the broker process and of this
+client process (the ten producers).
 
 Usage: .venv/bin/python benchmarks/transactions_bench.py [--producers 10] [--seconds 10] [--repeat 1]
 """
@@ -60,8 +62,19 @@ def _producer_loop(bs, n, stop_at, results, errors):
         errors.append(f"producer {n}: {e!r}")
 
 
-def run_workload(bs, producers, seconds):
-    """(transactions/s, p50 ms, p99 ms)."""
+def _cpu_seconds(pid):
+    """User + system CPU seconds of process ``pid`` (Linux /proc), or None."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run_workload(bs, producers, seconds, broker_pid=None):
+    """(transactions/s, p50 ms, p99 ms, broker CPU µs per transaction or None, client CPU µs
+    per transaction)."""
     from confluent_kafka import Producer
     warm = Producer({"bootstrap.servers": bs, "transactional.id": "bench-warm"})
     warm.init_transactions(30)       # both brokers: the transaction/offsets coordinators exist
@@ -72,6 +85,12 @@ def run_workload(bs, producers, seconds):
                for n in range(producers)]
     for t in threads:
         t.start()
+    time.sleep(max(0.0, start - time.monotonic()))
+    cpu0 = _cpu_seconds(broker_pid) if broker_pid else None
+    client0 = time.process_time()
+    time.sleep(max(0.0, stop_at[1] - time.monotonic()))
+    cpu1 = _cpu_seconds(broker_pid) if broker_pid else None
+    client = time.process_time() - client0
     for t in threads:
         t.join()
     if errors:
@@ -81,7 +100,8 @@ def run_workload(bs, producers, seconds):
     elapsed = seconds       # each producer's last transaction may end a little after: < 1 per producer
     p50 = statistics.median(lat) * 1000
     p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000
-    return total / elapsed, p50, p99
+    cpu = None if cpu0 is None or cpu1 is None or not total else (cpu1 - cpu0) / total * 1e6
+    return total / elapsed, p50, p99, cpu, (client / total * 1e6 if total else None)
 
 
 def main(argv=None) -> int:
@@ -92,7 +112,7 @@ def main(argv=None) -> int:
     ap.add_argument("--bootstrap", help="only this (already running) broker, with topics %s and %s" % (OUT, SRC))
     args = ap.parse_args(argv)
     if args.bootstrap:
-        print("txn/s %.0f, EndTxn p50 %.2f ms, p99 %.2f ms" % run_workload(args.bootstrap, args.producers, args.seconds))
+        print("txn/s %.0f, EndTxn p50 %.2f ms, p99 %.2f ms" % run_workload(args.bootstrap, args.producers, args.seconds)[:3])
         return 0
     rows = []
     for _ in range(args.repeat):
@@ -103,22 +123,25 @@ def main(argv=None) -> int:
                 a = AdminClient({"bootstrap.servers": broker.bootstrap})
                 for f in a.create_topics([NewTopic(OUT, 2, 1), NewTopic(SRC, 2, 1)]).values():
                     f.result(10)
-                rows.append(("kgroup (fsync)", *run_workload(broker.bootstrap, args.producers, args.seconds)))
+                rows.append(("kgroup (fsync)", *run_workload(broker.bootstrap, args.producers, args.seconds,
+                                                             broker.proc.pid)))
             finally:
                 broker.stop()
         proc, bs = rdkafka_mock.spawn(topics={OUT: 2, SRC: 2})
         try:
-            rows.append(("librdkafka mock (memory)", *run_workload(bs, args.producers, args.seconds)))
+            rows.append(("librdkafka mock (memory)", *run_workload(bs, args.producers, args.seconds, proc.pid)))
         finally:
             proc.kill()
             proc.wait()
     print(f"transactions: {args.producers} producers, 10 records on 2 partitions + send_offsets_to_transaction "
           f"each, {args.seconds:g} s")
-    print(f"{'broker':<26}{'txn/s':>10}{'EndTxn p50 ms':>16}{'EndTxn p99 ms':>16}")
-    for name, tps, p50, p99 in rows:
-        print(f"{name:<26}{tps:>10.0f}{p50:>16.2f}{p99:>16.2f}")
+    print(f"{'broker':<26}{'txn/s':>10}{'EndTxn p50 ms':>16}{'EndTxn p99 ms':>16}{'broker CPU µs/txn':>20}"
+          f"{'client CPU µs/txn':>20}")
+    for name, tps, p50, p99, cpu, client in rows:
+        print(f"{name:<26}{tps:>10.0f}{p50:>16.2f}{p99:>16.2f}{'-' if cpu is None else f'{cpu:.0f}':>20}"
+              f"{'-' if client is None else f'{client:.0f}':>20}")
     best = {}
-    for name, tps, _, _ in rows:
+    for name, tps, *_ in rows:
         best[name] = max(best.get(name, 0), tps)
     k, m = best.get("kgroup (fsync)", 0), best.get("librdkafka mock (memory)", 0)
     if m:

@@ -366,6 +366,10 @@ class GroupRuntime:
                 out = shard.abort(result, error)
             else:
                 written = shard.commit_transactional(result, req.producer_id)
+                # Appended and replayed (pending in the shard): the answer waits only for the
+                # fsync, so the connection's later requests (the transaction's Produce requests,
+                # which librdkafka sends on the same connection) are not held behind it.
+                token.flush_only = True
                 self.broker.data_path.wait_flushed({plog}).listen(
                     lambda flushed: self._answer_flushed(written, flushed))
                 out = ()
@@ -389,18 +393,22 @@ class GroupRuntime:
             if r.key is not None:
                 shard.replay_transactional(header.producer_id, r.key, r.value, r.offset)
 
-    def write_txn_marker(self, p: int, producer_id: int, producer_epoch: int, committed: bool,
-                         coordinator_epoch: int):
-        """A transaction's COMMIT/ABORT control batch on ``__consumer_offsets``-``p`` (the
-        transaction coordinator's marker path, WriteTxnMarkers), then replayed by the shard:
-        the producer's pending offsets settle. Held offset commits go first, so the log keeps
-        the order in which the shard saw them. Returns the log to fsync."""
+    def write_txn_markers(self, p: int, markers: list):
+        """Transactions' COMMIT/ABORT control batches on ``__consumer_offsets``-``p``, one per
+        ``(producer_id, producer_epoch, committed, coordinator_epoch)``, in one append (the
+        transaction coordinator's marker path, WriteTxnMarkers), then replayed by the shard: the
+        producers' pending offsets settle. Held offset commits go first, so the log keeps the
+        order in which the shard saw them. Returns the log to fsync."""
         self.ensure_offsets_topic()
         self._write_held(p)
         plog = self.broker.data_path.log(OFFSETS_TOPIC, p)
-        plog.append(build_end_txn_marker_batch(producer_id, producer_epoch, committed, coordinator_epoch,
-                                               now_ms()), origin=AppendOrigin.COORDINATOR)
-        self.shards[p].replay_end_transaction_marker(producer_id, committed)
+        now = now_ms()
+        plog.append(b"".join(build_end_txn_marker_batch(pid, epoch, committed, coordinator_epoch, now)
+                             for pid, epoch, committed, coordinator_epoch in markers),
+                    origin=AppendOrigin.COORDINATOR)
+        shard = self.shards[p]
+        for pid, _, committed, _ in markers:
+            shard.replay_end_transaction_marker(pid, committed)
         return plog
 
     # -- timers ---------------------------------------------------------------------------------

@@ -7,14 +7,21 @@ COMMIT/ABORT markers.
 Markers, in Kafka's order (TransactionCoordinator.endTransaction, TransactionMarkerChannelManager):
     PrepareCommit/PrepareAbort record appended -> fsync of __transaction_state
     -> one control batch per partition of the transaction (the group's __consumer_offsets
-       partition included, through the group runtime) -> fsync of those partitions
-    -> CompleteCommit/CompleteAbort record (complete_transaction) -> EndTxn answered.
+       partition included, through the group runtime), then EndTxn answered
+    -> fsync of those partitions -> CompleteCommit/CompleteAbort record (complete_transaction).
 The prepare record is durable before any marker exists, so a crash can never leave a marker
 for a transaction the log does not know is ending; at load, every transaction still in a Prepare
 state has its markers written again (a second identical marker is harmless: it ends nothing).
-Kafka answers EndTxn once the prepare record is written and sends markers afterwards (clients
-then retry on CONCURRENT_TRANSACTIONS); here the markers follow within two fsyncs, so EndTxn is
-answered once they are on disk, which no client can tell apart but saves it the retries.
+As Kafka, EndTxn is answered once the prepare record is durable; the markers are appended (so
+visible to every later read) before the answer is sent, and made durable after it.
+
+Until the Complete record is written, Kafka answers CONCURRENT_TRANSACTIONS to a request for
+that transactional id (the next transaction's AddPartitionsToTxn / AddOffsetsToTxn, an
+InitProducerId), which clients retry after a backoff (librdkafka: 20 ms for AddPartitionsToTxn,
+retry.backoff.ms, 100 ms, for AddOffsetsToTxn). Here such a request waits in the runtime
+(``_completing``) and runs once the transaction completes, which is what the retry would get,
+without the backoff. The shard itself still answers CONCURRENT_TRANSACTIONS in a Prepare state
+(the runtime does not ask it then).
 """
 from __future__ import annotations
 
@@ -28,11 +35,14 @@ from ..storage.producer_state import AppendOrigin
 from ..transaction_coordinator import (TransactionCoordinatorConfig, TransactionCoordinatorShard,
                                        transaction_partition)
 from .group_runtime import GroupRuntime
+from .pending import PendingResponse
 from .metadata import OFFSETS_TOPIC
 
 log = logging.getLogger("kgroup.transaction_coordinator")
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 MARKER_RETRY_S = 0.1        # a marker that could not be written is retried (Kafka retries until it is)
+_DURABLE = PendingResponse(flush_only=True)     # an answered flush wait: nothing to wait for
+_DURABLE.answer(None)
 
 
 class TransactionRuntime(GroupRuntime):
@@ -47,6 +57,10 @@ class TransactionRuntime(GroupRuntime):
         # before writing markers, the Prepare record fsynced and EndTxn answered (as Kafka answers
         # it before its markers); a SIGKILL then is a crash between EndTxn and the markers.
         self.hold_markers = os.environ.get("KGROUP_TEST_HOLD_MARKERS") == "1"
+        # transactional id -> requests waiting for its markers and Complete record (see above)
+        self._completing: dict[str, list] = {}
+        self._to_mark: list = []        # (shard, markers, answers) prepared in this loop turn
+        self._marking_scheduled = False
 
     def _new_shard(self, p: int) -> TransactionCoordinatorShard:
         return TransactionCoordinatorShard(p, self.config,
@@ -68,8 +82,32 @@ class TransactionRuntime(GroupRuntime):
 
     # -- operations -----------------------------------------------------------------------------
     def run(self, transactional_id: str, handle, req, version: int, *extra):
-        """``handle(shard, req, version, now_ms, token, *extra)`` on the transactional id's shard."""
+        """``handle(shard, req, version, now_ms, token, *extra)`` on the transactional id's shard;
+        while that id's markers are being written, once its transaction completes."""
+        waiting = self._completing.get(transactional_id)
+        if waiting is not None:
+            token = PendingResponse()
+            waiting.append((handle, req, version, extra, token))
+            return token
         return self.execute(transactional_id, handle, req, version, *extra)
+
+    def _resume(self, transactional_id: str, error=None) -> None:
+        """The transaction of ``transactional_id`` completed (or ``error``: never will, the log
+        directory failed): run the requests that waited for it, in arrival order."""
+        for handle, req, version, extra, token in self._completing.pop(transactional_id, ()):
+            if error is not None:
+                token.fail(error)
+                continue
+            try:
+                answer = self.run(transactional_id, handle, req, version, *extra)
+            except Exception as e:          # a handler's error closes the connection, as the server's
+                log.exception("deferred request for %s failed", transactional_id)
+                token.fail(e)
+                continue
+            if type(answer) is PendingResponse:
+                answer.listen(lambda p, t=token: t.answer(p.response) if p.error is None else t.fail(p.error))
+            else:
+                token.answer(answer)
 
     def verify_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
                           partitions) -> dict:
@@ -81,81 +119,136 @@ class TransactionRuntime(GroupRuntime):
     def _run(self, shard, result, may_hold: bool = False) -> None:
         super()._run(shard, result, may_hold)
         # Markers queued without a record (a partition loaded with transactions in a Prepare state)
-        markers = shard.drain_markers()
+        markers = self._drain_markers(shard)
         if markers:
             plog = self.broker.data_path.log(self.topic, shard.partition)
             self.broker.data_path.wait_flushed({plog}).listen(
                 lambda flushed: self._prepared(shard, markers, [], flushed))
 
     def _after_commit(self, shard, plog, out: list, results: list) -> None:
-        markers = shard.drain_markers()
+        markers = self._drain_markers(shard)
         if not markers:
             super()._after_commit(shard, plog, out, results)
             return
         self.broker.data_path.wait_flushed({plog}).listen(
             lambda flushed: self._prepared(shard, markers, out, flushed))
 
+    def _drain_markers(self, shard) -> list:
+        markers = shard.drain_markers()
+        for m in markers:       # from now until complete, requests for these ids wait
+            self._completing.setdefault(m.transactional_id, [])
+        return markers
+
     def _prepared(self, shard, markers, out, flushed) -> None:
-        """The Prepare records are on disk: write the markers."""
+        """The Prepare records are on disk: the markers are written at the end of this loop
+        turn, with those of every other transaction prepared in it."""
         if flushed.error is not None:
             for token, _ in out:
                 token.fail(flushed.error)
+            for m in markers:
+                self._resume(m.transactional_id, flushed.error)
             return
         if self.hold_markers:
             log.warning("holding the markers of %s (test hook)", [m.transactional_id for m in markers])
             self._answer_flushed(out, flushed)
             return
-        logs = set()
-        written = []
-        for m in markers:
-            try:
-                logs.update(self.write_markers(m.producer_id, m.producer_epoch, m.committed,
-                                               m.coordinator_epoch, m.partitions))
-                written.append(m)
-            except Exception as e:
-                log.warning("writing the markers of %s failed (%s): retrying", m.transactional_id, e)
-                asyncio.get_running_loop().call_later(
-                    MARKER_RETRY_S, lambda m=m: self._prepared(shard, [m], [], flushed))
-        if not logs:
-            self._markers_flushed(shard, written, out, flushed)
-            return
-        self.broker.data_path.wait_flushed(logs).listen(
-            lambda f: self._markers_flushed(shard, written, out, f))
+        self._to_mark.append((shard, markers, out))
+        if not self._marking_scheduled:
+            self._marking_scheduled = True
+            asyncio.get_running_loop().call_soon(self._write_prepared_markers)
 
-    def _markers_flushed(self, shard, markers, out, flushed) -> None:
+    def _write_prepared_markers(self) -> None:
+        """Write the markers of the transactions prepared in this loop turn: one append per
+        partition (the transactions of a group commit usually share their data partitions),
+        answer their EndTxn, then make the markers durable before completing each."""
+        self._marking_scheduled = False
+        prepared, self._to_mark = self._to_mark, []
+        by_partition: dict[tuple, list] = {}
+        for _, markers, _ in prepared:
+            for m in markers:
+                for tp in m.partitions:
+                    by_partition.setdefault(tp, []).append(m)
+        logs_of: dict[int, set] = {}        # id(marker) -> the logs holding its control batches
+        failed: set[int] = set()
+        for (topic, p), ms in by_partition.items():
+            # One append for all; if it fails, one each, so a marker the log refuses does not
+            # hold back the others.
+            for group in ([ms] if len(ms) == 1 else [ms, *([m] for m in ms)]):
+                try:
+                    plog = self._append_markers(topic, p, [(m.producer_id, m.producer_epoch, m.committed,
+                                                            m.coordinator_epoch) for m in group])
+                except Exception as e:
+                    if len(group) == 1:
+                        log.warning("writing the marker of %s to %s-%d failed (%s): retrying",
+                                    group[0].transactional_id, topic, p, e)
+                        failed.add(id(group[0]))
+                    continue
+                if plog is not None:
+                    for m in group:
+                        logs_of.setdefault(id(m), set()).add(plog)
+                if group is ms:
+                    break
+        loop = asyncio.get_running_loop()
+        for shard, markers, out in prepared:
+            written = []
+            for m in markers:
+                if id(m) in failed:     # all its markers again later (a repeated marker ends nothing)
+                    loop.call_later(MARKER_RETRY_S, lambda m=m, shard=shard: self._prepared(shard, [m], [], _DURABLE))
+                else:
+                    written.append(m)
+            # The Prepare records are durable and the markers appended (visible to any later
+            # read): answered, as Kafka answers EndTxn once the prepare record is written.
+            for token, response in out:
+                token.answer(response)
+            logs = set().union(*(logs_of.get(id(m), ()) for m in written))
+            if not logs:
+                self._markers_flushed(shard, written, _DURABLE)
+            else:
+                self.broker.data_path.wait_flushed(logs).listen(
+                    lambda f, shard=shard, written=written: self._markers_flushed(shard, written, f))
+
+    def _markers_flushed(self, shard, markers, flushed) -> None:
         if flushed.error is not None:       # not durable: the transactions stay in Prepare
-            for token, _ in out:
-                token.fail(flushed.error)
+            for m in markers:
+                self._resume(m.transactional_id, flushed.error)
             return
         for m in markers:
             if shard.is_loaded and self.shards.get(shard.partition) is shard:
                 self._run(shard, shard.complete_transaction(m, now_ms()))
-        for token, response in out:
-            token.answer(response)
+            self._resume(m.transactional_id)
 
     def write_markers(self, producer_id: int, producer_epoch: int, committed: bool, coordinator_epoch: int,
                       partitions) -> set:
         """WriteTxnMarkers' work for one marker: a COMMIT/ABORT control batch appended to each
         of ``partitions`` ((topic, partition) pairs); a deleted partition is skipped (Kafka
         drops markers for partitions that no longer exist). Returns the logs to fsync."""
-        dp = self.broker.data_path
         logs = set()
         for topic, p in partitions:
-            if topic == OFFSETS_TOPIC:
-                plog = self.broker.group_coordinator.write_txn_marker(
-                    p, producer_id, producer_epoch, committed, coordinator_epoch)
-            else:
-                plog = dp.log(topic, p)
-                if plog is None:
-                    continue
-                plog.append(build_end_txn_marker_batch(producer_id, producer_epoch, committed,
-                                                       coordinator_epoch, now_ms()),
-                            origin=AppendOrigin.COORDINATOR)
-                dp.appended(topic, p)       # the LSO moved: wake read_committed fetches
+            plog = self._append_markers(topic, p, [(producer_id, producer_epoch, committed, coordinator_epoch)])
             if plog is not None:
                 logs.add(plog)
-                self.markers_written += 1
         return logs
+
+    def _append_markers(self, topic: str, p: int, markers: list):
+        """One append of a control batch per ``(producer_id, producer_epoch, committed,
+        coordinator_epoch)`` to ``topic``-``p`` (through the group runtime for
+        ``__consumer_offsets``, whose shard settles the producers' pending offsets). Returns
+        the log, or None for a partition that no longer exists."""
+        if topic == OFFSETS_TOPIC:
+            plog = self.broker.group_coordinator.write_txn_markers(p, markers)
+        else:
+            dp = self.broker.data_path
+            plog = dp.log(topic, p)
+            if plog is None:
+                return None
+            now = now_ms()
+            plog.append(b"".join(build_end_txn_marker_batch(pid, epoch, committed, coordinator_epoch, now)
+                                 for pid, epoch, committed, coordinator_epoch in markers),
+                        origin=AppendOrigin.COORDINATOR)
+            dp.appended(topic, p)       # the LSO moved: wake read_committed fetches
+        if plog is not None:
+            self.markers_written += len(markers)
+        return plog
 
     def partition_exists(self, topic: str, partition: int) -> bool:
         t = self.broker.metadata.get(topic)
