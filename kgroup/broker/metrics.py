@@ -142,7 +142,7 @@ class BrokerMetrics:
         # version; ``watched[api_key]``: every request of that API goes through dispatch_sampled.
         self.recent = [[SAMPLE_MASK] * VERSIONS for _ in range(API_KEYS)]
         self.settled = [[-SAMPLE_MASK] * VERSIONS for _ in range(API_KEYS)]
-        self.histograms: dict[tuple[int, int], Histogram] = {}
+        self.histograms: list[list[Histogram | None]] = [[None] * VERSIONS for _ in range(API_KEYS)]
         self.watched = [False] * API_KEYS
         for api_key in _DELETING:
             self._watch(api_key)
@@ -206,11 +206,12 @@ class BrokerMetrics:
         else:
             settled[version] += SAMPLE_EVERY
             self.recent[api_key][version] = 0
+        hist = self.histograms[api_key][version] or self._histogram(api_key, version)
         t0 = _perf()
         result = handler(broker, ctx, body, version) if inner is None else inner(handler, broker, ctx, body, version)
         if type(result) is PendingResponse and not result.answered:
-            return self._timed_pending(result, self._histogram(api_key, version), t0)
-        self._histogram(api_key, version).observe(_perf() - t0)    # answered at once (or nothing to send: acks=0)
+            return self._timed_pending(result, hist, t0)
+        hist.observe(_perf() - t0)    # answered at once (or nothing to send: acks=0)
         return result
 
     def _dispatch_deleting(self, handler, broker, ctx, body, version, inner):
@@ -228,9 +229,9 @@ class BrokerMetrics:
         return result
 
     def _histogram(self, api_key: int, version: int) -> Histogram:
-        h = self.histograms.get((api_key, version))
+        h = self.histograms[api_key][version]
         if h is None:
-            h = self.histograms[(api_key, version)] = Histogram()
+            h = self.histograms[api_key][version] = Histogram()
         return h
 
     def request_count(self, api_key: int, version: int) -> int:
@@ -244,7 +245,7 @@ class BrokerMetrics:
             for version in range(VERSIONS):
                 n = self.request_count(api_key, version)
                 if n:
-                    h = self.histograms.get((api_key, version))
+                    h = self.histograms[api_key][version]
                     out[(api_key, version)] = (n,) + (h.data() if h is not None else _NO_TIMINGS)
         return out
 
