@@ -98,7 +98,7 @@ class GroupRuntime:
         self._partition_of: dict[str, int] = {}    # group id -> partition (Java hash), a cache
         self.partition_load_ms: dict[int, float] = {}  # partition -> its load time (metrics)
         self._topic_image: dict | None = None       # name -> TopicMetadata, for consumer groups
-        self.write_observer = None      # fn(results, offset_commits) after an append (metrics), or None
+        self.write_observer = None      # fn(results) after their records are appended (metrics), or None
 
     # -- topic and shards -----------------------------------------------------------------------
     def start(self) -> None:
@@ -272,7 +272,8 @@ class GroupRuntime:
     def _write(self, shard: GroupCoordinatorShard, results: list, offset_commits: int = 0) -> None:
         """Append the records of ``results`` as one batch, then commit (or abort) each in order.
         ``offset_commits``: their number of records when every one is an offset commit (held
-        commits), so the write observer need not look at them."""
+        commits), passed to the write observer (``fn(results, offset_commits)``) so it need not
+        look at them."""
         plog = None
         try:
             if self.broker.log_dir_failure.offline:     # shutting down: nothing more is written
