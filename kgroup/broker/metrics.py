@@ -50,10 +50,11 @@ _NAMES = {k: a.request.__name__[:-len("Request")] for k, a in API_BY_KEY.items()
 _DELETING = (ApiKey.OFFSET_DELETE, ApiKey.DELETE_GROUPS)
 SAMPLE_EVERY = 8                # one request in this many (per API and version) is timed
 SAMPLE_MASK = SAMPLE_EVERY - 1
-# Requests are counted per API key and version in two parts, so the server's inline count (server.py,
-# metrics alone) is one add of small ints and one mask test, and never allocates: CPython caches
-# the ints up to 256, while a count above that is a new int object at each increment (with the
-# old one freed), which was a third of the metrics' cost per heartbeat.
+# Requests are counted per API key and version in two parts, so the server's inline count
+# (server.py, metrics alone) is one add of small ints and one mask test, and never allocates:
+# CPython caches the ints up to 256, while a count above that is a new int object at each
+# increment (the old one freed): with the index arithmetic, about a quarter of the metrics'
+# instructions per heartbeat (README, "Metrics").
 #   ``recent[api_key][version]``: requests since that API and version last took the sampled path
 #   (``dispatch_sampled``), 0 .. SAMPLE_MASK; its request ``n`` goes there when ``n & SAMPLE_MASK``
 #   is 0, i.e. every SAMPLE_EVERY-th (the 1st, 9th, 17th, ...: it starts at SAMPLE_MASK). The kinds
