@@ -565,17 +565,21 @@ async def metrics_overhead(args) -> dict:
         return frame[-5:-3] == b"\x00\x00"
 
     off = Broker()
-    on = Broker(overrides=["metrics.listener=http://127.0.0.1:0"])
+    # --control: the second broker without metrics too (nothing scraped): how far two identical
+    # brokers differ in this run, the noise floor of the figures
+    on = Broker(overrides=[] if args.control else ["metrics.listener=http://127.0.0.1:0"])
     stop_scraping = False
     scrapes = []
     try:
+        url = None
         with open(on.log_path, "rb") as f:
             deadline = time.monotonic() + 10
-            while not (m := re.search(rb"metrics listener on http://[^:]+:(\d+)", f.read())):
+            while not args.control and not (m := re.search(rb"metrics listener on http://[^:]+:(\d+)", f.read())):
                 assert time.monotonic() < deadline, "no metrics listener"
                 time.sleep(0.05)
                 f.seek(0)
-        url = f"http://127.0.0.1:{int(m.group(1))}/metrics"
+        if not args.control:
+            url = f"http://127.0.0.1:{int(m.group(1))}/metrics"
 
         def scraper():
             while not stop_scraping:
@@ -587,7 +591,7 @@ async def metrics_overhead(args) -> dict:
         loads = {"off": await setup_load(off.port, args, "off"), "on": await setup_load(on.port, args, "on")}
         pids = {"off": off.proc.pid, "on": on.proc.pid}
         import threading
-        if args.scrape_every > 0:
+        if args.scrape_every > 0 and url is not None:
             threading.Thread(target=scraper, daemon=True).start()
         res = {k: {"hb": [], "commit": [], "hb_cpu": [], "commit_cpu": []} for k in loads}
         for r in range(args.rounds):
@@ -620,7 +624,8 @@ def report_metrics_overhead(out, args) -> bool:
         return xs[len(xs) // 2]
     scraped = (f"/metrics scraped every {args.scrape_every:g} s ({len(out['scrapes'])} scrapes, median "
                f"{median(out['scrapes']) * 1000:.1f} ms)" if out["scrapes"] else "no scrapes")
-    print(f"metrics overhead: {args.connections} connections, window {args.window}, {args.rounds} alternating "
+    print(("CONTROL, both brokers without metrics; " if args.control else "") +
+          f"metrics overhead: {args.connections} connections, window {args.window}, {args.rounds} alternating "
           f"rounds x {args.duration:g} s, {scraped}")
     ok = True
     for what, label in (("hb", "heartbeats/s"), ("commit", "durable OffsetCommits/s")):
@@ -689,6 +694,8 @@ def main(argv=None) -> int:
                    help="with --metrics: seconds between scrapes of /metrics (0: none)")
     p.add_argument("--metrics", action="store_true",
                    help="only the metrics overhead: heartbeats/s and durable commits/s, metrics.listener off vs on")
+    p.add_argument("--control", action="store_true",
+                   help="with --metrics: the second broker without metrics too (the noise floor)")
     args = p.parse_args(argv)
     if args.metrics:
         out = asyncio.run(metrics_overhead(args))

@@ -57,11 +57,12 @@ MAX_HELD_BYTES = 512 * 1024     # a held batch of offset commits is written once
 class _HeldCommits:
     """A shard's offset-commit results held to be written as one batch."""
 
-    __slots__ = ("results", "size", "limit")
+    __slots__ = ("results", "size", "limit", "records")
 
     def __init__(self, limit: int):
         self.results: list = []
         self.size = 0               # estimated bytes of their records
+        self.records = 0            # how many (each an offset commit)
         self.limit = limit          # written once this large
 
 
@@ -258,6 +259,7 @@ class GroupRuntime:
             limit = MAX_HELD_BYTES if plog is None else min(MAX_HELD_BYTES, plog.config.max_message_bytes // 2)
             held = self._held[p] = _HeldCommits(limit)
         held.results.append(result)
+        held.records += len(result.records)
         for r in result.records:
             held.size += len(r.key) + len(r.value) + 16   # offset commits: never tombstones
         if held.size >= held.limit:
@@ -274,10 +276,13 @@ class GroupRuntime:
     def _write_held(self, p: int) -> None:
         held = self._held.pop(p, None)
         if held is not None:
-            self._write(self.shards[p], held.results)
+            self._write(self.shards[p], held.results, held.records)
 
-    def _write(self, shard: GroupCoordinatorShard, results: list) -> None:
-        """Append the records of ``results`` as one batch, then commit (or abort) each in order."""
+    def _write(self, shard: GroupCoordinatorShard, results: list, offset_commits: int = 0) -> None:
+        """Append the records of ``results`` as one batch, then commit (or abort) each in order.
+        ``offset_commits``: their number of records when every one is an offset commit (held
+        commits), passed to the write observer (``fn(results, offset_commits)``) so it need not
+        look at them."""
         plog = None
         try:
             if self.broker.log_dir_failure.offline:     # shutting down: nothing more is written
@@ -304,7 +309,7 @@ class GroupRuntime:
                     token.answer(response)
             return
         if self.write_observer is not None:     # broker metrics count what was written (metrics.py)
-            self.write_observer(results)
+            self.write_observer(results, offset_commits)
         out = []
         for res in results:
             out.extend(shard.commit(res))

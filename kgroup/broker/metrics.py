@@ -2,10 +2,11 @@
 ``metrics.listener``; off by default).
 
 What is measured where:
-- requests: counted per API and version in ``BrokerMetrics.counts`` (only when metrics are on;
-  by the server itself when metrics are the only operation layer, else by the request layer
-  ``BrokerMetrics.dispatch``); one in SAMPLE_EVERY is timed from dispatch to its answer being
-  ready (a parked JoinGroup or a fsync-waiting OffsetCommit counts until answered). Kafka's
+- requests: counted exactly per API and version (``BrokerMetrics.recent`` + ``.settled``; only
+  when metrics are on; by the server itself when metrics are the only operation layer, else by
+  the request layer ``BrokerMetrics.dispatch``); one in SAMPLE_EVERY is timed from dispatch to
+  its answer being ready (a parked JoinGroup or a fsync-waiting OffsetCommit counts until
+  answered), so the latency histograms are sampled while the request counts are not. Kafka's
   RequestMetrics (RequestsPerSec, TotalTimeMs with request and version tags) under
   ``kafka_network_requestmetrics_*``.
 - everything else is read at scrape time from broker state, on the broker's event loop (the
@@ -49,14 +50,18 @@ _NAMES = {k: a.request.__name__[:-len("Request")] for k, a in API_BY_KEY.items()
 _DELETING = (ApiKey.OFFSET_DELETE, ApiKey.DELETE_GROUPS)
 SAMPLE_EVERY = 8                # one request in this many (per API and version) is timed
 SAMPLE_MASK = SAMPLE_EVERY - 1
-# Per (API key, version) state lives in flat lists indexed by ``api_key * VERSIONS + version``,
-# so the server can count a request with one index and one add (server.py, metrics alone).
+# Requests are counted per API key and version in two parts, so the server's inline count
+# (server.py, metrics alone) is one add of small ints and one mask test, and never allocates:
+# CPython caches the ints up to 256, while a count above that is a new int object at each
+# increment (the old one freed): with the index arithmetic, about a quarter of the metrics'
+# instructions per heartbeat (README, "Metrics").
+#   ``recent[api_key][version]``: requests since that API and version last took the sampled path
+#   (``dispatch_sampled``), 0 .. SAMPLE_MASK; its request ``n`` goes there when ``n & SAMPLE_MASK``
+#   is 0, i.e. every SAMPLE_EVERY-th (the 1st, 9th, 17th, ...: it starts at SAMPLE_MASK). The kinds
+#   metrics must see every request of stay at SAMPLE_MASK, so each of theirs goes there.
+#   ``settled[api_key][version]``: the requests counted there; the exact count is the sum of both.
 VERSIONS = 32                   # above every version of every API kgroup serves (checked below)
-SLOTS = (max(API_BY_KEY) + 1) * VERSIONS
-# A request count is stored plus COUNT_BIAS: the request that makes it a multiple of
-# SAMPLE_EVERY (the 1st, 9th, 17th, ... request of its API and version) takes the sampled path,
-# so the test on the hot path is ``n & mask`` alone (a mask of 0 sends every request there).
-COUNT_BIAS = SAMPLE_MASK
+API_KEYS = max(API_BY_KEY) + 1
 
 
 class Histogram:
@@ -77,6 +82,7 @@ class Histogram:
 
 
 _NO_TIMINGS = ([0] * (len(BUCKETS) + 1), 0.0, 0)
+assert SAMPLE_EVERY & SAMPLE_MASK == 0 and SAMPLE_EVERY <= 256, "a power of two, counted in cached small ints"
 assert all(max(a.request._DECODERS) < VERSIONS for a in API_BY_KEY.values() if getattr(a.request, "_DECODERS", None)), \
     "VERSIONS must exceed every request version"
 
@@ -99,9 +105,14 @@ class CoordinatorCounters:
         # offset tombstones written meanwhile are deletions, every other one an expiration.
         self.deleting = False
 
-    def on_written(self, results, _group_metadata=GROUP_METADATA) -> None:
-        """Count the records of ``results`` (the coordinator Results of one appended batch).
+    def on_written(self, results, offset_commits: int = 0, _group_metadata=GROUP_METADATA) -> None:
+        """Count the records of ``results`` (the coordinator Results of one appended batch);
+        ``offset_commits``, when not 0, is their number and every one is an offset commit (the
+        runtime's held commits: the durable-commit hot path, counted without a loop).
         Runs between the append and the shard's commit: it must never raise into the runtime."""
+        if offset_commits:
+            self.offset_commits += offset_commits
+            return
         commits = 0
         try:
             for res in results:
@@ -128,13 +139,14 @@ class BrokerMetrics:
 
     def __init__(self, broker):
         self.broker = broker
-        # Per api_key * VERSIONS + version: the request count (+ COUNT_BIAS), the sampling mask
-        # (SAMPLE_MASK, or 0 for the kinds dispatch_sampled sees every request of), the latencies.
-        self.counts = [COUNT_BIAS] * SLOTS
-        self.masks = [SAMPLE_MASK] * SLOTS
-        self.histograms: list[Histogram | None] = [None] * SLOTS
+        # Request counts (see ``recent`` and ``settled`` above) and latencies, per API key and
+        # version; ``watched[api_key]``: every request of that API goes through dispatch_sampled.
+        self.recent = [[SAMPLE_MASK] * VERSIONS for _ in range(API_KEYS)]
+        self.settled = [[-SAMPLE_MASK] * VERSIONS for _ in range(API_KEYS)]
+        self.histograms: list[list[Histogram | None]] = [[None] * VERSIONS for _ in range(API_KEYS)]
+        self.watched = [False] * API_KEYS
         for api_key in _DELETING:
-            self.masks[api_key * VERSIONS:(api_key + 1) * VERSIONS] = [0] * VERSIONS
+            self._watch(api_key)
         self.timelines = None       # GroupTimelines routed through dispatch (attach_timelines)
         self.flush = Histogram(FLUSH_BUCKETS)
         self.coordinator = CoordinatorCounters()
@@ -142,56 +154,68 @@ class BrokerMetrics:
         broker.group_coordinator.write_observer = self.coordinator.on_written
 
     # -- the request path (only when metrics are on) -------------------------------------------
-    # Every request is counted in ``counts`` and one in SAMPLE_EVERY per API and version is timed.
-    # With metrics the only operation layer (a production broker) the server does the counting
-    # itself (server.py, "metrics alone"): no Python call layer on the request path, which was most
-    # of the metrics' cost per heartbeat. Either way a request whose ``n & masks[i]`` is 0 (a
-    # sampled one, and every request of the kinds metrics must see: OffsetDelete, DeleteGroups and
-    # what the timelines watch) goes through ``dispatch_sampled``.
+    # Every request is counted and one in SAMPLE_EVERY per API and version is timed. With metrics
+    # the only operation layer (a production broker) the server counts inline (server.py, "metrics
+    # alone"): ``n = recent[api_key][version] + 1``, kept when ``n & SAMPLE_MASK``, and the handler
+    # called directly; no Python call layer on the request path. Either way a request whose
+    # ``n & SAMPLE_MASK`` is 0 (a sampled one, and every request of the kinds metrics must see:
+    # OffsetDelete, DeleteGroups and what the timelines watch) goes through ``dispatch_sampled``.
     def dispatch(self, handler, broker, ctx, body, version, inner=None):
         """The request layer (ops.request_hook) when other layers exist: ``inner`` is the next."""
-        counts = self.counts
-        i = body.API_KEY * VERSIONS + version
-        n = counts[i] = counts[i] + 1
-        if n & self.masks[i]:
+        recent = self.recent[body.API_KEY]
+        n = recent[version] + 1
+        if n & SAMPLE_MASK:
+            recent[version] = n
             if inner is None:
                 return handler(broker, ctx, body, version)
             return inner(handler, broker, ctx, body, version)
         return self.dispatch_sampled(handler, broker, ctx, body, version, inner)
-
-    # The request hook's call form: the server counts before calling it when metrics are alone.
-    __call__ = dispatch
 
     def attach_timelines(self, timelines) -> None:
         """Route the few requests rebalance timelines watch through them from here (no request
         layer of their own on the hot path)."""
         self.timelines = timelines
         for api_key in timelines.WATCHED:
-            self.masks[api_key * VERSIONS:(api_key + 1) * VERSIONS] = [0] * VERSIONS
+            self._watch(api_key)
+
+    def _watch(self, api_key: int) -> None:
+        """Send every request of ``api_key`` to dispatch_sampled: its ``recent`` counts, folded
+        into ``settled``, stay at SAMPLE_MASK."""
+        self.watched[api_key] = True
+        recent, settled = self.recent[api_key], self.settled[api_key]
+        for v in range(VERSIONS):
+            settled[v] += recent[v] - SAMPLE_MASK
+            recent[v] = SAMPLE_MASK
 
     def dispatch_sampled(self, handler, broker, ctx, body, version, inner=None):
-        """A request already counted whose ``n & masks[i]`` was 0: a sampled one (timed), and
-        every one of the slow kinds: OffsetDelete and DeleteGroups (the offset tombstones their
-        handler writes, synchronously before it answers, are deletions; every other offset
-        tombstone is an expiration) and the requests rebalance timelines watch (when attached)."""
+        """A request whose ``recent`` count reached SAMPLE_EVERY (not stored): it is settled
+        here. A sampled one is timed; so is every one of the slow kinds: OffsetDelete and
+        DeleteGroups (the offset tombstones their handler writes, synchronously before it
+        answers, are deletions; every other offset tombstone is an expiration), while the requests
+        rebalance timelines watch (when attached) are timed one in SAMPLE_EVERY."""
         api_key = body.API_KEY
-        i = api_key * VERSIONS + version
-        if not self.masks[i]:                 # a slow kind
+        settled = self.settled[api_key]
+        if self.watched[api_key]:             # a slow kind: its ``recent`` stays at SAMPLE_MASK
+            settled[version] += 1
             timelines = self.timelines
             if timelines is not None and api_key in timelines.WATCHED:
                 inner = functools.partial(timelines.dispatch, inner=inner) if inner is not None else timelines.dispatch
             if api_key in _DELETING:
-                return self._dispatch_deleting(handler, broker, ctx, body, version, i, inner)
-            if self.counts[i] & SAMPLE_MASK:     # watched, not sampled
+                return self._dispatch_deleting(handler, broker, ctx, body, version, inner)
+            if (settled[version] + SAMPLE_MASK - 1) & SAMPLE_MASK:  # not its 1st, 9th, 17th, ... request
                 return handler(broker, ctx, body, version) if inner is None else inner(handler, broker, ctx, body, version)
+        else:
+            settled[version] += SAMPLE_EVERY
+            self.recent[api_key][version] = 0
+        hist = self.histograms[api_key][version] or self._histogram(api_key, version)
         t0 = _perf()
         result = handler(broker, ctx, body, version) if inner is None else inner(handler, broker, ctx, body, version)
         if type(result) is PendingResponse and not result.answered:
-            return self._timed_pending(result, self._histogram(i), t0)
-        self._histogram(i).observe(_perf() - t0)    # answered at once (or nothing to send: acks=0)
+            return self._timed_pending(result, hist, t0)
+        hist.observe(_perf() - t0)    # answered at once (or nothing to send: acks=0)
         return result
 
-    def _dispatch_deleting(self, handler, broker, ctx, body, version, i, inner):
+    def _dispatch_deleting(self, handler, broker, ctx, body, version, inner):
         # Its handler writes its tombstones synchronously, before it returns (execute_split):
         # those are deletions. Every one of these (rare) requests is timed.
         self.coordinator.deleting = True
@@ -201,24 +225,29 @@ class BrokerMetrics:
         finally:
             self.coordinator.deleting = False
         if type(result) is PendingResponse and not result.answered:
-            return self._timed_pending(result, self._histogram(i), t0)
-        self._histogram(i).observe(_perf() - t0)
+            return self._timed_pending(result, self._histogram(body.API_KEY, version), t0)
+        self._histogram(body.API_KEY, version).observe(_perf() - t0)
         return result
 
-    def _histogram(self, i: int) -> Histogram:
-        h = self.histograms[i]
+    def _histogram(self, api_key: int, version: int) -> Histogram:
+        h = self.histograms[api_key][version]
         if h is None:
-            h = self.histograms[i] = Histogram()
+            h = self.histograms[api_key][version] = Histogram()
         return h
+
+    def request_count(self, api_key: int, version: int) -> int:
+        return self.settled[api_key][version] + self.recent[api_key][version]
 
     def request_stats(self) -> dict:
         """(api key, version) -> (requests, bucket counts, latency sum, observations), for every
         API and version that had a request."""
         out = {}
-        for i, n in enumerate(self.counts):
-            if n != COUNT_BIAS:
-                h = self.histograms[i]
-                out[divmod(i, VERSIONS)] = (n - COUNT_BIAS,) + (h.data() if h is not None else _NO_TIMINGS)
+        for api_key in range(API_KEYS):
+            for version in range(VERSIONS):
+                n = self.request_count(api_key, version)
+                if n:
+                    h = self.histograms[api_key][version]
+                    out[(api_key, version)] = (n,) + (h.data() if h is not None else _NO_TIMINGS)
         return out
 
     @staticmethod

@@ -48,7 +48,7 @@ from ..protocol.primitives import DecodeError
 from ..protocol.schema import Message
 from .handlers import HANDLER_BY_KEY_VERSION
 from .handlers.api_versions import unsupported_version_response
-from .metrics import VERSIONS as METRICS_VERSIONS, BrokerMetrics
+from .metrics import SAMPLE_MASK as METRICS_SAMPLE_MASK
 from .pending import PendingResponse
 
 log = logging.getLogger("kgroup.server")
@@ -435,11 +435,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
             if hook is None:
                 result = handler(self.broker, RequestContext(self, header, version), body, version)
             # -- metrics alone (ops.py): counted here, without a call layer (issue 14) --------------
-            elif type(hook) is BrokerMetrics:
-                counts = hook.counts
-                i = api_key * METRICS_VERSIONS + version
-                n = counts[i] = counts[i] + 1
-                if n & hook.masks[i]:       # neither sampled for timing nor a kind metrics watch
+            elif hook is self.broker.metrics:
+                recent = hook.recent[api_key]    # small ints only: no allocation (metrics.py)
+                n = recent[version] + 1
+                if n & METRICS_SAMPLE_MASK:     # neither sampled for timing nor a kind metrics watch
+                    recent[version] = n
                     result = handler(self.broker, RequestContext(self, header, version), body, version)
                 else:
                     result = hook.dispatch_sampled(handler, self.broker, RequestContext(self, header, version), body, version)
