@@ -103,6 +103,9 @@ class TimestampType(IntEnum):
     LOG_APPEND_TIME = 1
 
 
+_TIMESTAMP_TYPES = (TimestampType.CREATE_TIME, TimestampType.LOG_APPEND_TIME)
+
+
 # --- errors -------------------------------------------------------------------------------
 
 
@@ -219,7 +222,7 @@ class BatchHeader(NamedTuple):
 
     @property
     def timestamp_type(self) -> TimestampType:
-        return TimestampType((self.attributes & TIMESTAMP_TYPE_MASK) >> 3)
+        return _TIMESTAMP_TYPES[(self.attributes & TIMESTAMP_TYPE_MASK) >> 3]   # no Enum call per batch
 
     @property
     def is_transactional(self) -> bool:
