@@ -71,9 +71,9 @@ class _SyncThread:
     loop). A bare thread and a lock rather than ``run_in_executor``: the executor's two futures,
     work item and locks per sync cost more than the hand-off itself, and a busy broker starts a
     sync per group commit. The directory stays open: an open and a close per sync cost two more
-    system calls and two more takings of the GIL from the busy loop thread (README, "Data path").
-    An open descriptor also reports every writeback error since the previous sync (syncfs checks
-    the filesystem's error sequence against the one the descriptor last saw)."""
+    system calls, each a taking of the GIL back from the busy loop thread. A descriptor kept open
+    also reports every writeback error since the previous sync (syncfs compares the filesystem's
+    error sequence with the one the descriptor last saw; a new one starts from the current)."""
 
     def __init__(self, loop, directory: str):
         self._loop = loop

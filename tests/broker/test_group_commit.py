@@ -207,3 +207,41 @@ def test_a_log_closing_fails_only_its_own_waiters(tmp_path, monkeypatch, use_syn
         dp.close()
 
     asyncio.run(main())
+
+
+@pytest.mark.skipif(not fs.syncfs_available(), reason="syncfs(2) is Linux-only")
+def test_the_sync_thread_keeps_one_descriptor_and_close_waits_for_the_sync_in_flight(tmp_path, monkeypatch):
+    """The sync thread opens the data directory once (not per sync); close() lets the sync in
+    flight finish, then the thread ends and its descriptor is closed."""
+    fds, entered, release = [], threading.Event(), threading.Event()
+
+    def recording_syncfs(fd):
+        fds.append(fd)
+        if len(fds) == 4:           # the fourth waits for the test
+            entered.set()
+            assert release.wait(10)
+        fs.syncfs(fd)
+    monkeypatch.setattr(data_path_module, "syncfs", recording_syncfs)
+
+    async def main():
+        dp = _dp(tmp_path)
+        a, b = dp.log("t", 0), dp.log("t", 1)
+        for _ in range(3):
+            await _append_and_wait(dp, [(a, 1), (b, 1)])
+        assert len(fds) == 3 and len(set(fds)) == 1
+        assert os.path.samefile(f"/proc/self/fd/{fds[0]}", tmp_path)
+        thread = dp._syncer._thread
+        last = _append_and_wait(dp, [(a, 1), (b, 1)])
+        for _ in range(5000):
+            if entered.is_set():
+                break
+            await asyncio.sleep(0.001)
+        assert entered.is_set()
+        threading.Timer(0.1, release.set).start()
+        dp.close()                  # waits for the held sync, then stops the thread
+        assert release.is_set() and not thread.is_alive()
+        assert not os.path.exists(f"/proc/self/fd/{fds[0]}") or not os.path.samefile(
+            f"/proc/self/fd/{fds[0]}", tmp_path)
+        await asyncio.wait_for(asyncio.gather(last, return_exceptions=True), 10)   # answered or failed
+
+    asyncio.run(main())
