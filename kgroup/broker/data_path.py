@@ -282,7 +282,11 @@ class DataPath:
         self._resolve(waiters, failures)
         if self.flush_observer is not None:
             self.flush_observer(time.perf_counter() - self._round_started)
-        self._group_commit()        # the round that gathered meanwhile
+        # The round that gathered meanwhile starts after the callbacks this one scheduled (the
+        # transaction markers of the Prepare records just made durable are appended by one).
+        if self._flush_waiters and not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._group_commit)
 
     @staticmethod
     def _fsync_each(logs) -> dict:
