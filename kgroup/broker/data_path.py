@@ -20,10 +20,10 @@ reads; an append to one of them re-evaluates it, and its timer answers it at ``m
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import logging
 import os
 import struct
+import threading
 import time
 
 from ..storage.config import LogConfig
@@ -60,13 +60,68 @@ def log_config_from_broker(config: BrokerConfig) -> LogConfig:
     return LogConfig.from_props(props)
 
 
-def _sync_filesystem(directory: str) -> None:
-    """syncfs of the filesystem holding ``directory`` (runs on the sync thread)."""
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        syncfs(fd)
-    finally:
-        os.close(fd)
+def _sync_filesystem(fd: int) -> None:
+    """syncfs of the filesystem holding the descriptor ``fd`` (runs on the sync thread)."""
+    syncfs(fd)
+
+
+class _SyncThread:
+    """The one thread that runs ``syncfs`` of the data directory's filesystem, one sync at a
+    time, and hands the outcome back to the event loop (``done(error or None)``, called on the
+    loop). A bare thread and a lock rather than ``run_in_executor``: the executor's two futures,
+    work item and locks per sync cost more than the hand-off itself, and a busy broker starts a
+    sync per group commit. The directory stays open: an open and a close per sync cost two more
+    system calls, each a taking of the GIL back from the busy loop thread. A descriptor kept open
+    also reports every writeback error since the previous sync (syncfs compares the filesystem's
+    error sequence with the one the descriptor last saw; a new one starts from the current)."""
+
+    def __init__(self, loop, directory: str):
+        self._loop = loop
+        self._directory = directory
+        self._go = threading.Lock()
+        self._go.acquire()          # released once per sync to start
+        self._done = None
+        self._stopping = False
+        self._thread = threading.Thread(target=self._run, name="kgroup-syncfs", daemon=True)
+        self._thread.start()
+
+    def start(self, done) -> None:
+        self._done = done
+        self._go.release()
+
+    def stop(self) -> None:
+        """Stop the thread once the sync in flight (or just started) is done."""
+        self._stopping = True
+        try:
+            self._go.release()
+        except RuntimeError:    # already released: a sync just started; the thread stops after it
+            pass
+        self._thread.join()
+
+    def _run(self) -> None:
+        fd = -1
+        try:
+            while True:
+                self._go.acquire()
+                done, self._done = self._done, None
+                if done is None:    # woken by stop()
+                    return
+                error = None
+                try:
+                    if fd < 0:
+                        fd = os.open(self._directory, os.O_RDONLY)
+                    _sync_filesystem(fd)
+                except Exception as e:  # noqa: BLE001 - handed to the loop, which fsyncs log by log
+                    error = e
+                try:
+                    self._loop.call_soon_threadsafe(done, error)
+                except RuntimeError:    # the loop is closed (shutdown): nobody waits any more
+                    return
+                if self._stopping:
+                    return
+        finally:
+            if fd >= 0:
+                os.close(fd)
 
 
 class ProducerIdManager:
@@ -124,8 +179,9 @@ class DataPath:
         self._flush_waiters: list[tuple[PendingResponse, object]] = []
         self._flush_scheduled = False
         self._sync_in_flight = False
-        self._syncer: concurrent.futures.ThreadPoolExecutor | None = None   # the sync thread
+        self._syncer: _SyncThread | None = None   # the sync thread, started at the first sync
         self._round_started = 0.0
+        self._closed = False
         self.flush_observer = None  # fn(seconds) per group-commit round (broker metrics), or None
         # fn(error, what, failed logs) on a disk I/O error (broker.log_dir_failure.failed): the
         # log directory goes offline before any waiter of the round is answered.
@@ -202,19 +258,16 @@ class DataPath:
         """One syncfs of the data directory's filesystem on the sync thread. The loop goes on
         reading, deciding and appending meanwhile (a slow disk delays answers, not work); what
         is appended meanwhile waits for the next round, which starts when this one ends."""
-        if self._syncer is None:
-            self._syncer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="kgroup-syncfs")
-        try:
-            done = asyncio.get_running_loop().run_in_executor(self._syncer, _sync_filesystem, self.data_dir)
-        except RuntimeError as e:   # closed meanwhile (shutdown): nothing more is made durable
-            self._resolve(waiters, {}, e)
+        if self._closed:            # shutdown: nothing more is made durable
+            self._resolve(waiters, {}, RuntimeError("the data path is closed"))
             return
+        if self._syncer is None:
+            self._syncer = _SyncThread(asyncio.get_running_loop(), self.data_dir)
         self._sync_in_flight = True
-        done.add_done_callback(lambda f: self._synced(f, marks, waiters, failures))
+        self._syncer.start(lambda failed: self._synced(failed, marks, waiters, failures))
 
-    def _synced(self, done, marks, waiters, failures) -> None:
+    def _synced(self, failed, marks, waiters, failures) -> None:
         self._sync_in_flight = False
-        failed = done.exception() if not done.cancelled() else OSError("the sync was cancelled")
         if failed is not None:
             log.warning("syncfs of %s failed (%s); fsyncing log by log", self.data_dir, failed)
             failures.update(self._fsync_each([plog for plog, _ in marks]))
@@ -229,7 +282,11 @@ class DataPath:
         self._resolve(waiters, failures)
         if self.flush_observer is not None:
             self.flush_observer(time.perf_counter() - self._round_started)
-        self._group_commit()        # the round that gathered meanwhile
+        # The round that gathered meanwhile starts after the callbacks this one scheduled (the
+        # transaction markers of the Prepare records just made durable are appended by one).
+        if self._flush_waiters and not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._group_commit)
 
     @staticmethod
     def _fsync_each(logs) -> dict:
@@ -305,6 +362,7 @@ class DataPath:
                     del self._waiters[tp]
 
     def close(self, clean: bool = True) -> None:
+        self._closed = True
         if self._syncer is not None:
-            self._syncer.shutdown(wait=True)
+            self._syncer.stop()     # after the sync in flight, if any
         self.logs.close_all(clean=clean)

@@ -6,6 +6,8 @@ Kafka's ``Utils.abs`` maps ``Integer.MIN_VALUE`` to 0 (``n & 0x7fffffff``) inste
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 _MASK = 0xFFFFFFFF
 
 
@@ -27,5 +29,8 @@ def utf16_length(s: str) -> int:
     return len(s.encode("utf-16-le", "surrogatepass")) // 2
 
 
+@lru_cache(maxsize=65536)
 def group_partition(group_id: str, n: int = 50) -> int:
+    # Cached: every transactional request and marker looks its id's shard up again, and the
+    # hash walks the id's UTF-16 code units in Python.
     return java_utils_abs(java_string_hash_code(group_id)) % n

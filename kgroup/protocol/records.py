@@ -103,6 +103,9 @@ class TimestampType(IntEnum):
     LOG_APPEND_TIME = 1
 
 
+_TIMESTAMP_TYPES = (TimestampType.CREATE_TIME, TimestampType.LOG_APPEND_TIME)
+
+
 # --- errors -------------------------------------------------------------------------------
 
 
@@ -219,7 +222,7 @@ class BatchHeader(NamedTuple):
 
     @property
     def timestamp_type(self) -> TimestampType:
-        return TimestampType((self.attributes & TIMESTAMP_TYPE_MASK) >> 3)
+        return _TIMESTAMP_TYPES[(self.attributes & TIMESTAMP_TYPE_MASK) >> 3]   # no Enum call per batch
 
     @property
     def is_transactional(self) -> bool:
@@ -262,8 +265,11 @@ def decrement_sequence(sequence: int, decrement: int) -> int:
     return sequence - decrement
 
 
+_tuple_new = tuple.__new__     # BatchHeader._make without its Python frame (the struct has its 13 fields)
+
+
 def read_batch_header(buf, pos: int = 0) -> BatchHeader:
-    return BatchHeader._make(BATCH_HEADER.unpack_from(buf, pos))
+    return _tuple_new(BatchHeader, BATCH_HEADER.unpack_from(buf, pos))
 
 
 def iter_batches(buf, pos: int = 0, end: int | None = None) -> Iterator[tuple[int, BatchHeader, memoryview]]:
@@ -278,7 +284,7 @@ def iter_batches(buf, pos: int = 0, end: int | None = None) -> Iterator[tuple[in
     if end is None:
         end = len(view)
     unpack_from = BATCH_HEADER.unpack_from
-    make = BatchHeader._make
+    new = _tuple_new
     while end - pos >= LOG_OVERHEAD:
         length = INT32.unpack_from(view, pos + LENGTH_OFFSET)[0]
         if length < _MIN_BATCH_LENGTH:
@@ -301,7 +307,7 @@ def iter_batches(buf, pos: int = 0, end: int | None = None) -> Iterator[tuple[in
         if size < RECORD_BATCH_OVERHEAD:
             raise CorruptRecordError(
                 f"Record batch size {size} is smaller than the v2 batch header ({RECORD_BATCH_OVERHEAD})")
-        yield pos, make(unpack_from(view, pos)), view[pos:pos + size]
+        yield pos, new(BatchHeader, unpack_from(view, pos)), view[pos:pos + size]
         pos += size
 
 

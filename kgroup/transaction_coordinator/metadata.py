@@ -7,7 +7,7 @@ matters for a KIP-360 InitProducerId retry on the same coordinator.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
@@ -106,7 +106,13 @@ class TransactionMetadata:
         checks of completeTransitionTo), as a new object; ``self`` is not changed."""
         if self.state not in VALID_PREVIOUS_STATES[state]:
             raise IllegalTransition(f"{self.transactional_id}: {self.state.kafka_name} -> {state.kafka_name}")
-        new = TransactionMetadata(**{**self.__dict__, **changes})
+        if not changes.keys() <= _FIELDS:
+            raise TypeError(f"unknown TransactionMetadata fields {sorted(changes.keys() - _FIELDS)}")
+        # A field-for-field copy without the generated __init__ (one per coordinator record).
+        new = object.__new__(TransactionMetadata)
+        d = new.__dict__
+        d.update(self.__dict__)
+        d.update(changes)
         new.state = state
         new.txn_last_update_timestamp = now_ms
         if new.producer_id < 0:
@@ -120,3 +126,6 @@ class TransactionMetadata:
         if state in (S.PREPARE_COMMIT, S.PREPARE_ABORT) and new.partitions != self.partitions:
             raise IllegalTransition("ending a transaction keeps its partitions")
         return new
+
+
+_FIELDS = frozenset(f.name for f in fields(TransactionMetadata))

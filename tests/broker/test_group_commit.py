@@ -207,3 +207,91 @@ def test_a_log_closing_fails_only_its_own_waiters(tmp_path, monkeypatch, use_syn
         dp.close()
 
     asyncio.run(main())
+
+
+@pytest.mark.skipif(not fs.syncfs_available(), reason="syncfs(2) is Linux-only")
+def test_the_sync_thread_keeps_one_descriptor_and_close_waits_for_the_sync_in_flight(tmp_path, monkeypatch):
+    """The sync thread opens the data directory once (not per sync); close() lets the sync in
+    flight finish, then the thread ends and its descriptor is closed."""
+    fds, entered, release = [], threading.Event(), threading.Event()
+
+    def recording_syncfs(fd):
+        fds.append(fd)
+        if len(fds) == 4:           # the fourth waits for the test
+            entered.set()
+            assert release.wait(10)
+        fs.syncfs(fd)
+    monkeypatch.setattr(data_path_module, "syncfs", recording_syncfs)
+
+    async def main():
+        dp = _dp(tmp_path)
+        a, b = dp.log("t", 0), dp.log("t", 1)
+        for _ in range(3):
+            await _append_and_wait(dp, [(a, 1), (b, 1)])
+        assert len(fds) == 3 and len(set(fds)) == 1
+        assert os.path.samefile(f"/proc/self/fd/{fds[0]}", tmp_path)
+        thread = dp._syncer._thread
+        last = _append_and_wait(dp, [(a, 1), (b, 1)])
+        for _ in range(5000):
+            if entered.is_set():
+                break
+            await asyncio.sleep(0.001)
+        assert entered.is_set()
+        threading.Timer(0.1, release.set).start()
+        dp.close()                  # waits for the held sync, then stops the thread
+        assert release.is_set() and not thread.is_alive()
+        assert not os.path.exists(f"/proc/self/fd/{fds[0]}") or not os.path.samefile(
+            f"/proc/self/fd/{fds[0]}", tmp_path)
+        await asyncio.wait_for(asyncio.gather(last, return_exceptions=True), 10)   # answered or failed
+
+    asyncio.run(main())
+
+
+@pytest.mark.skipif(not fs.syncfs_available(), reason="syncfs(2) is Linux-only")
+def test_what_a_finished_sync_leads_to_joins_the_next_round(tmp_path, monkeypatch):
+    """An answer of a finished sync that appends again at once (the transaction coordinator
+    writes the markers once the Prepare record is durable, from a loop callback) joins the round
+    that gathered during that sync instead of waiting for one more sync after it."""
+    entered = [threading.Event() for _ in range(3)]
+    release = [threading.Event() for _ in range(3)]
+    calls = []
+
+    def held_syncfs(fd):
+        n = len(calls)
+        calls.append(n)
+        entered[n].set()
+        assert release[n].wait(10)
+        fs.syncfs(fd)
+    monkeypatch.setattr(data_path_module, "syncfs", held_syncfs)
+
+    async def until(event):
+        for _ in range(5000):
+            if event.is_set():
+                return
+            await asyncio.sleep(0.001)
+        raise AssertionError("the sync never started")
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        dp = _dp(tmp_path)
+        a, b = dp.log("t", 0), dp.log("t", 1)
+        follow_up = loop.create_future()
+
+        def append_next(_):         # as the marker path: a loop callback appends and waits
+            b.append(build_batch([Record(value=b"marker", timestamp=1)]))
+            w = dp.wait_flushed({a, b})
+            w.listen(lambda p: follow_up.set_result(None) if p.error is None else follow_up.set_exception(p.error))
+        a.append(build_batch([Record(value=b"1", timestamp=1)]))
+        b.append(build_batch([Record(value=b"1", timestamp=1)]))
+        dp.wait_flushed({a, b}).listen(lambda p: loop.call_soon(append_next, p))
+        await until(entered[0])
+        meanwhile = _append_and_wait(dp, [(a, 1), (b, 1)])      # gathered during the first sync
+        release[0].set()
+        await until(entered[1])
+        release[1].set()
+        await asyncio.wait_for(asyncio.gather(meanwhile, follow_up), 10)
+        assert len(calls) == 2 and (a.recovery_point, b.recovery_point) == (2, 3)
+        release[2].set()
+        dp.close()
+
+    asyncio.run(main())
