@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterator, Mapping
 from kgroup.storage import cleaner
 from kgroup.storage.config import LogConfig
 from kgroup.storage.log import PartitionLog, now_ms as _wall_ms
+from kgroup.storage.open_files import OpenFiles
 from kgroup.storage.segment import fsync_dir
 
 __all__ = ["LogConfig", "LogManager", "read_checkpoint", "write_checkpoint", "parse_topic_partition_dir",
@@ -81,7 +82,7 @@ def write_checkpoint(path: str, offsets: Mapping[TopicPartition, int]) -> None:
 class LogManager:
     def __init__(self, log_dirs: list[str] | str, default_config: LogConfig | None = None, *,
                  topic_configs: Mapping[str, LogConfig | Mapping[str, Any]] | None = None,
-                 clock: Callable[[], int] | None = None):
+                 clock: Callable[[], int] | None = None, max_open_files: int | None = None):
         self.log_dirs = [os.path.abspath(d) for d in ([log_dirs] if isinstance(log_dirs, str) else log_dirs)]
         if not self.log_dirs:
             raise ValueError("at least one log directory is needed")
@@ -90,6 +91,10 @@ class LogManager:
         for topic, cfg in (topic_configs or {}).items():
             self._topic_configs[topic] = self._resolve(cfg)
         self._clock = clock
+        # Segment and index descriptors open at once, least recently used closed first
+        # (open_files.py): a data directory of any size opens, and creating many partitions
+        # does not take a descriptor per file. None: unbounded.
+        self.open_files = OpenFiles(max_open_files)
         self._logs: dict[TopicPartition, PartitionLog] = {}
         self._dir_of: dict[TopicPartition, str] = {}
         self.had_clean_shutdown: dict[str, bool] = {}
@@ -131,7 +136,8 @@ class LogManager:
                 raise RuntimeError(f"duplicate log directories for {tp}: {self._dir_of[tp]} and {log_dir}")
             self._logs[tp] = PartitionLog(
                 path, self._config_for(tp[0]), recovery_point=recovery_points.get(tp, 0),
-                log_start_offset=start_offsets.get(tp, 0), had_clean_shutdown=clean, clock=self._clock)
+                log_start_offset=start_offsets.get(tp, 0), had_clean_shutdown=clean, clock=self._clock,
+                files=self.open_files)
             self._dir_of[tp] = log_dir
             if tp in cleaned_to:
                 self._logs[tp].cleaner_checkpoint = max(cleaned_to[tp], self._logs[tp].log_start_offset)
@@ -159,7 +165,7 @@ class LogManager:
             counts[d] += 1
         log_dir = min(self.log_dirs, key=lambda d: counts[d])
         plog = PartitionLog(os.path.join(log_dir, f"{topic}-{partition}"), self._config_for(topic),
-                            had_clean_shutdown=True, clock=self._clock)
+                            had_clean_shutdown=True, clock=self._clock, files=self.open_files)
         self._logs[tp] = plog
         self._dir_of[tp] = log_dir
         return plog
