@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from kgroup.protocol.errors import ErrorCode
 from kgroup.protocol.messages.offset_fetch import OffsetFetchRequest
 from kgroup.protocol.records import decode_records, iter_batches
 from tests.broker.test_crash import create_topic, free_port
@@ -56,9 +57,17 @@ class CommitLoad(threading.Thread):
 
 
 def committed(port, group):
+    """The group's committed offset, once its __consumer_offsets partition is loaded (after a
+    restart it loads in the background: COORDINATOR_LOAD_IN_PROGRESS until then)."""
     c = RawClient(port)
-    r = c.request(OffsetFetchRequest(group_id=group, topics=[FT(name="kc", partition_indexes=[0])]), 7)
+    deadline = time.monotonic() + 30
+    while True:
+        r = c.request(OffsetFetchRequest(group_id=group, topics=[FT(name="kc", partition_indexes=[0])]), 7)
+        if r.error_code != ErrorCode.COORDINATOR_LOAD_IN_PROGRESS or time.monotonic() > deadline:
+            break
+        time.sleep(0.01)
     c.close()
+    assert r.error_code == 0, r
     return r.topics[0].partitions[0].committed_offset
 
 
