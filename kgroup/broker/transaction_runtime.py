@@ -37,6 +37,7 @@ MARKER_RETRY_S = 0.1        # a marker that could not be written is retried (Kaf
 
 class TransactionRuntime(GroupRuntime):
     topic = TRANSACTION_STATE_TOPIC
+    load_buffer_size_key = "transaction.state.log.load.buffer.size"
 
     def __init__(self, broker):
         super().__init__(broker)
