@@ -7,6 +7,7 @@ stop accepting, let in-flight requests finish (bounded), flush and close the log
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import gc
 import logging
 import os
@@ -21,6 +22,7 @@ from .ops import attach_operations
 from .group_runtime import GroupRuntime
 from .connections import ConnectionQuotas, log_files_budget, raise_nofile_limit
 from .log_dir_failure import LogDirFailure
+from ..storage.manager import prepare_partition_files
 from .metadata import OFFSETS_TOPIC, TopicRegistry, Topic
 from .pending import PendingResponse
 from .server import RECEIVE_BUFFER_SIZE, KafkaConnection, Listener
@@ -29,6 +31,7 @@ from .transaction_runtime import TransactionRuntime
 log = logging.getLogger("kgroup.broker")
 GC_YOUNG_THRESHOLD = 50_000     # allocations between young collections (CPython's default: 700)
 SLICE_S = 0.005                 # run_in_slices: work at most this long before serving others
+CREATE_CHUNK = 128              # partitions whose files the files thread creates at a time
 
 
 class Broker:
@@ -76,6 +79,7 @@ class Broker:
         self._housekeeping: asyncio.Task | None = None
         self._cleaner: asyncio.Task | None = None
         self._in_slices: set = set()    # generators run_in_slices is driving (closed at stop)
+        self._files: concurrent.futures.ThreadPoolExecutor | None = None   # creates partition files
 
     # -- lifecycle ------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -127,6 +131,8 @@ class Broker:
             self._idle_reaper.cancel()
         if self.timelines is not None:
             self.timelines.close()
+        if self._files is not None:
+            self._files.shutdown(wait=True)
         for steps in list(self._in_slices):
             steps.close()               # a topic creation under way is undone
         self._in_slices.clear()
@@ -188,9 +194,11 @@ class Broker:
         steps = self.create_topic_steps(name, num_partitions, replication_factor, configs)
         while True:
             try:
-                next(steps)
+                step = next(steps)
             except StopIteration as done:
                 return done.value
+            if step is not None:
+                step.result()           # file creation on the files thread
 
     def create_topic_steps(self, name: str, num_partitions: int, replication_factor: int,
                            configs: dict[str, str]):
@@ -206,10 +214,17 @@ class Broker:
         made = 0
         try:
             logs.update_topic_config(name, configs)
-            for p in range(num_partitions):
-                made = p + 1            # its directory may exist even if opening it failed
-                logs.get_or_create(name, p)
-                yield
+            for start in range(0, num_partitions, CREATE_CHUNK):
+                chunk = range(start, min(start + CREATE_CHUNK, num_partitions))
+                made = chunk.stop       # their directories may exist from here on
+                # the files are created on a thread (yielded: run_in_slices waits for it) ...
+                prepared = self._files_thread().submit(prepare_partition_files,
+                                                       logs.new_partition_directories(name, chunk))
+                yield prepared
+                prepared.result()       # done by now; raises what the thread met
+                for p in chunk:         # ... and opened here, reads only
+                    logs.get_or_create(name, p)
+                    yield None
             topic = self.metadata.create_topic(name, num_partitions, configs)
         except BaseException as e:      # GeneratorExit too: abandoned at shutdown
             self._undo_partitions(name, made)
@@ -233,20 +248,34 @@ class Broker:
             except Exception:
                 pass
 
+    def _files_thread(self) -> concurrent.futures.ThreadPoolExecutor:
+        if self._files is None:
+            self._files = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="kgroup-files")
+        return self._files
+
     def run_in_slices(self, steps):
         """Drive the generator ``steps`` from the event loop, at most SLICE_S at a time (other
-        connections are served in between); its return value is the answer: returned at once
-        when the first slice finishes it, else given to the PendingResponse returned."""
+        connections are served in between); a step may yield a concurrent future (work on a
+        thread), and the generator resumes once it is done. Its return value is the answer:
+        returned at once when the first slice finishes it, else given to the PendingResponse
+        returned."""
         pending = None
+        loop = asyncio.get_running_loop()
+
+        def resume(_future):
+            loop.call_soon_threadsafe(run)
 
         def run():
             nonlocal pending
             if pending is not None and steps not in self._in_slices:
                 return None             # closed by stop()
             end = time.monotonic() + SLICE_S
+            waiting = None
             try:
                 while True:
-                    next(steps)
+                    waiting = next(steps)
+                    if waiting is not None and not waiting.done():
+                        break
                     if time.monotonic() >= end:
                         break
             except StopIteration as done:
@@ -262,7 +291,10 @@ class Broker:
                 pending.fail(e)
                 return None
             self._in_slices.add(steps)
-            asyncio.get_running_loop().call_soon(run)
+            if waiting is not None and not waiting.done():
+                waiting.add_done_callback(resume)
+            else:
+                loop.call_soon(run)
             if pending is None:
                 pending = PendingResponse()
                 return pending

@@ -79,6 +79,19 @@ def write_checkpoint(path: str, offsets: Mapping[TopicPartition, int]) -> None:
     fsync_dir(os.path.dirname(path) or ".")
 
 
+def prepare_partition_files(directories: list[str]) -> None:
+    """Create each new partition's directory with the empty first segment and indexes that
+    PartitionLog creates, so opening it there is only reads. Touches no LogManager state: the
+    broker runs it on a thread, since creating files waits for the filesystem's journal (tens
+    to hundreds of milliseconds each on a busy disk), which the event loop must not."""
+    for directory in directories:
+        os.makedirs(directory, exist_ok=True)
+        prefix = os.path.join(directory, f"{0:020d}")
+        for suffix in (".log", ".index", ".timeindex"):
+            if not os.path.exists(prefix + suffix):
+                os.close(os.open(prefix + suffix, os.O_WRONLY | os.O_CREAT, 0o644))
+
+
 class LogManager:
     def __init__(self, log_dirs: list[str] | str, default_config: LogConfig | None = None, *,
                  topic_configs: Mapping[str, LogConfig | Mapping[str, Any]] | None = None,
@@ -160,15 +173,40 @@ class LogManager:
         plog = self._logs.get(tp)
         if plog is not None:
             return plog
-        counts = {d: 0 for d in self.log_dirs}
-        for d in self._dir_of.values():
-            counts[d] += 1
-        log_dir = min(self.log_dirs, key=lambda d: counts[d])
+        log_dir = self._placement(tp)
         plog = PartitionLog(os.path.join(log_dir, f"{topic}-{partition}"), self._config_for(topic),
                             had_clean_shutdown=True, clock=self._clock, files=self.open_files)
         self._logs[tp] = plog
         self._dir_of[tp] = log_dir
         return plog
+
+    def _placement(self, tp: TopicPartition) -> str:
+        """The directory of a new partition: where prepare_partition_files put it, else the
+        one holding the fewest partitions."""
+        if len(self.log_dirs) == 1:
+            return self.log_dirs[0]
+        name = f"{tp[0]}-{tp[1]}"
+        for d in self.log_dirs:
+            if os.path.isdir(os.path.join(d, name)):
+                return d
+        counts = {d: 0 for d in self.log_dirs}
+        for d in self._dir_of.values():
+            counts[d] += 1
+        return min(self.log_dirs, key=lambda d: counts[d])
+
+    def new_partition_directories(self, topic: str, partitions) -> list[str]:
+        """Where new partitions of ``topic`` go, for prepare_partition_files (decided here, on
+        the caller's thread; spread over the directories as get_or_create would)."""
+        counts = {d: 0 for d in self.log_dirs}
+        if len(self.log_dirs) > 1:
+            for d in self._dir_of.values():
+                counts[d] += 1
+        out = []
+        for p in partitions:
+            d = min(self.log_dirs, key=lambda d: counts[d])
+            counts[d] += 1
+            out.append(os.path.join(d, f"{topic}-{p}"))
+        return out
 
     def update_topic_config(self, topic: str, config: LogConfig | Mapping[str, Any]) -> None:
         """A LogConfig, or the topic's complete set of overrides (Kafka topic config names)
