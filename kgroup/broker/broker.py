@@ -22,7 +22,7 @@ from .ops import attach_operations
 from .group_runtime import GroupRuntime
 from .connections import ConnectionQuotas, log_files_budget, raise_nofile_limit
 from .log_dir_failure import LogDirFailure
-from ..storage.manager import prepare_partition_files
+from ..storage.manager import prepare_partition_files, write_checkpoint_files
 from .metadata import OFFSETS_TOPIC, TopicRegistry, Topic
 from .pending import PendingResponse
 from .server import RECEIVE_BUFFER_SIZE, KafkaConnection, Listener
@@ -152,8 +152,16 @@ class Broker:
             if self.log_dir_failure.offline:
                 return
             try:
-                self.data_path.logs.flush_dirty_logs()
-                self.data_path.logs.checkpoint()
+                logs = self.data_path.logs
+                logs.flush_dirty_logs()
+                # the checkpoint files that changed, written and fsynced on the files thread
+                # (with 10,000 partitions, tens of milliseconds a second, more on a busy disk)
+                contents, state = logs.checkpoint_contents()
+                if contents:
+                    await self.loop.run_in_executor(self._files_thread(), write_checkpoint_files, contents)
+                logs.checkpoint_written(contents, state)
+                if self.log_dir_failure.offline:
+                    return
                 if self.loop.time() >= next_retention:
                     next_retention = self.loop.time() + interval
                     self.data_path.logs.delete_old_segments()

@@ -67,16 +67,31 @@ def read_checkpoint(path: str) -> dict[TopicPartition, int]:
         return {}
 
 
+def checkpoint_text(offsets: Mapping[TopicPartition, int]) -> str:
+    lines = ["0", str(len(offsets))] + [f"{t} {p} {o}" for (t, p), o in sorted(offsets.items())]
+    return "\n".join(lines) + "\n"
+
+
 def write_checkpoint(path: str, offsets: Mapping[TopicPartition, int]) -> None:
     """Write atomically (temp file, fsync, rename, fsync of the directory)."""
-    lines = ["0", str(len(offsets))] + [f"{t} {p} {o}" for (t, p), o in sorted(offsets.items())]
+    write_text_atomically(path, checkpoint_text(offsets))
+
+
+def write_text_atomically(path: str, text: str) -> None:
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:
-        f.write("\n".join(lines) + "\n")
+        f.write(text)
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
     fsync_dir(os.path.dirname(path) or ".")
+
+
+def write_checkpoint_files(contents: Mapping[str, str]) -> None:
+    """Write what ``LogManager.checkpoint_contents`` gave (pure I/O: the broker runs it on a
+    thread)."""
+    for path, text in contents.items():
+        write_text_atomically(path, text)
 
 
 def prepare_partition_files(directories: list[str]) -> None:
@@ -110,6 +125,8 @@ class LogManager:
         self.open_files = OpenFiles(max_open_files)
         self._logs: dict[TopicPartition, PartitionLog] = {}
         self._dir_of: dict[TopicPartition, str] = {}
+        self._checkpointed: dict[str, str] = {}     # checkpoint path -> the text last written
+        self._checkpointed_state: tuple | None = None   # the offsets it holds (checkpoint_contents)
         self.had_clean_shutdown: dict[str, bool] = {}
         self._closed = False
         for d in self.log_dirs:
@@ -259,8 +276,11 @@ class LogManager:
         return total
 
     def flush_dirty_logs(self, now_ms: int | None = None) -> int:
-        """Kafka's flush scheduler: flush logs whose flush.ms has elapsed."""
-        return self._each("flush", lambda plog: plog.maybe_flush(now_ms))
+        """Kafka's flush scheduler: flush logs whose flush.ms has elapsed (only logs with
+        unflushed messages are looked at: this runs every second over every log)."""
+        now = (self._clock or _wall_ms)() if now_ms is None else now_ms
+        dirty = [(tp, plog) for tp, plog in self._logs.items() if plog.unflushed_messages > 0]
+        return self._each("flush", lambda plog: plog.maybe_flush(now), dirty) if dirty else 0
 
     def delete_old_segments(self, now_ms: int | None = None) -> int:
         return self._each("retention", lambda plog: plog.delete_old_segments(now_ms))
@@ -300,14 +320,37 @@ class LogManager:
 
     def checkpoint(self) -> None:
         """Write the recovery points and log start offsets of every directory."""
+        contents, state = self.checkpoint_contents(changed_only=False)
+        write_checkpoint_files(contents)
+        self.checkpoint_written(contents, state)
+
+    def checkpoint_contents(self, changed_only: bool = True) -> tuple[dict[str, str], tuple]:
+        """(path -> text of the checkpoint files, the state they hold); with ``changed_only``,
+        only the files whose text differs from what checkpoint_written last recorded, and
+        nothing at all (cheaply: no text is built) when no offset changed. Write them with
+        write_checkpoint_files (anywhere, e.g. on a thread), then call checkpoint_written."""
+        logs = self._logs
+        state = (tuple(logs), [p.recovery_point for p in logs.values()],
+                 [p.log_start_offset for p in logs.values()], [p.cleaner_checkpoint for p in logs.values()])
+        if changed_only and state == self._checkpointed_state:
+            return {}, state
+        out = {}
         for d in self.log_dirs:
             tps = [tp for tp, dd in self._dir_of.items() if dd == d]
-            write_checkpoint(os.path.join(d, RECOVERY_POINT_CHECKPOINT),
-                             {tp: self._logs[tp].recovery_point for tp in tps})
-            write_checkpoint(os.path.join(d, LOG_START_OFFSET_CHECKPOINT),
-                             {tp: self._logs[tp].log_start_offset for tp in tps})
-            write_checkpoint(os.path.join(d, CLEANER_OFFSET_CHECKPOINT),   # Kafka's LogCleanerManager file
-                             {tp: self._logs[tp].cleaner_checkpoint for tp in tps if self._logs[tp].config.compact})
+            for name, offsets in (
+                    (RECOVERY_POINT_CHECKPOINT, {tp: logs[tp].recovery_point for tp in tps}),
+                    (LOG_START_OFFSET_CHECKPOINT, {tp: logs[tp].log_start_offset for tp in tps}),
+                    (CLEANER_OFFSET_CHECKPOINT,   # Kafka's LogCleanerManager file
+                     {tp: logs[tp].cleaner_checkpoint for tp in tps if logs[tp].config.compact})):
+                path = os.path.join(d, name)
+                text = checkpoint_text(offsets)
+                if not changed_only or self._checkpointed.get(path) != text:
+                    out[path] = text
+        return out, state
+
+    def checkpoint_written(self, contents: Mapping[str, str], state: tuple) -> None:
+        self._checkpointed.update(contents)
+        self._checkpointed_state = state
 
     def close_all(self, clean: bool = True) -> None:
         """Clean: close every log cleanly, checkpoint, then write the clean-shutdown marker.
