@@ -6,9 +6,11 @@ partition and the ConfigRecords), such a request fails as a whole with POLICY_VI
 topic is never saved before its partitions exist."""
 import os
 import resource
+import time
 
 from kgroup.protocol.errors import ErrorCode
 from kgroup.protocol.messages.create_topics import CreateTopicsRequest
+from kgroup.protocol.messages.delete_topics import DeleteTopicsRequest
 from kgroup.protocol.messages.metadata import MetadataRequest
 from tests.harness import BrokerProcess, RawClient
 
@@ -109,3 +111,69 @@ def produce(c, topic, partition, value):
     r = c.request(ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[TPD(name=topic, partition_data=[
         TPD.PartitionProduceData(index=partition, records=build_batch([Record(key=None, value=value, timestamp=1)]))])]), 9)
     return r.responses[0].partition_responses[0].error_code
+
+
+def test_a_creation_cut_short_leaves_no_topic_and_no_partitions(tmp_path):
+    """A CreateTopics of 9,999 partitions under way when the broker stops or is SIGKILLed. A
+    stop lets requests in flight finish for up to 10 s: the creation either completes (every
+    partition) or is undone (none). After a SIGKILL, the logs of the topic never saved are
+    removed at the next start, as Kafka removes stray logs. Either way the name can then be
+    created again."""
+    data = tmp_path / "d"
+
+    def partition_dirs():
+        return [d for d in os.listdir(data) if d.startswith("cut-")]
+    for stop in ("sigterm", "sigkill"):
+        b = BrokerProcess(data).start()
+        c = RawClient(b.port)
+        c.send(CreateTopicsRequest(topics=[CT(name="cut", num_partitions=9999, replication_factor=1)],
+                                   timeout_ms=60_000, validate_only=False), 7)
+        deadline = time.monotonic() + 30
+        while len(partition_dirs()) < 300:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        if stop == "sigterm":
+            b.stop()
+        else:
+            b.kill()
+        mark = len(b.log_text())
+        b.start()
+        try:
+            c = RawClient(b.port)
+            if stop == "sigterm" and "cut" in topic_names(c):       # finished while stopping
+                assert len(partition_dirs()) == 9999
+                c.request(DeleteTopicsRequest(topic_names=["cut"], timeout_ms=5000), 4)
+            else:
+                if stop == "sigkill":
+                    assert "its topic was never created" in b.log_text(mark)
+                assert "cut" not in topic_names(c)
+            assert not partition_dirs()
+            assert create(c, CT(name="cut", num_partitions=2, replication_factor=1))["cut"] == (0, None)
+            assert sorted(partition_dirs()) == ["cut-0", "cut-1"]
+            c.request(DeleteTopicsRequest(topic_names=["cut"], timeout_ms=5000), 4)
+        finally:
+            b.stop()
+
+
+def test_a_stop_undoes_a_creation_under_way(tmp_path):
+    """In process, where the stop does not wait for it: the creation's generator is closed, its
+    partitions removed and its name released; the answer never comes (its connection is gone)."""
+    import asyncio
+    from kgroup.broker.broker import Broker
+    from kgroup.broker.config import BrokerConfig
+    from kgroup.broker.pending import PendingResponse
+
+    async def main():
+        b = Broker(BrokerConfig.load(None, [f"log.dirs={tmp_path}", "listeners=PLAINTEXT://127.0.0.1:0"]))
+        await b.start()
+        pending = b.run_in_slices(b.create_topic_steps("cut", 5000, 1, {}))
+        assert isinstance(pending, PendingResponse) and "cut" in b.metadata.creating
+        deadline = time.monotonic() + 30
+        while len([d for d in os.listdir(tmp_path) if d.startswith("cut-")]) < 200:
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.01)
+        await b.stop()
+        assert not pending.answered
+        assert "cut" not in b.metadata.topics and "cut" not in b.metadata.creating
+        assert not [d for d in os.listdir(tmp_path) if d.startswith("cut-")]
+    asyncio.run(main())
