@@ -16,13 +16,13 @@ import time
 
 from ..protocol.records import CRC32C_IMPLEMENTATION, crc32c_is_fast
 from ..protocol.errors import ErrorCode, KafkaError
+from ..storage.manager import prepare_partition_files, write_checkpoint_files
 from .config import BrokerConfig
 from .data_path import DataPath
 from .ops import attach_operations
 from .group_runtime import GroupRuntime
 from .connections import ConnectionQuotas, log_files_budget, raise_nofile_limit
 from .log_dir_failure import LogDirFailure
-from ..storage.manager import prepare_partition_files, write_checkpoint_files
 from .metadata import OFFSETS_TOPIC, TopicRegistry, Topic
 from .pending import PendingResponse
 from .server import RECEIVE_BUFFER_SIZE, KafkaConnection, Listener
@@ -132,7 +132,8 @@ class Broker:
         if self.timelines is not None:
             self.timelines.close()
         if self._files is not None:
-            self._files.shutdown(wait=True)
+            self._files.shutdown(wait=True)     # a checkpoint or partition files being written
+            self._files = None
         for steps in list(self._in_slices):
             steps.close()               # a topic creation under way is undone
         self._in_slices.clear()
