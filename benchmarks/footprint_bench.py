@@ -5,10 +5,14 @@
   groups x 10 partitions, written straight into the log; goal <= 3 s);
 - RSS per idle Stable classic member, holding M members (default 5,000, one group each with
   its own member, all Stable; goal <= 2 KB each), and the heartbeat round-trip p50/p99 while
-  the broker holds them (one heartbeat per member, sequential on one connection).
+  the broker holds them (one heartbeat per member, sequential on one connection);
+- the event-loop stall of one CreateTopics of P partitions (default 9,999, the controller's cap
+  of 10,000 records): the longest and p99 heartbeat round trip of a Stable member on another
+  connection while it runs, how long it takes, and the broker's open descriptors after it.
 
     python benchmarks/footprint_bench.py            # 10,000 connections, 5,000 members
     python benchmarks/footprint_bench.py --short    # 1,000 connections, 500 members
+    python benchmarks/footprint_bench.py --only-create [--create-partitions P]
 
 RSS is the broker's VmRSS from /proc, before and after, divided by the count. The soft
 descriptor limit of this process is raised to the hard limit (the broker raises its own).
@@ -138,6 +142,49 @@ def stable_members(port: int, pid: int, m: int) -> tuple[float, float, float]:
     return per, lat[len(lat) // 2] * 1e3, lat[int(len(lat) * 0.99)] * 1e3
 
 
+def creation_stall(port: int, pid: int, partitions: int) -> tuple:
+    """(CreateTopics seconds, its error code, heartbeat p99 ms, max ms, heartbeats, descriptors):
+    a Stable member heartbeats every 2 ms on its own connection while another creates a topic
+    of ``partitions`` partitions."""
+    import threading
+    from kgroup.protocol.messages.create_topics import CreateTopicsRequest
+    c = Client(port)
+    meta = ConsumerProtocolSubscription(topics=["t"]).to_bytes(0)
+    req = JoinGroupRequest(group_id="stall", session_timeout_ms=60_000, rebalance_timeout_ms=60_000, member_id="",
+                           protocol_type="consumer",
+                           protocols=[JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=meta)])
+    req.member_id = c.request(req, 9).member_id
+    r = c.request(req, 9)
+    A = SyncGroupRequest.SyncGroupRequestAssignment
+    c.request(SyncGroupRequest(group_id="stall", generation_id=r.generation_id, member_id=r.member_id,
+                               protocol_type="consumer", protocol_name="range",
+                               assignments=[A(member_id=r.member_id, assignment=b"")]), 5)
+    lat, stop = [], threading.Event()
+
+    def heartbeats():
+        while not stop.is_set():
+            t0 = time.perf_counter()
+            c.request(HeartbeatRequest(group_id="stall", generation_id=r.generation_id, member_id=r.member_id), 4)
+            lat.append(time.perf_counter() - t0)
+            time.sleep(0.002)
+    t = threading.Thread(target=heartbeats)
+    t.start()
+    time.sleep(0.2)
+    del lat[:]
+    admin = Client(port)
+    admin.sock.settimeout(600)
+    CT = CreateTopicsRequest.CreatableTopic
+    t0 = time.perf_counter()
+    resp = admin.request(CreateTopicsRequest(topics=[CT(name="wide", num_partitions=partitions, replication_factor=1)],
+                                             timeout_ms=600_000, validate_only=False), 7)
+    elapsed = time.perf_counter() - t0
+    stop.set()
+    t.join()
+    lat.sort()
+    fds = len(os.listdir(f"/proc/{pid}/fd"))
+    return (elapsed, resp.topics[0].error_code, lat[int(len(lat) * 0.99)] * 1e3, lat[-1] * 1e3, len(lat), fds)
+
+
 def load_time(tmp: str, records: int) -> float:
     """Write ``records`` offset commits into a stopped broker's __consumer_offsets, restart it,
     and return the load time it logs."""
@@ -186,13 +233,24 @@ def main():
     ap.add_argument("--connections", type=int, default=10_000)
     ap.add_argument("--members", type=int, default=5_000)
     ap.add_argument("--load-records", type=int, default=1_000_000)
+    ap.add_argument("--create-partitions", type=int, default=9_999)
     ap.add_argument("--short", action="store_true")
+    ap.add_argument("--only-create", action="store_true", help="only the CreateTopics stall")
     a = ap.parse_args()
     if a.short:
         a.connections, a.members, a.load_records = 1_000, 500, 100_000
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     with tempfile.TemporaryDirectory(prefix="kgroup-footprint-") as tmp:
+        proc, port, _ = start_broker(os.path.join(tmp, "create"))
+        try:
+            create = creation_stall(port, proc.pid, a.create_partitions)
+        finally:
+            proc.terminate()
+            proc.wait(60)
+        if a.only_create:
+            print_create(a, create)
+            return
         proc, port, _ = start_broker(os.path.join(tmp, "data"))
         try:
             per_conn = idle_connections(port, proc.pid, a.connections)
@@ -206,6 +264,14 @@ def main():
     print(f"{f'RSS per idle Stable member ({a.members:,})':<44} {per_member / 1024:>9.2f} KB {'<= 2 KB':>10}")
     print(f"{'heartbeat round trip p50 / p99 (ms)':<44} {p50:>5.2f}/{p99:<6.2f}")
     print(f"{f'__consumer_offsets load ({a.load_records:,} records)':<44} {load_s:>10.2f} s {'<= 3 s':>10}")
+    print_create(a, create)
+
+
+def print_create(a, create):
+    elapsed, code, p99, worst, n, fds = create
+    print(f"{f'CreateTopics of {a.create_partitions:,} partitions':<44} {elapsed:>10.2f} s  (error code {code})")
+    print(f"{'  heartbeat p99 / max while it runs (ms)':<44} {p99:>6.1f}/{worst:<7.1f} ({n} heartbeats)")
+    print(f"{'  broker descriptors after it':<44} {fds:>12,}")
 
 
 if __name__ == "__main__":

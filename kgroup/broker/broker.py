@@ -7,25 +7,31 @@ stop accepting, let in-flight requests finish (bounded), flush and close the log
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import gc
 import logging
 import os
 import shutil
+import time
 
 from ..protocol.records import CRC32C_IMPLEMENTATION, crc32c_is_fast
 from ..protocol.errors import ErrorCode, KafkaError
+from ..storage.manager import prepare_partition_files, write_checkpoint_files
 from .config import BrokerConfig
 from .data_path import DataPath
 from .ops import attach_operations
 from .group_runtime import GroupRuntime
-from .connections import ConnectionQuotas
+from .connections import ConnectionQuotas, log_files_budget, raise_nofile_limit
 from .log_dir_failure import LogDirFailure
 from .metadata import OFFSETS_TOPIC, TopicRegistry, Topic
+from .pending import PendingResponse
 from .server import RECEIVE_BUFFER_SIZE, KafkaConnection, Listener
 from .transaction_runtime import TransactionRuntime
 
 log = logging.getLogger("kgroup.broker")
 GC_YOUNG_THRESHOLD = 50_000     # allocations between young collections (CPython's default: 700)
+SLICE_S = 0.005                 # run_in_slices: work at most this long before serving others
+CREATE_CHUNK = 128              # partitions whose files the files thread creates at a time
 
 
 class Broker:
@@ -40,9 +46,17 @@ class Broker:
         config.set_dynamic(self.metadata.broker_configs.get(str(config.node_id), {}),   # AlterConfigs'
                            self.metadata.broker_configs.get("", {}))
         self.data_path = DataPath(config, self.data_dir,
-                                  {t.name: t.configs for t in self.metadata.topics.values()})
+                                  {t.name: t.configs for t in self.metadata.topics.values()},
+                                  max_open_files=log_files_budget(raise_nofile_limit()))
         for topic in self.metadata.topics.values():  # a crash between the two writes leaves none missing
             self.data_path.create_partitions(topic.name, topic.num_partitions, topic.configs)
+        for name, partition in self.data_path.logs.topic_partitions():
+            if name not in self.metadata.topics:
+                # A creation cut short by a crash (its topic is saved only after its partitions
+                # exist, and answered after that): never acknowledged, so removed, as Kafka
+                # removes the stray logs of topics its metadata does not have.
+                log.warning("deleting %s-%d: its topic was never created (a creation cut short)", name, partition)
+                self.data_path.logs.delete_partition(name, partition)
         # An I/O error on the log directory takes it offline and stops the broker (Kafka's
         # LogDirFailureChannel); the CLI sets log_dir_failure.on_offline.
         self.log_dir_failure = LogDirFailure(self.data_dir, self.data_path.logs)
@@ -64,6 +78,8 @@ class Broker:
         self.loop: asyncio.AbstractEventLoop | None = None
         self._housekeeping: asyncio.Task | None = None
         self._cleaner: asyncio.Task | None = None
+        self._in_slices: set = set()    # generators run_in_slices is driving (closed at stop)
+        self._files: concurrent.futures.ThreadPoolExecutor | None = None   # creates partition files
 
     # -- lifecycle ------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -82,7 +98,7 @@ class Broker:
         # until its group commit answers it; at the default threshold (700) the collector would
         # scan them dozens of times per burst (README, "Coordinator", gives the effect).
         gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
-        self.quotas.start()
+        self.quotas.start(len(self.data_path.logs.open_files))
         self._schedule_idle_expiry()
         self.server = Listener(self, host or "0.0.0.0", port, self.config["socket.listen.backlog.size"])
         self.bound_port = self.server.port
@@ -115,6 +131,12 @@ class Broker:
             self._idle_reaper.cancel()
         if self.timelines is not None:
             self.timelines.close()
+        if self._files is not None:
+            self._files.shutdown(wait=True)     # a checkpoint or partition files being written
+            self._files = None
+        for steps in list(self._in_slices):
+            steps.close()               # a topic creation under way is undone
+        self._in_slices.clear()
         self.group_coordinator.close()
         self.transaction_coordinator.close()
         # After a log directory failure nothing more is written: the logs close as after a crash.
@@ -131,8 +153,16 @@ class Broker:
             if self.log_dir_failure.offline:
                 return
             try:
-                self.data_path.logs.flush_dirty_logs()
-                self.data_path.logs.checkpoint()
+                logs = self.data_path.logs
+                logs.flush_dirty_logs()
+                # the checkpoint files that changed, written and fsynced on the files thread
+                # (with 10,000 partitions, tens of milliseconds a second, more on a busy disk)
+                contents, state = logs.checkpoint_contents()
+                if contents:
+                    await self.loop.run_in_executor(self._files_thread(), write_checkpoint_files, contents)
+                logs.checkpoint_written(contents, state)
+                if self.log_dir_failure.offline:
+                    return
                 if self.loop.time() >= next_retention:
                     next_retention = self.loop.time() + interval
                     self.data_path.logs.delete_old_segments()
@@ -169,26 +199,116 @@ class Broker:
     # -- topics ---------------------------------------------------------------------------------
     def create_topic(self, name: str, num_partitions: int, replication_factor: int,
                      configs: dict[str, str]) -> Topic:
+        """Create a topic at once (auto-creation, the internal topics: a few partitions)."""
+        steps = self.create_topic_steps(name, num_partitions, replication_factor, configs)
+        while True:
+            try:
+                step = next(steps)
+            except StopIteration as done:
+                return done.value
+            if step is not None:
+                step.result()           # file creation on the files thread
+
+    def create_topic_steps(self, name: str, num_partitions: int, replication_factor: int,
+                           configs: dict[str, str]):
+        """A generator creating a topic one partition log per step; returns the Topic. The name
+        is taken from the first step (a second creation gets TOPIC_ALREADY_EXISTS), and the
+        topic is saved, and so visible, only once every partition exists: a topic is never
+        persisted without its partitions (a creation that fails, e.g. out of disk, or is closed
+        at shutdown, is undone, and an error reported). CreateTopics runs it in time slices
+        (run_in_slices), so up to 10,000 partitions never hold the event loop."""
         num_partitions, _ = self.metadata.check_create(name, num_partitions, replication_factor, configs)
-        # Partitions first, then the topic is saved: a topic is never persisted without its
-        # partitions (a creation that fails, e.g. out of descriptors, is undone and reported).
+        logs = self.data_path.logs
+        self.metadata.creating.add(name)
+        made = 0
         try:
-            self.data_path.create_partitions(name, num_partitions, configs)
-        except Exception as e:
-            log.error("cannot create topic %s with %d partition(s): %s", name, num_partitions, e)
-            for p in range(num_partitions):
-                try:
-                    if not self.data_path.logs.delete_partition(name, p):
-                        # made but never opened: only its directory exists
-                        shutil.rmtree(os.path.join(self.data_dir, f"{name}-{p}"), ignore_errors=True)
-                except Exception:
-                    pass
-            raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR,
-                             f"Cannot create the partitions of topic {name}: {e}") from None
-        topic = self.metadata.create_topic(name, num_partitions, configs)
+            logs.update_topic_config(name, configs)
+            for start in range(0, num_partitions, CREATE_CHUNK):
+                chunk = range(start, min(start + CREATE_CHUNK, num_partitions))
+                made = chunk.stop       # their directories may exist from here on
+                # the files are created on a thread (yielded: run_in_slices waits for it) ...
+                prepared = self._files_thread().submit(prepare_partition_files,
+                                                       logs.new_partition_directories(name, chunk))
+                yield prepared
+                prepared.result()       # done by now; raises what the thread met
+                for p in chunk:         # ... and opened here, reads only
+                    logs.get_or_create(name, p)
+                    yield None
+            topic = self.metadata.create_topic(name, num_partitions, configs)
+        except BaseException as e:      # GeneratorExit too: abandoned at shutdown
+            self._undo_partitions(name, made)
+            if isinstance(e, Exception):
+                log.error("cannot create topic %s with %d partition(s): %s", name, num_partitions, e)
+                raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR,
+                                 f"Cannot create the partitions of topic {name}: {e}") from None
+            raise
+        finally:
+            self.metadata.creating.discard(name)
         log.info("created topic %s with %d partition(s)", name, num_partitions)
         self.group_coordinator.on_topics_changed()
         return topic
+
+    def _undo_partitions(self, name: str, count: int) -> None:
+        for p in range(count):
+            try:
+                if not self.data_path.logs.delete_partition(name, p):
+                    # made but never opened: only its directory exists
+                    shutil.rmtree(os.path.join(self.data_dir, f"{name}-{p}"), ignore_errors=True)
+            except Exception:
+                pass
+
+    def _files_thread(self) -> concurrent.futures.ThreadPoolExecutor:
+        if self._files is None:
+            self._files = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="kgroup-files")
+        return self._files
+
+    def run_in_slices(self, steps):
+        """Drive the generator ``steps`` from the event loop, at most SLICE_S at a time (other
+        connections are served in between); a step may yield a concurrent future (work on a
+        thread), and the generator resumes once it is done. Its return value is the answer:
+        returned at once when the first slice finishes it, else given to the PendingResponse
+        returned."""
+        pending = None
+        loop = asyncio.get_running_loop()
+
+        def resume(_future):
+            loop.call_soon_threadsafe(run)
+
+        def run():
+            nonlocal pending
+            if pending is not None and steps not in self._in_slices:
+                return None             # closed by stop()
+            end = time.monotonic() + SLICE_S
+            waiting = None
+            try:
+                while True:
+                    waiting = next(steps)
+                    if waiting is not None and not waiting.done():
+                        break
+                    if time.monotonic() >= end:
+                        break
+            except StopIteration as done:
+                self._in_slices.discard(steps)
+                if pending is None:
+                    return done.value
+                pending.answer(done.value)
+                return None
+            except Exception as e:
+                self._in_slices.discard(steps)
+                if pending is None:
+                    raise
+                pending.fail(e)
+                return None
+            self._in_slices.add(steps)
+            if waiting is not None and not waiting.done():
+                waiting.add_done_callback(resume)
+            else:
+                loop.call_soon(run)
+            if pending is None:
+                pending = PendingResponse()
+                return pending
+            return None
+        return run()
 
     def delete_topic(self, name: str) -> Topic:
         topic = self.metadata.delete_topic(name)

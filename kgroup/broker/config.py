@@ -57,6 +57,9 @@ CONFIG_DEFS: dict[str, ConfigDef] = {c.name: c for c in (
     _d("offsets.retention.minutes", "int", 10080, "Retention of committed offsets of empty groups."),
     _d("offsets.retention.check.interval.ms", "long", 600000, "How often offsets expiry runs."),
     _d("offsets.commit.timeout.ms", "int", 5000, "How long an offset commit write may take."),
+    _d("offsets.load.buffer.size", "int", 5242880,
+       "Batch size for reading from the offsets segments when loading offsets into the cache "
+       "(soft-limit, overridden if records are too large)."),
     _d("offset.metadata.max.bytes", "int", 4096, "Largest metadata string in an offset commit."),
     _d("group.initial.rebalance.delay.ms", "int", 3000, "Wait for more members before the first rebalance."),
     _d("group.min.session.timeout.ms", "int", 6000, "Smallest session timeout a member may ask."),
@@ -113,6 +116,9 @@ CONFIG_DEFS: dict[str, ConfigDef] = {c.name: c for c in (
     _d("transaction.state.log.num.partitions", "int", 50, "Partitions of __transaction_state."),
     _d("transaction.state.log.replication.factor", "short", 1, "Replication factor of __transaction_state."),
     _d("transaction.state.log.segment.bytes", "int", 104857600, "Segment size of __transaction_state."),
+    _d("transaction.state.log.load.buffer.size", "int", 5242880,
+       "Batch size for reading from the transaction log segments when loading producer ids and "
+       "transactions into the cache (soft-limit, overridden if records are too large)."),
     _d("transaction.max.timeout.ms", "int", 900000, "Longest transaction.timeout.ms a producer may ask for."),
     _d("transaction.abort.timed.out.transaction.cleanup.interval.ms", "int", 10000,
        "How often timed-out transactions are aborted."),
@@ -231,6 +237,10 @@ class BrokerConfig:
             self.values["node.id"] = bid
         if self.values["log.message.timestamp.type"] not in ("CreateTime", "LogAppendTime"):
             raise ConfigError("log.message.timestamp.type must be CreateTime or LogAppendTime")
+        for key in ("offsets.load.buffer.size", "transaction.state.log.load.buffer.size"):
+            if self.values[key] < 1:        # Kafka's atLeast(1)
+                raise ConfigError(f"Invalid value {self.values[key]} for configuration {key}: "
+                                  "Value must be at least 1")
         self.listener()  # validates the listener URI
         try:
             self.values["group.consumer.migration.policy"] = validate_migration_policy(

@@ -32,10 +32,22 @@ import time
 
 log = logging.getLogger("kgroup.server")
 _WARN_EVERY_S = 10.0
-# Descriptors kept for the broker's own files beyond those open at start: a partition log uses
-# three (segment, offset index, time index) plus transient ones for checkpoints and snapshots.
+# Descriptors kept for the broker's own files: the log manager keeps at most all but
+# _TRANSIENT_FILES of them open for segments and indexes (storage/open_files.py), the rest are
+# for files opened briefly (checkpoints, producer snapshots, index reads, directory fsyncs).
 _FD_RESERVE_MIN = 256
 _FD_RESERVE_MAX = 4096
+_TRANSIENT_FILES = 64
+
+
+def own_files_reserve(soft_limit: int) -> int:
+    """Descriptors kept for the broker's own files, never given to connections."""
+    return max(_FD_RESERVE_MIN, min(soft_limit // 8, _FD_RESERVE_MAX))
+
+
+def log_files_budget(soft_limit: int) -> int:
+    """Segment and index descriptors the log manager may keep open (its OpenFiles capacity)."""
+    return own_files_reserve(soft_limit) - _TRANSIENT_FILES
 
 
 def raise_nofile_limit() -> int:
@@ -139,11 +151,11 @@ class ConnectionQuotas:
         self._warn = RateLimitedWarning()
         self._accept_warn = RateLimitedWarning()
 
-    def start(self) -> None:
+    def start(self, log_files_open: int = 0) -> None:
+        """``log_files_open``: descriptors the log manager holds now, part of the reserve."""
         soft = raise_nofile_limit()
-        in_use = _open_descriptors()
-        reserve = in_use + max(_FD_RESERVE_MIN, min(soft // 8, _FD_RESERVE_MAX))
-        self.fd_limit = max(soft - reserve, 1)
+        in_use = _open_descriptors() - log_files_open
+        self.fd_limit = max(soft - in_use - own_files_reserve(soft), 1)
         log.info("file descriptor limit %d: at most %d connections (max.connections=%d)", soft,
                  min(self.fd_limit, self.max_connections), self.max_connections)
 

@@ -164,11 +164,13 @@ class FetchWaiter:
 
 
 class DataPath:
-    def __init__(self, config: BrokerConfig, data_dir: str, topic_configs: dict[str, dict[str, str]]):
+    def __init__(self, config: BrokerConfig, data_dir: str, topic_configs: dict[str, dict[str, str]],
+                 max_open_files: int | None = None):
         self.config = config
         self.default_log_config = log_config_from_broker(config)
         self.data_dir = data_dir
-        self.logs = LogManager(data_dir, self.default_log_config, topic_configs=topic_configs)
+        self.logs = LogManager(data_dir, self.default_log_config, topic_configs=topic_configs,
+                               max_open_files=max_open_files)
         self._data_device = os.stat(data_dir).st_dev
         self._device_of: dict[str, int] = {}    # log directory -> st_dev
         self.producer_ids = ProducerIdManager(data_dir)

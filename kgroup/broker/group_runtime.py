@@ -85,6 +85,7 @@ class GroupRuntime:
     ``_topic_configs`` and ``_after_commit``."""
 
     topic = OFFSETS_TOPIC
+    load_buffer_size_key = "offsets.load.buffer.size"
 
     def __init__(self, broker):
         self.broker = broker
@@ -145,7 +146,8 @@ class GroupRuntime:
             plog = self.broker.data_path.log(self.topic, p)
             slice_end = clock() + LOAD_SLICE_S
             try:
-                for _ in load_steps(shard, plog, self._replay_transactional):   # offsets_loader.py
+                for _ in load_steps(shard, plog, self._replay_transactional,     # offsets_loader.py
+                                    self.broker.config[self.load_buffer_size_key]):
                     if clock() >= slice_end:
                         await asyncio.sleep(0)
                         slice_end = clock() + LOAD_SLICE_S

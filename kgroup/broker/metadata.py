@@ -84,6 +84,9 @@ class TopicRegistry:
         # dynamic broker configs: resource name ("" = cluster default, or a node id) -> {key: value}
         self.broker_configs: dict[str, dict[str, str]] = {}
         self.group_configs: dict[str, dict[str, str]] = {}    # group id -> GROUP config overrides
+        # Topics whose partitions are being created (Broker.create_topic_steps): not visible yet,
+        # but their names are taken.
+        self.creating: set[str] = set()
         self._load_topics()
 
     # -- identity ---------------------------------------------------------------------------
@@ -141,7 +144,7 @@ class TopicRegistry:
         """Validate a topic creation the way Kafka's controller does; returns the resolved
         (partitions, replication factor). Raises KafkaError."""
         validate_topic_name(name)
-        if name in self.topics:
+        if name in self.topics or name in self.creating:
             raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
         if num_partitions == -1:
             num_partitions = self.config["num.partitions"]

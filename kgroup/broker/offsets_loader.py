@@ -8,22 +8,50 @@ the same group, topic and partition. A partition holding transactional batches (
 markers) is replayed record by record, as before, since there a record's effect depends on the
 marker that follows it. The generator yields after every batch read and every 256 records
 replayed: the runtime gives the event loop a turn there when its time slice is up.
+
+The log is read as Kafka's CoordinatorLoaderImpl reads it: ``offsets.load.buffer.size`` bytes
+at a time (``transaction.state.log.load.buffer.size`` for ``__transaction_state``; default
+5 MiB), whole batches, at least one; a batch larger than the buffer is read whole (Kafka grows
+its buffer to it, with a WARNING). So the log bytes held at once are bounded by the larger of
+the buffer and the largest batch, whatever the partition's size.
 """
 from __future__ import annotations
 
-from ..protocol.records import decode_records
+import logging
 
+from ..protocol.records import decode_records, iter_batches
+
+log = logging.getLogger("kgroup.coordinator_loader")
 _REPLAYS_PER_STEP = 256
+DEFAULT_LOAD_BUFFER_SIZE = 5 * 1024 * 1024
 
 
-def load_steps(shard, plog, replay_transactional):
+def read_batches(plog, buffer_size: int = DEFAULT_LOAD_BUFFER_SIZE):
+    """``(header, batch)`` of every batch from the log start to the log end as the load began,
+    read ``buffer_size`` bytes at a time (one larger batch alone)."""
+    offset, end = plog.log_start_offset, plog.log_end_offset
+    warned = False
+    while offset < end:
+        records = plog.read(offset, buffer_size, min_one_batch=True).records
+        if not len(records):
+            return
+        if len(records) > buffer_size and not warned:
+            warned = True
+            log.warning("Loaded metadata from %s with buffer larger (%d bytes) than configured buffer "
+                        "size (%d bytes)", plog.directory, len(records), buffer_size)
+        for _, header, batch in iter_batches(records):
+            yield header, batch
+            offset = header.next_offset
+
+
+def load_steps(shard, plog, replay_transactional, buffer_size: int = DEFAULT_LOAD_BUFFER_SIZE):
     """Replay ``plog`` into ``shard``, yielding between steps; ``replay_transactional(shard,
     header, batch)`` replays a transactional batch or marker (TxnOffsetCommit's pending offsets).
     Raises what ``shard.replay`` raises (CoordinatorLoadError for a record that does not decode)."""
     latest: dict = {}           # key -> (offset, value) of its last record
-    for header, batch in plog.iter_batches():
+    for header, batch in read_batches(plog, buffer_size):
         if header.is_transactional or header.is_control:
-            yield from _replay_all(shard, plog, replay_transactional)
+            yield from _replay_all(shard, plog, replay_transactional, buffer_size)
             return
         for r in decode_records(batch, header):
             if r.key is not None:
@@ -40,8 +68,8 @@ def _offset_of(item):
     return item[1][0]
 
 
-def _replay_all(shard, plog, replay_transactional):
-    for header, batch in plog.iter_batches():
+def _replay_all(shard, plog, replay_transactional, buffer_size):
+    for header, batch in read_batches(plog, buffer_size):
         if header.is_transactional:
             replay_transactional(shard, header, batch)
         elif not header.is_control:

@@ -47,6 +47,7 @@ _DURABLE.answer(None)
 
 class TransactionRuntime(GroupRuntime):
     topic = TRANSACTION_STATE_TOPIC
+    load_buffer_size_key = "transaction.state.log.load.buffer.size"
 
     def __init__(self, broker):
         super().__init__(broker)

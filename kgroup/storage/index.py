@@ -39,6 +39,7 @@ class _IndexFile(abc.ABC):
         self.base_offset = base_offset
         self.max_entries = max(1, max_index_size // self.entry_size)
         self._fd: int | None = None
+        self.files = None           # the LogManager's OpenFiles, which may close _fd (open_files.py)
         self._loaded = False
         # Writes so far and how many of them are known durable (fsynced, or covered by a
         # filesystem-wide sync that started after them): counters, not a flag, so a sync that
@@ -47,9 +48,20 @@ class _IndexFile(abc.ABC):
         self.synced_writes = 0
 
     def _open(self) -> int:
-        if self._fd is None:
-            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        return self._fd
+        fd = self._fd
+        if fd is None:
+            fd = self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            if self.files is not None:
+                self.files.opened(self)
+        elif self.files is not None:
+            self.files.used(self)
+        return fd
+
+    def evict(self) -> None:
+        """Close the descriptor to save one (OpenFiles); reopened on the next write."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
     def _read_all(self) -> bytes:
         try:
@@ -120,6 +132,8 @@ class _IndexFile(abc.ABC):
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+            if self.files is not None:
+                self.files.closed(self)
 
     def delete(self) -> None:
         self.close()

@@ -47,6 +47,7 @@ from kgroup.storage.errors import (
     RecordBatchTooLargeError,
     RecordTooLargeError,
 )
+from kgroup.storage.open_files import OpenFiles
 from kgroup.storage.producer_state import AppendOrigin, ProducerAppendInfo, ProducerStateManager
 from kgroup.storage.segment import (
     CLEANED_SUFFIX,
@@ -113,8 +114,10 @@ class TimestampAndOffset(NamedTuple):
 class PartitionLog:
     def __init__(self, directory: str, config: LogConfig | None = None, *, recovery_point: int = 0,
                  log_start_offset: int = 0, had_clean_shutdown: bool = False,
-                 clock: Callable[[], int] | None = None, leader_epoch: int = 0):
+                 clock: Callable[[], int] | None = None, leader_epoch: int = 0,
+                 files: OpenFiles | None = None):
         self.directory = os.path.abspath(directory)
+        self._files = files         # the LogManager's descriptor budget (open_files.py), or None
         self.config = config or LogConfig()
         self.leader_epoch = leader_epoch
         self._clock = clock or now_ms
@@ -177,7 +180,8 @@ class PartitionLog:
 
     def _new_segment(self, base_offset: int, create: bool) -> LogSegment:
         return LogSegment(self.directory, base_offset, index_interval_bytes=self.config.index_interval_bytes,
-                          max_index_size=self.config.segment_index_bytes, clock=self._clock, create=create)
+                          max_index_size=self.config.segment_index_bytes, clock=self._clock, create=create,
+                          files=self._files)
 
     # --- loading ---------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterator, Mapping
 from kgroup.storage import cleaner
 from kgroup.storage.config import LogConfig
 from kgroup.storage.log import PartitionLog, now_ms as _wall_ms
+from kgroup.storage.open_files import OpenFiles
 from kgroup.storage.segment import fsync_dir
 
 __all__ = ["LogConfig", "LogManager", "read_checkpoint", "write_checkpoint", "parse_topic_partition_dir",
@@ -66,22 +67,50 @@ def read_checkpoint(path: str) -> dict[TopicPartition, int]:
         return {}
 
 
+def checkpoint_text(offsets: Mapping[TopicPartition, int]) -> str:
+    lines = ["0", str(len(offsets))] + [f"{t} {p} {o}" for (t, p), o in sorted(offsets.items())]
+    return "\n".join(lines) + "\n"
+
+
 def write_checkpoint(path: str, offsets: Mapping[TopicPartition, int]) -> None:
     """Write atomically (temp file, fsync, rename, fsync of the directory)."""
-    lines = ["0", str(len(offsets))] + [f"{t} {p} {o}" for (t, p), o in sorted(offsets.items())]
+    write_text_atomically(path, checkpoint_text(offsets))
+
+
+def write_text_atomically(path: str, text: str) -> None:
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:
-        f.write("\n".join(lines) + "\n")
+        f.write(text)
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
     fsync_dir(os.path.dirname(path) or ".")
 
 
+def write_checkpoint_files(contents: Mapping[str, str]) -> None:
+    """Write what ``LogManager.checkpoint_contents`` gave (pure I/O: the broker runs it on a
+    thread)."""
+    for path, text in contents.items():
+        write_text_atomically(path, text)
+
+
+def prepare_partition_files(directories: list[str]) -> None:
+    """Create each new partition's directory with the empty first segment and indexes that
+    PartitionLog creates, so opening it there is only reads. Touches no LogManager state: the
+    broker runs it on a thread, since creating files waits for the filesystem's journal (tens
+    to hundreds of milliseconds each on a busy disk), which the event loop must not."""
+    for directory in directories:
+        os.makedirs(directory, exist_ok=True)
+        prefix = os.path.join(directory, f"{0:020d}")
+        for suffix in (".log", ".index", ".timeindex"):
+            if not os.path.exists(prefix + suffix):
+                os.close(os.open(prefix + suffix, os.O_WRONLY | os.O_CREAT, 0o644))
+
+
 class LogManager:
     def __init__(self, log_dirs: list[str] | str, default_config: LogConfig | None = None, *,
                  topic_configs: Mapping[str, LogConfig | Mapping[str, Any]] | None = None,
-                 clock: Callable[[], int] | None = None):
+                 clock: Callable[[], int] | None = None, max_open_files: int | None = None):
         self.log_dirs = [os.path.abspath(d) for d in ([log_dirs] if isinstance(log_dirs, str) else log_dirs)]
         if not self.log_dirs:
             raise ValueError("at least one log directory is needed")
@@ -90,8 +119,14 @@ class LogManager:
         for topic, cfg in (topic_configs or {}).items():
             self._topic_configs[topic] = self._resolve(cfg)
         self._clock = clock
+        # Segment and index descriptors open at once, least recently used closed first
+        # (open_files.py): a data directory of any size opens, and creating many partitions
+        # does not take a descriptor per file. None: unbounded.
+        self.open_files = OpenFiles(max_open_files)
         self._logs: dict[TopicPartition, PartitionLog] = {}
         self._dir_of: dict[TopicPartition, str] = {}
+        self._checkpointed: dict[str, str] = {}     # checkpoint path -> the text last written
+        self._checkpointed_state: tuple | None = None   # the offsets it holds (checkpoint_contents)
         self.had_clean_shutdown: dict[str, bool] = {}
         self._closed = False
         for d in self.log_dirs:
@@ -131,7 +166,8 @@ class LogManager:
                 raise RuntimeError(f"duplicate log directories for {tp}: {self._dir_of[tp]} and {log_dir}")
             self._logs[tp] = PartitionLog(
                 path, self._config_for(tp[0]), recovery_point=recovery_points.get(tp, 0),
-                log_start_offset=start_offsets.get(tp, 0), had_clean_shutdown=clean, clock=self._clock)
+                log_start_offset=start_offsets.get(tp, 0), had_clean_shutdown=clean, clock=self._clock,
+                files=self.open_files)
             self._dir_of[tp] = log_dir
             if tp in cleaned_to:
                 self._logs[tp].cleaner_checkpoint = max(cleaned_to[tp], self._logs[tp].log_start_offset)
@@ -154,15 +190,40 @@ class LogManager:
         plog = self._logs.get(tp)
         if plog is not None:
             return plog
-        counts = {d: 0 for d in self.log_dirs}
-        for d in self._dir_of.values():
-            counts[d] += 1
-        log_dir = min(self.log_dirs, key=lambda d: counts[d])
+        log_dir = self._placement(tp)
         plog = PartitionLog(os.path.join(log_dir, f"{topic}-{partition}"), self._config_for(topic),
-                            had_clean_shutdown=True, clock=self._clock)
+                            had_clean_shutdown=True, clock=self._clock, files=self.open_files)
         self._logs[tp] = plog
         self._dir_of[tp] = log_dir
         return plog
+
+    def _placement(self, tp: TopicPartition) -> str:
+        """The directory of a new partition: where prepare_partition_files put it, else the
+        one holding the fewest partitions."""
+        if len(self.log_dirs) == 1:
+            return self.log_dirs[0]
+        name = f"{tp[0]}-{tp[1]}"
+        for d in self.log_dirs:
+            if os.path.isdir(os.path.join(d, name)):
+                return d
+        counts = {d: 0 for d in self.log_dirs}
+        for d in self._dir_of.values():
+            counts[d] += 1
+        return min(self.log_dirs, key=lambda d: counts[d])
+
+    def new_partition_directories(self, topic: str, partitions) -> list[str]:
+        """Where new partitions of ``topic`` go, for prepare_partition_files (decided here, on
+        the caller's thread; spread over the directories as get_or_create would)."""
+        counts = {d: 0 for d in self.log_dirs}
+        if len(self.log_dirs) > 1:
+            for d in self._dir_of.values():
+                counts[d] += 1
+        out = []
+        for p in partitions:
+            d = min(self.log_dirs, key=lambda d: counts[d])
+            counts[d] += 1
+            out.append(os.path.join(d, f"{topic}-{p}"))
+        return out
 
     def update_topic_config(self, topic: str, config: LogConfig | Mapping[str, Any]) -> None:
         """A LogConfig, or the topic's complete set of overrides (Kafka topic config names)
@@ -215,8 +276,11 @@ class LogManager:
         return total
 
     def flush_dirty_logs(self, now_ms: int | None = None) -> int:
-        """Kafka's flush scheduler: flush logs whose flush.ms has elapsed."""
-        return self._each("flush", lambda plog: plog.maybe_flush(now_ms))
+        """Kafka's flush scheduler: flush logs whose flush.ms has elapsed (only logs with
+        unflushed messages are looked at: this runs every second over every log)."""
+        now = (self._clock or _wall_ms)() if now_ms is None else now_ms
+        dirty = [(tp, plog) for tp, plog in self._logs.items() if plog.unflushed_messages > 0]
+        return self._each("flush", lambda plog: plog.maybe_flush(now), dirty) if dirty else 0
 
     def delete_old_segments(self, now_ms: int | None = None) -> int:
         return self._each("retention", lambda plog: plog.delete_old_segments(now_ms))
@@ -256,14 +320,37 @@ class LogManager:
 
     def checkpoint(self) -> None:
         """Write the recovery points and log start offsets of every directory."""
+        contents, state = self.checkpoint_contents(changed_only=False)
+        write_checkpoint_files(contents)
+        self.checkpoint_written(contents, state)
+
+    def checkpoint_contents(self, changed_only: bool = True) -> tuple[dict[str, str], tuple]:
+        """(path -> text of the checkpoint files, the state they hold); with ``changed_only``,
+        only the files whose text differs from what checkpoint_written last recorded, and
+        nothing at all (cheaply: no text is built) when no offset changed. Write them with
+        write_checkpoint_files (anywhere, e.g. on a thread), then call checkpoint_written."""
+        logs = self._logs
+        state = (tuple(logs), [p.recovery_point for p in logs.values()],
+                 [p.log_start_offset for p in logs.values()], [p.cleaner_checkpoint for p in logs.values()])
+        if changed_only and state == self._checkpointed_state:
+            return {}, state
+        out = {}
         for d in self.log_dirs:
             tps = [tp for tp, dd in self._dir_of.items() if dd == d]
-            write_checkpoint(os.path.join(d, RECOVERY_POINT_CHECKPOINT),
-                             {tp: self._logs[tp].recovery_point for tp in tps})
-            write_checkpoint(os.path.join(d, LOG_START_OFFSET_CHECKPOINT),
-                             {tp: self._logs[tp].log_start_offset for tp in tps})
-            write_checkpoint(os.path.join(d, CLEANER_OFFSET_CHECKPOINT),   # Kafka's LogCleanerManager file
-                             {tp: self._logs[tp].cleaner_checkpoint for tp in tps if self._logs[tp].config.compact})
+            for name, offsets in (
+                    (RECOVERY_POINT_CHECKPOINT, {tp: logs[tp].recovery_point for tp in tps}),
+                    (LOG_START_OFFSET_CHECKPOINT, {tp: logs[tp].log_start_offset for tp in tps}),
+                    (CLEANER_OFFSET_CHECKPOINT,   # Kafka's LogCleanerManager file
+                     {tp: logs[tp].cleaner_checkpoint for tp in tps if logs[tp].config.compact})):
+                path = os.path.join(d, name)
+                text = checkpoint_text(offsets)
+                if not changed_only or self._checkpointed.get(path) != text:
+                    out[path] = text
+        return out, state
+
+    def checkpoint_written(self, contents: Mapping[str, str], state: tuple) -> None:
+        self._checkpointed.update(contents)
+        self._checkpointed_state = state
 
     def close_all(self, clean: bool = True) -> None:
         """Clean: close every log cleanly, checkpoint, then write the clean-shutdown marker.

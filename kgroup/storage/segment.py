@@ -8,6 +8,7 @@ rebuilding both indexes.
 """
 from __future__ import annotations
 
+import errno
 import logging
 import os
 from typing import Callable, Iterator, NamedTuple
@@ -25,6 +26,7 @@ from kgroup.protocol.records import (
     decode_records,
 )
 from kgroup.storage.index import OffsetIndex, TimeIndex
+from kgroup.storage.open_files import OpenFiles
 from kgroup.storage.txn_index import TransactionIndex
 
 log = logging.getLogger(__name__)
@@ -77,7 +79,7 @@ class FoundTimestamp(NamedTuple):
 class LogSegment:
     def __init__(self, directory: str, base_offset: int, *, index_interval_bytes: int = 4096,
                  max_index_size: int = 10 * 1024 * 1024, clock: Callable[[], int] = now_ms,
-                 create: bool = False):
+                 create: bool = False, files: OpenFiles | None = None):
         self.directory = directory
         self.base_offset = base_offset
         prefix = segment_prefix(directory, base_offset)
@@ -85,11 +87,21 @@ class LogSegment:
         self.index = OffsetIndex(prefix + INDEX_SUFFIX, base_offset, max_index_size)
         self.time_index = TimeIndex(prefix + TIME_INDEX_SUFFIX, base_offset, max_index_size)
         self.txn_index = TransactionIndex(prefix + TXN_INDEX_SUFFIX, base_offset)
+        self.index.files = self.time_index.files = files
         self.index_interval_bytes = index_interval_bytes
         self._clock = clock
-        flags = os.O_RDWR | (os.O_CREAT | os.O_TRUNC if create else 0)
-        self._fd = os.open(self.log_path, flags, 0o644)
-        self.size = os.fstat(self._fd).st_size
+        # The .log descriptor is opened on first use and may be closed by ``files`` when too
+        # many are open (open_files.py); always read it through _file().
+        self._files = files
+        self._closed = False
+        if create:
+            self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+            if files is not None:
+                files.opened(self)
+            self.size = 0
+        else:
+            self._fd = -1
+            self.size = os.stat(self.log_path).st_size
         self.created_ms = clock()
         self.next_offset = base_offset
         # Writes so far and how many are known durable (as in Index): a counter, so a filesystem
@@ -105,6 +117,25 @@ class LogSegment:
             self.index.reset()
             self.time_index.reset()
             self.txn_index.reset()      # only a leftover file costs more than a stat
+
+    def _file(self) -> int:
+        """The .log descriptor, opened again if it was closed to save descriptors."""
+        fd = self._fd
+        if fd < 0:
+            if self._closed:
+                raise OSError(errno.EBADF, f"segment {self.log_path} is closed")
+            fd = self._fd = os.open(self.log_path, os.O_RDWR)
+            if self._files is not None:
+                self._files.opened(self)
+        elif self._files is not None:
+            self._files.used(self)
+        return fd
+
+    def evict(self) -> None:
+        """Close the descriptor to save one (OpenFiles); the segment stays usable."""
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
 
     def __repr__(self) -> str:
         return f"LogSegment(base_offset={self.base_offset}, size={self.size}, next_offset={self.next_offset})"
@@ -170,12 +201,12 @@ class LogSegment:
     def iter_headers(self, start: int = 0, end: int | None = None) -> Iterator[tuple[int, BatchHeader]]:
         """``(position, header)`` of each batch from ``start`` (a batch boundary)."""
         end = self.size if end is None else min(end, self.size)
-        unpack, make, fd = BATCH_HEADER.unpack_from, BatchHeader._make, self._fd
+        unpack, make, file = BATCH_HEADER.unpack_from, BatchHeader._make, self._file
         pos, buf, buf_start = start, b"", start
         while end - pos >= RECORD_BATCH_OVERHEAD:
             off = pos - buf_start
             if off + RECORD_BATCH_OVERHEAD > len(buf):
-                buf = os.pread(fd, min(_HEADER_CHUNK, end - pos), pos)
+                buf = os.pread(file(), min(_HEADER_CHUNK, end - pos), pos)
                 buf_start, off = pos, 0
                 if len(buf) < RECORD_BATCH_OVERHEAD:
                     return
@@ -189,18 +220,18 @@ class LogSegment:
     def iter_batches(self, start: int = 0, end: int | None = None) -> Iterator[tuple[int, BatchHeader, memoryview]]:
         """``(position, header, batch bytes)``, reading the file in large chunks."""
         end = self.size if end is None else min(end, self.size)
-        fd = self._fd
+        file = self._file
         pos, buf, buf_start = start, _EMPTY, start
         while end - pos >= RECORD_BATCH_OVERHEAD:
             off = pos - buf_start
             if off + RECORD_BATCH_OVERHEAD > len(buf):
-                buf = memoryview(os.pread(fd, min(_SCAN_CHUNK, end - pos), pos))
+                buf = memoryview(os.pread(file(), min(_SCAN_CHUNK, end - pos), pos))
                 buf_start, off = pos, 0
             size = INT32.unpack_from(buf, off + 8)[0] + LOG_OVERHEAD
             if size < RECORD_BATCH_OVERHEAD or pos + size > end:
                 return
             if off + size > len(buf):
-                buf = memoryview(os.pread(fd, max(size, min(_SCAN_CHUNK, end - pos)), pos))
+                buf = memoryview(os.pread(file(), max(size, min(_SCAN_CHUNK, end - pos)), pos))
                 buf_start, off = pos, 0
             view = buf[off:off + size]
             yield pos, BatchHeader._make(BATCH_HEADER.unpack_from(view, 0)), view
@@ -220,10 +251,10 @@ class LogSegment:
         """Append validated batches (``data`` is their concatenation, ``headers`` in order)."""
         pos = self.size
         try:
-            pwrite_all(self._fd, data, pos)
+            pwrite_all(self._file(), data, pos)
         except OSError:
             try:  # leave no partial batch behind (disk full, I/O error)
-                os.ftruncate(self._fd, pos)
+                os.ftruncate(self._file(), pos)
             except OSError:
                 pass
             raise
@@ -259,7 +290,7 @@ class LogSegment:
             return 0
         position = found[0]
         removed = self.size - position
-        os.ftruncate(self._fd, position)
+        os.ftruncate(self._file(), position)
         self.size = position
         self.writes += 1
         if position == 0:
@@ -274,8 +305,8 @@ class LogSegment:
         batch (logged at WARNING). Returns the number of bytes cut."""
         self.index.reset()
         self.time_index.reset()
-        fd, interval = self._fd, self.index_interval_bytes
-        file_size = os.fstat(fd).st_size
+        file, interval = self._file, self.index_interval_bytes
+        file_size = os.fstat(file()).st_size
         max_ts, max_off = -1, self.base_offset
         valid = last_index_entry = 0
         last: BatchHeader | None = None
@@ -288,7 +319,7 @@ class LogSegment:
                 break
             off = valid - buf_start
             if off + RECORD_BATCH_OVERHEAD > len(buf):
-                buf = memoryview(os.pread(fd, min(_SCAN_CHUNK, remaining), valid))
+                buf = memoryview(os.pread(file(), min(_SCAN_CHUNK, remaining), valid))
                 buf_start, off = valid, 0
             size = INT32.unpack_from(buf, off + 8)[0] + LOG_OVERHEAD
             if size < RECORD_BATCH_OVERHEAD:
@@ -302,7 +333,7 @@ class LogSegment:
                 reason = f"invalid magic {magic}"
                 break
             if off + size > len(buf):
-                buf = memoryview(os.pread(fd, max(size, min(_SCAN_CHUNK, remaining)), valid))
+                buf = memoryview(os.pread(file(), max(size, min(_SCAN_CHUNK, remaining)), valid))
                 buf_start, off = valid, 0
             view = buf[off:off + size]
             header = BatchHeader._make(BATCH_HEADER.unpack_from(view, 0))
@@ -328,7 +359,7 @@ class LogSegment:
         if cut:
             log.warning("Found invalid batch in log segment %s at byte offset %d (%s): truncating %d bytes",
                         self.log_path, valid, reason, cut)
-            os.ftruncate(fd, valid)
+            os.ftruncate(file(), valid)
         self.size = valid
         self.next_offset = last.next_offset if last is not None else self.base_offset
         self._max_ts, self._max_ts_offset = max_ts, max_off
@@ -357,7 +388,7 @@ class LogSegment:
         budget = max(max_size, first_size) if min_one_batch else max_size
         if budget < first_size:
             return SegmentRead(position, _EMPTY, first)
-        data = os.pread(self._fd, min(self.size - position, budget), position)
+        data = os.pread(self._file(), min(self.size - position, budget), position)
         n, off = len(data), 0
         while n - off >= RECORD_BATCH_OVERHEAD:
             size = INT32.unpack_from(data, off + 8)[0] + LOG_OVERHEAD
@@ -368,7 +399,7 @@ class LogSegment:
         return SegmentRead(position, view if off == n else view[:off], first)
 
     def read_batch(self, position: int, size: int) -> bytes:
-        return os.pread(self._fd, size, position)
+        return os.pread(self._file(), size, position)
 
     def find_offset_by_timestamp(self, timestamp: int, starting_offset: int) -> FoundTimestamp | None:
         """First record with timestamp >= ``timestamp`` and offset >= ``starting_offset``."""
@@ -406,7 +437,7 @@ class LogSegment:
         """fsync what is dirty."""
         writes = self.writes
         if writes != self.synced_writes:
-            os.fsync(self._fd)
+            os.fsync(self._file())
             self.synced_writes = writes
         if indexes:
             self.index.flush()
@@ -426,7 +457,7 @@ class LogSegment:
         self.time_index.synced(time_index_writes)
 
     def close(self) -> None:
-        if self._fd < 0:
+        if self._closed:
             return
         if self._max_ts is not None and self._max_ts >= 0:
             self.time_index.maybe_append(self._max_ts, self._max_ts_offset, skip_full_check=True)
@@ -434,9 +465,12 @@ class LogSegment:
 
     def close_handlers(self) -> None:
         """Close the files without writing anything (a crash, as far as the files know)."""
+        self._closed = True
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
+        if self._files is not None:
+            self._files.closed(self)
         self.index.close()
         self.time_index.close()
         self.txn_index.close()
@@ -455,11 +489,10 @@ class LogSegment:
         first, so a crash at any point leaves a log whose indexes get rebuilt on load."""
         self.index.delete()
         self.time_index.delete()
-        os.close(self._fd)
+        self.evict()
         os.replace(cleaned_path, self.log_path)
         fsync_dir(self.directory)
-        self._fd = os.open(self.log_path, os.O_RDWR)
-        self.size = os.fstat(self._fd).st_size
+        self.size = os.fstat(self._file()).st_size
         self.recover()
         self.flush()
         self.release_index_handles()

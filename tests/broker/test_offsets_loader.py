@@ -62,3 +62,108 @@ def test_transactional_batches_are_replayed_record_by_record(tmp_path):
     list(load_steps(shard, plog, GroupRuntime._replay_transactional))
     shard.on_loaded(ctx.now)
     assert shard.durable_state() == full.durable_state()
+
+
+class ReadSpy:
+    """A log whose reads are recorded: the bytes each returned."""
+
+    def __init__(self, plog):
+        self.plog, self.sizes = plog, []
+
+    def __getattr__(self, name):
+        return getattr(self.plog, name)
+
+    def read(self, *args, **kwargs):
+        got = self.plog.read(*args, **kwargs)
+        self.sizes.append(len(got.records))
+        return got
+
+
+def test_offsets_load_buffer_size_bounds_each_read(tmp_path):
+    """Kafka's offsets.load.buffer.size (CoordinatorLoaderImpl): the log is read that many bytes
+    at a time, whole batches, at least one: a buffer of 1 byte, or one smaller than a batch,
+    still loads everything, reading one batch at a time; what a read holds is bounded by the
+    larger of the buffer and the largest batch."""
+    ctx = history()
+    records = ctx.log + [(k, v) for k, v in ctx.log[-3:]] * 40     # one batch larger than the others
+    plog = write_log(tmp_path, ctx.log)
+    plog.append(build_batch([Record(key=k, value=v, timestamp=1) for k, v in records[len(ctx.log):]]))
+    full = fresh_shard(ctx.shard, records, ctx.now)
+    largest = max(h.size for h, _ in plog.iter_batches())
+    batches = sum(1 for _ in plog.iter_batches())
+    for buffer_size, reads_at_least in ((1, batches), (largest // 4, 2), (largest, 2),
+                                        (5 * 2**20, 1)):
+        spy = ReadSpy(plog)
+        shard = GroupCoordinatorShard(ctx.shard.partition, ctx.shard.config, TimerQueue(), lambda: "x")
+        list(load_steps(shard, spy, GroupRuntime._replay_transactional, buffer_size))
+        shard.on_loaded(ctx.now)
+        assert shard.durable_state() == full.durable_state(), buffer_size
+        assert max(spy.sizes) <= max(buffer_size, largest), (buffer_size, spy.sizes)
+        assert len(spy.sizes) >= reads_at_least, (buffer_size, len(spy.sizes))
+        if buffer_size == 1:
+            assert len(spy.sizes) == batches          # one batch per read
+
+
+def test_load_buffer_size_keys_are_accepted_with_kafkas_minimum():
+    import pytest
+    from kgroup.broker.config import BrokerConfig, ConfigError
+    assert BrokerConfig({})["offsets.load.buffer.size"] == 5 * 2**20
+    assert BrokerConfig({})["transaction.state.log.load.buffer.size"] == 5 * 2**20
+    assert BrokerConfig({"offsets.load.buffer.size": "1"})["offsets.load.buffer.size"] == 1
+    for key in ("offsets.load.buffer.size", "transaction.state.log.load.buffer.size"):
+        with pytest.raises(ConfigError, match="at least 1"):
+            BrokerConfig({key: "0"})
+
+
+def test_a_group_answers_once_its_own_partition_is_loaded(tmp_path):
+    """After a restart __consumer_offsets loads partition by partition in the background: a
+    group whose partition is loaded answers (OffsetFetch) while a later partition, holding 200k
+    commits, is still loading (its groups get COORDINATOR_LOAD_IN_PROGRESS), with a small
+    offsets.load.buffer.size; then that group answers too, with its last commit."""
+    import time
+    from kgroup.coordinator import group_partition
+    from kgroup.coordinator.coordinator_records import offset_commit_record
+    from kgroup.protocol.errors import ErrorCode
+    from kgroup.protocol.messages.offset_fetch import OffsetFetchRequest
+    from kgroup.storage.manager import LogManager
+    from kgroup.storage.producer_state import AppendOrigin
+    from tests.faults.test_disk_faults import commit, set_up
+    from tests.harness import BrokerProcess, RawClient
+    FT = OffsetFetchRequest.OffsetFetchRequestTopic
+    early = next(f"early-{i}" for i in range(10**6) if group_partition(f"early-{i}", 50) == 0)
+    late = next(f"late-{i}" for i in range(10**6) if group_partition(f"late-{i}", 50) == 49)
+    data = tmp_path / "d"
+    b = BrokerProcess(data).start()
+    try:
+        set_up(b)                   # topic "t"
+        c = RawClient(b.port)
+        assert commit(c, early, "t", 11) == 0 and commit(c, late, "t", 1) == 0
+    finally:
+        b.stop()
+    logs = LogManager(str(data))
+    plog = logs.get("__consumer_offsets", 49)
+    n = 200_000
+    for start in range(0, n, 1000):     # distinct keys: none is skipped as overwritten
+        plog.append(build_batch([Record(key=r.key, value=r.value, timestamp=1) for r in (
+            offset_commit_record(late, "t", i, i + 7, -1, "", 1, None) for i in range(start, start + 1000))]),
+            origin=AppendOrigin.COORDINATOR)
+    logs.close_all(clean=True)
+
+    def fetch(c, group, partition):
+        r = c.request(OffsetFetchRequest(group_id=group, topics=[FT(name="t", partition_indexes=[partition])]), 7)
+        return r.error_code, (r.topics[0].partitions[0].committed_offset if r.error_code == 0 else None)
+    b = BrokerProcess(data, ["offsets.load.buffer.size=65536"]).start()
+    try:
+        c = RawClient(b.port)
+        deadline = time.monotonic() + 60
+        while (got := fetch(c, early, 0))[0] == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+            assert time.monotonic() < deadline
+            time.sleep(0.005)
+        assert got == (0, 11)
+        assert fetch(c, late, 0)[0] == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        while (got := fetch(c, late, n - 1))[0] == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert got == (0, n - 1 + 7)
+    finally:
+        b.stop()

@@ -3,6 +3,7 @@ confluent-kafka, through a small recording proxy), mutating sizes, counts, strin
 correlation ids. Afterwards the broker still serves a normal client, its memory stayed bounded,
 and a restart shows the topics and offsets written before intact. A few thousand frames here;
 1M in the long run (``--long``)."""
+import os
 import random
 import socket
 import struct
@@ -162,6 +163,9 @@ def fuzz(port, seeds, n, rng):
 
 @pytest.fixture
 def frames_to_send(request):
+    """2,500; 1M with --long; KGROUP_FUZZ_FRAMES=N sends N (a proportionally shorter long run)."""
+    if os.environ.get("KGROUP_FUZZ_FRAMES"):
+        return int(os.environ["KGROUP_FUZZ_FRAMES"])
     return 1_000_000 if request.config.getoption("--long") else 2_500
 
 

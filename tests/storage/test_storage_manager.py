@@ -128,3 +128,26 @@ def test_one_failing_log_does_not_stop_housekeeping_for_the_others(tmp_path, cap
     assert mgr.delete_old_segments() == 1
     assert seen == ["b"] and "retention of a-0 failed" in caplog.text
     mgr.close_all()
+
+
+def test_checkpoint_contents_holds_only_what_changed(tmp_path, clock):
+    """The broker's housekeeping writes the checkpoint files every second on a thread: only
+    those whose offsets changed, and with nothing changed no text is even built."""
+    mgr = LogManager(str(tmp_path), clock=clock)
+    plog = mgr.get_or_create("t", 0)
+    mgr.checkpoint()
+    contents, state = mgr.checkpoint_contents()
+    assert contents == {}
+    plog.append(batch(3))
+    plog.flush()
+    contents, state = mgr.checkpoint_contents()
+    assert list(contents) == [os.path.join(str(tmp_path), RECOVERY_POINT_CHECKPOINT)]
+    assert contents[os.path.join(str(tmp_path), RECOVERY_POINT_CHECKPOINT)].splitlines() == ["0", "1", "t 0 3"]
+    from kgroup.storage.manager import write_checkpoint_files
+    write_checkpoint_files(contents)
+    mgr.checkpoint_written(contents, state)
+    assert mgr.checkpoint_contents()[0] == {}
+    assert read_checkpoint(os.path.join(str(tmp_path), RECOVERY_POINT_CHECKPOINT)) == {("t", 0): 3}
+    mgr.get_or_create("t", 1)                         # a new partition changes every file
+    assert len(mgr.checkpoint_contents()[0]) == 2     # (not the cleaner's: no compacted log)
+    mgr.close_all()

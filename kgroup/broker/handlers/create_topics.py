@@ -1,6 +1,8 @@
 """CreateTopics (19) v0-7: replication factor 1 only (one broker), Kafka's name rules, manual
 replica assignments onto this node, topic configs, ``validate_only``; v5+ returns the resolved
-partition count, replication factor and configs; v7+ the topic id."""
+partition count, replication factor and configs; v7+ the topic id. The partition logs are
+created in time slices (Broker.run_in_slices): a request of up to 10,000 partitions is answered
+once every topic is created and saved, while other connections are served meanwhile."""
 from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages.create_topics import CreateTopicsResponse
 from .controller_limits import check_create_topics_records
@@ -20,6 +22,7 @@ def handle(broker, ctx, req, version):
         resp.topics = [Result(name=t.name, error_code=e.code, error_message=str(e), configs=None) for t in req.topics]
         return resp
     names = [t.name for t in req.topics]
+    creations = []          # (index in resp.topics, name, partitions, replication factor, configs)
     for t in req.topics:
         if names.count(t.name) > 1:
             resp.topics.append(Result(name=t.name, error_code=ErrorCode.INVALID_REQUEST,
@@ -35,24 +38,38 @@ def handle(broker, ctx, req, version):
                 num_partitions, rf = _from_assignments(broker, t.assignments)
             num_partitions, rf = broker.metadata.check_create(t.name, num_partitions, rf, configs)
             if req.validate_only:
-                topic_id, effective = bytes(16), None
+                resp.topics.append(_created(broker, version, t.name, bytes(16), num_partitions, rf, configs))
             else:
-                topic = broker.create_topic(t.name, num_partitions, rf, configs)
-                topic_id = topic.topic_id
-            result = Result(name=t.name, topic_id=topic_id, error_code=0, error_message=None,
-                            num_partitions=num_partitions, replication_factor=rf)
-            if version >= 5:
-                effective = {k: (v, True) for k, v in configs.items()}
-                for key, (value, explicit) in _all_configs(broker, configs).items():
-                    effective.setdefault(key, (value, explicit))
-                result.configs = [ResultConfig(name=k, value=v, read_only=False,
-                                               config_source=TOPIC_CONFIG if explicit else _default_source(broker, k),
-                                               is_sensitive=False)
-                                  for k, (v, explicit) in sorted(effective.items())]
-            resp.topics.append(result)
+                creations.append((len(resp.topics), t.name, num_partitions, rf, configs))
+                resp.topics.append(None)        # answered once created
         except KafkaError as e:
             resp.topics.append(Result(name=t.name, error_code=e.code, error_message=str(e), configs=None))
-    return resp
+    if not creations:
+        return resp
+
+    def create_all():
+        for i, name, num_partitions, rf, configs in creations:
+            try:
+                topic = yield from broker.create_topic_steps(name, num_partitions, rf, configs)
+                resp.topics[i] = _created(broker, version, name, topic.topic_id, num_partitions, rf, configs)
+            except KafkaError as e:
+                resp.topics[i] = Result(name=name, error_code=e.code, error_message=str(e), configs=None)
+        return resp
+    return broker.run_in_slices(create_all())
+
+
+def _created(broker, version, name, topic_id, num_partitions, rf, configs):
+    result = Result(name=name, topic_id=topic_id, error_code=0, error_message=None,
+                    num_partitions=num_partitions, replication_factor=rf)
+    if version >= 5:
+        effective = {k: (v, True) for k, v in configs.items()}
+        for key, (value, explicit) in _all_configs(broker, configs).items():
+            effective.setdefault(key, (value, explicit))
+        result.configs = [ResultConfig(name=k, value=v, read_only=False,
+                                       config_source=TOPIC_CONFIG if explicit else _default_source(broker, k),
+                                       is_sensitive=False)
+                          for k, (v, explicit) in sorted(effective.items())]
+    return result
 
 
 def _default_source(broker, key):

@@ -31,6 +31,11 @@ def handle(broker, ctx, req, version):
     allow_create = broker.config["auto.create.topics.enable"] and (version < 4 or req.allow_auto_topic_creation)
     for name in wanted:
         topic = md.get(name)
+        if topic is None and name in md.creating:
+            # its partitions are being created (CreateTopics): as Kafka answers for a topic
+            # whose partitions have no leader yet
+            resp.topics.append(Topic(error_code=ErrorCode.LEADER_NOT_AVAILABLE, name=name, partitions=[]))
+            continue
         if topic is None and allow_create and name not in INTERNAL_TOPICS:
             try:
                 topic = broker.create_topic(name, -1, -1, {})
