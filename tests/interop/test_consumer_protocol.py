@@ -68,10 +68,13 @@ finally:
 '''
 
 
-class Member:
-    def __init__(self, bootstrap, group, topics, instance=""):
+class MemberProcess:
+    """A consumer in its own process (``script`` run with ``args``) that prints one JSON event per
+    line: assign / revoke / lost (with "parts"), msg (topic, part, offset), and its own others."""
+
+    def __init__(self, script: str, *args: str):
         self.events: list = []
-        self.proc = subprocess.Popen([sys.executable, "-c", MEMBER, bootstrap, group, topics, instance, "1"],
+        self.proc = subprocess.Popen([sys.executable, "-c", script, *args],
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT)
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -81,6 +84,9 @@ class Member:
                 self.events.append(json.loads(line))
             except ValueError:
                 pass
+
+    def saw(self, ev) -> bool:
+        return any(e["ev"] == ev for e in list(self.events))
 
     def owned(self) -> set:
         have = set()
@@ -106,6 +112,12 @@ class Member:
                 self.proc.wait(20)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
+            self.killed_at = time.time()     # it owns nothing from now on (assert_never_owned_twice)
+
+
+class Member(MemberProcess):
+    def __init__(self, bootstrap, group, topics, instance=""):
+        super().__init__(MEMBER, bootstrap, group, topics, instance, "1")
 
 
 def wait_for(cond, timeout=30.0, what="condition"):

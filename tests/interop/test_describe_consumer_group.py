@@ -6,19 +6,14 @@ member holds a revocation in a slow on_revoke (target != current); the default v
 with the owning members. None of this may skip."""
 from __future__ import annotations
 
-import json
-import signal
-import subprocess
-import sys
-import threading
 import time
 
 import pytest
 
 from tests.broker.test_cli import kgroup
-from tests.conftest import ROOT
 from tests.harness import BrokerProcess
-from tests.interop.test_consumer_protocol import OVERRIDES, create_topic, describe, produce, wait_for
+from tests.interop.test_consumer_protocol import (OVERRIDES, MemberProcess, create_topic, describe, produce,
+                                                  wait_for)
 from tests.interop.test_matrix_harness import tag
 
 pytestmark = pytest.mark.interop
@@ -52,28 +47,9 @@ finally:
 '''
 
 
-class SlowRevoker:
+class SlowRevoker(MemberProcess):
     def __init__(self, bootstrap, group, topics, client_id, revoke_delay):
-        self.events: list = []
-        self.proc = subprocess.Popen([sys.executable, "-c", MEMBER, bootstrap, group, topics, client_id,
-                                      str(revoke_delay)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     text=True, cwd=ROOT)
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self):
-        for line in self.proc.stdout:
-            self.events.append(json.loads(line))
-
-    def saw(self, ev) -> bool:
-        return any(e["ev"] == ev for e in list(self.events))
-
-    def close(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
+        super().__init__(MEMBER, bootstrap, group, topics, client_id, str(revoke_delay))
 
 
 def members_table(stdout: str) -> dict[str, dict[str, str]]:

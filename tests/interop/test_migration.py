@@ -15,20 +15,15 @@ None of these may skip.
 """
 from __future__ import annotations
 
-import json
-import signal
-import subprocess
-import sys
 import threading
 import time
 
 import pytest
 
 from kgroup.protocol.messages.list_groups import ListGroupsRequest
-from tests.conftest import ROOT
 from tests.harness import BrokerProcess, RawClient
-from tests.interop.test_consumer_protocol import (Sampler, assert_never_owned_twice, create_topic, describe,
-                                                  wait_for)
+from tests.interop.test_consumer_protocol import (MemberProcess, Sampler, assert_never_owned_twice, create_topic,
+                                                  describe, wait_for)
 
 pytestmark = pytest.mark.interop
 
@@ -89,42 +84,10 @@ finally:
 '''
 
 
-class Member:
+class Member(MemberProcess):
     def __init__(self, bootstrap, group, topic, protocol, strategy="range", revoke_delay=0.0):
+        super().__init__(MEMBER, bootstrap, group, topic, protocol, strategy, str(revoke_delay))
         self.protocol = protocol
-        self.events: list = []
-        self.proc = subprocess.Popen([sys.executable, "-c", MEMBER, bootstrap, group, topic, protocol, strategy,
-                                      str(revoke_delay)],
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT)
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self):
-        for line in self.proc.stdout:
-            try:
-                self.events.append(json.loads(line))
-            except ValueError:
-                pass
-
-    def owned(self) -> set:
-        have = set()
-        for e in list(self.events):
-            if e["ev"] == "assign":
-                have |= {tuple(p) for p in e["parts"]}
-            elif e["ev"] in ("revoke", "lost"):
-                have -= {tuple(p) for p in e["parts"]}
-        return have
-
-    def consumed(self) -> list:
-        return [(e["topic"], e["part"], e["offset"]) for e in list(self.events) if e["ev"] == "msg"]
-
-    def close(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-            self.killed_at = time.time()     # it owns nothing from now on (assert_never_owned_twice)
 
 
 class SteadyProducer(threading.Thread):
