@@ -301,19 +301,27 @@ class TransactionCoordinatorShard:
         return new
 
     # == AddPartitionsToTxn / AddOffsetsToTxn =====================================================
-    def _add_partitions(self, res, tid, pid, epoch, partitions: frozenset, now_ms) -> ErrorCode:
-        """Kafka's handleAddPartitionsToTransaction: the error to answer, records written to res."""
+    def _producers_transaction(self, tid, pid, epoch):
+        """The checks AddPartitionsToTxn and EndTxn begin with (Kafka repeats them in each
+        handler): (the producer's transaction metadata, None), or (None, the error to answer)."""
         if not tid:
-            return E.INVALID_REQUEST
+            return None, E.INVALID_REQUEST
         if not self.is_loaded:
-            return E.COORDINATOR_LOAD_IN_PROGRESS
+            return None, E.COORDINATOR_LOAD_IN_PROGRESS
         m = self.transactions.get(tid)
         if m is None or m.producer_id != pid:
-            return E.INVALID_PRODUCER_ID_MAPPING
+            return None, E.INVALID_PRODUCER_ID_MAPPING
         if m.producer_epoch != epoch:
-            return E.PRODUCER_FENCED
+            return None, E.PRODUCER_FENCED
         if m.pending_transition_in_progress:
-            return E.CONCURRENT_TRANSACTIONS
+            return None, E.CONCURRENT_TRANSACTIONS
+        return m, None
+
+    def _add_partitions(self, res, tid, pid, epoch, partitions: frozenset, now_ms) -> ErrorCode:
+        """Kafka's handleAddPartitionsToTransaction: the error to answer, records written to res."""
+        m, error = self._producers_transaction(tid, pid, epoch)
+        if m is None:
+            return error
         if m.state is S.ONGOING and partitions <= m.partitions:
             return E.NONE      # already in the transaction: nothing to write
         start = now_ms if m.state in (S.EMPTY, S.COMPLETE_ABORT, S.COMPLETE_COMMIT) else m.txn_start_timestamp
@@ -417,17 +425,9 @@ class TransactionCoordinatorShard:
 
     def _end_txn(self, res, tid, pid, epoch, committed: bool, now_ms) -> ErrorCode:
         """Kafka's endTransaction for a client (transactions V1)."""
-        if not tid:
-            return E.INVALID_REQUEST
-        if not self.is_loaded:
-            return E.COORDINATOR_LOAD_IN_PROGRESS
-        m = self.transactions.get(tid)
-        if m is None or m.producer_id != pid:
-            return E.INVALID_PRODUCER_ID_MAPPING
-        if m.producer_epoch != epoch:
-            return E.PRODUCER_FENCED
-        if m.pending_transition_in_progress:
-            return E.CONCURRENT_TRANSACTIONS
+        m, error = self._producers_transaction(tid, pid, epoch)
+        if m is None:
+            return error
         if m.state is S.ONGOING:
             new = m.transit(S.PREPARE_COMMIT if committed else S.PREPARE_ABORT, now_ms=now_ms)
             self._write(res, new)

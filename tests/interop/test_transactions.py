@@ -45,6 +45,7 @@ def produce_plain(bs, topic, values, partitions):
 
 
 def until(fetch_some, want, settle=1.5, timeout=30.0):
+    """Values fetched until ``want`` many arrived, then ``settle`` seconds more (nothing else may come)."""
     got, deadline, extra = [], time.monotonic() + timeout, None
     while time.monotonic() < deadline:
         got += fetch_some()
@@ -55,10 +56,12 @@ def until(fetch_some, want, settle=1.5, timeout=30.0):
     return got
 
 
-def read_confluent(bs, topic, partitions, want):
+# Readers of every record in partitions 0..partitions-1 of a topic, from the beginning.
+
+def read_confluent(bs, topic, partitions, want, isolation="read_committed"):
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
     c = Consumer({"bootstrap.servers": bs, "group.id": "reader", "enable.auto.commit": False,
-                  "isolation.level": "read_committed"})
+                  "isolation.level": isolation})
     try:
         c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
 
@@ -73,10 +76,9 @@ def read_confluent(bs, topic, partitions, want):
         c.close()
 
 
-def read_kafka_python(bs, topic, partitions, want):
+def read_kafka_python(bs, topic, partitions, want, isolation="read_committed"):
     from kafka import KafkaConsumer, TopicPartition
-    c = KafkaConsumer(bootstrap_servers=bs, enable_auto_commit=False, group_id=None,
-                      isolation_level="read_committed")
+    c = KafkaConsumer(bootstrap_servers=bs, enable_auto_commit=False, group_id=None, isolation_level=isolation)
     try:
         c.assign([TopicPartition(topic, p) for p in range(partitions)])
         c.seek_to_beginning()
@@ -85,11 +87,11 @@ def read_kafka_python(bs, topic, partitions, want):
         c.close()
 
 
-def read_aiokafka(bs, topic, partitions, want):
+def read_aiokafka(bs, topic, partitions, want, isolation="read_committed"):
     async def run():
         from aiokafka import AIOKafkaConsumer, TopicPartition
         c = AIOKafkaConsumer(bootstrap_servers=bs, enable_auto_commit=False, group_id=None,
-                             isolation_level="read_committed")
+                             isolation_level=isolation)
         await c.start()
         try:
             c.assign([TopicPartition(topic, p) for p in range(partitions)])
@@ -106,6 +108,19 @@ def read_aiokafka(bs, topic, partitions, want):
         finally:
             await c.stop()
     return asyncio.run(run())
+
+
+def read_kgroup(bs, topic, partitions, want, isolation="read_committed"):
+    from kgroup.client import TopicPartition
+    from kgroup.client.sync import KafkaConsumer
+    c = KafkaConsumer(bootstrap_servers=bs, enable_auto_commit=False, isolation_level=isolation)
+    try:
+        tps = [TopicPartition(topic, p) for p in range(partitions)]
+        c.assign(tps)
+        c.seek_to_beginning(*tps)
+        return until(lambda: [r.value for r in c.poll(200)], want)
+    finally:
+        c.close()
 
 
 READERS = {"confluent-kafka": read_confluent, "kafka-python": read_kafka_python, "aiokafka": read_aiokafka}
