@@ -56,6 +56,7 @@ bench: install-test
 	$(PY) benchmarks/data_path_bench.py
 	$(PY) benchmarks/coordinator_bench.py
 	$(PY) benchmarks/coordinator_bench.py --metrics
+	$(PY) benchmarks/consumer_group_bench.py
 	$(PY) benchmarks/testing_bench.py
 	$(PY) benchmarks/transactions_bench.py
 	$(PY) benchmarks/spark_read_bench.py

@@ -45,12 +45,7 @@ import argparse
 import asyncio
 import json
 import os
-import re
-import shutil
-import signal
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 
@@ -59,7 +54,7 @@ if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 sys.path.insert(0, os.path.join(_ROOT, "benchmarks"))
 
-from coordinator_bench import Conn, pipeline, single_member_group  # noqa: E402
+from coordinator_bench import Broker, Conn, pipeline, progress, single_member_group  # noqa: E402
 
 from kgroup.protocol.api import encode_request  # noqa: E402
 from kgroup.protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest  # noqa: E402
@@ -68,44 +63,6 @@ from kgroup.protocol.messages.heartbeat import HeartbeatRequest  # noqa: E402
 
 HB_INTERVAL_MS = 250
 FETCH_WAIT_MS = 100
-
-
-class Broker:
-    """``python -m kgroup serve`` on an ephemeral port, fresh data directory."""
-
-    def __init__(self, overrides=()):
-        self.dir = tempfile.mkdtemp(prefix="kgroup-cgbench-")
-        self.log_path = os.path.join(self.dir, "broker.log")
-        args = [sys.executable, "-m", "kgroup", "serve", "--override", "listeners=PLAINTEXT://127.0.0.1:0",
-                "--override", f"log.dirs={os.path.join(self.dir, 'data')}",
-                "--override", "group.initial.rebalance.delay.ms=0"]
-        for o in overrides:
-            args += ["--override", o]
-        self._log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(args, cwd=_ROOT, stdout=self._log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            with open(self.log_path, "rb") as f:
-                m = re.search(rb"serving on 127\.0\.0\.1:(\d+)", f.read())
-            if m:
-                self.port = int(m.group(1))
-                self.bootstrap = f"127.0.0.1:{self.port}"
-                return
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.02)
-        raise RuntimeError("broker did not start:\n" + open(self.log_path).read())
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            self.proc.wait(60)
-        self._log.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-
-def progress(msg):
-    print(f"  .. {msg}", file=sys.stderr, flush=True)
 
 
 # -- rebalance latency with librdkafka ------------------------------------------------------------
@@ -263,7 +220,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     HB_INTERVAL_MS, FETCH_WAIT_MS = args.heartbeat_ms, args.fetch_wait_ms
 
-    broker = Broker([f"group.consumer.min.heartbeat.interval.ms={HB_INTERVAL_MS}",
+    broker = Broker(overrides=[f"group.consumer.min.heartbeat.interval.ms={HB_INTERVAL_MS}",
                      f"group.consumer.heartbeat.interval.ms={HB_INTERVAL_MS}"])
     out = {}
     try:

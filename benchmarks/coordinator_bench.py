@@ -155,6 +155,7 @@ class Broker:
                 m = re.search(rb"serving on 127\.0\.0\.1:(\d+)", f.read())
             if m:
                 self.port = int(m.group(1))
+                self.bootstrap = f"127.0.0.1:{self.port}"
                 return
             if self.proc.poll() is not None:
                 break
