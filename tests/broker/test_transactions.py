@@ -197,6 +197,28 @@ def test_add_partitions_to_txn_v4_batches_transactions_across_shards(broker):
 
 # == in process: the marker path's timing (a slowed filesystem sync makes the windows certain) ==========
 TOT = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
+
+
+def test_txn_offset_commit_answers_unknown_partitions_merged_by_topic(broker):
+    """Partitions the broker does not have get UNKNOWN_TOPIC_OR_PARTITION (KafkaApis); a topic with
+    known and unknown partitions appears once in the answer, as Kafka's response builder merges."""
+    c = RawClient(broker.port)
+    CT = CreateTopicsRequest.CreatableTopic
+    assert c.request(CreateTopicsRequest(topics=[CT(name="tu", num_partitions=1, replication_factor=1)],
+                                         timeout_ms=5000), 7).topics[0].error_code == 0
+    init = c.request(InitProducerIdRequest(transactional_id="tx-u", transaction_timeout_ms=60000), 4)
+    P = TOT.TxnOffsetCommitRequestPartition
+    r = c.request(TxnOffsetCommitRequest(
+        transactional_id="tx-u", group_id="g-u", producer_id=init.producer_id, producer_epoch=init.producer_epoch,
+        topics=[TOT(name="tu", partitions=[P(partition_index=0, committed_offset=1, committed_metadata=""),
+                                           P(partition_index=9, committed_offset=1, committed_metadata="")]),
+                TOT(name="nope", partitions=[P(partition_index=0, committed_offset=1, committed_metadata="")])]), 3)
+    by_topic = [(t.name, sorted(p.partition_index for p in t.partitions)) for t in r.topics]
+    assert sorted(by_topic) == [("nope", [0]), ("tu", [0, 9])], by_topic
+    errors = {(t.name, p.partition_index): p.error_code for t in r.topics for p in t.partitions}
+    assert errors[("tu", 9)] == errors[("nope", 0)] == E.UNKNOWN_TOPIC_OR_PARTITION
+    assert errors[("tu", 0)] != E.UNKNOWN_TOPIC_OR_PARTITION
+    c.close()
 SYNC_DELAY = {"s": 0.0}      # set by a scenario: each filesystem sync (syncfs, 2+ logs) first sleeps this long
 
 
