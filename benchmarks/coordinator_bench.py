@@ -131,7 +131,7 @@ class EchoServer:
 class Broker:
     """``python -m kgroup serve`` on an ephemeral port with a fresh data directory."""
 
-    def __init__(self, profile_path: str | None = None, overrides=()):
+    def __init__(self, profile_path: str | None = None, overrides=(), hash_seed: str | None = None):
         self.dir = tempfile.mkdtemp(prefix="kgroup-bench-")
         self.log_path = os.path.join(self.dir, "broker.log")
         args = [sys.executable]
@@ -148,7 +148,10 @@ class Broker:
         for o in overrides:
             args += ["--override", o]
         self._log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(args, cwd=_ROOT, stdout=self._log, stderr=subprocess.STDOUT)
+        # hash_seed: two brokers compared side by side get the same one (--metrics), so their
+        # dicts and sets are laid out alike and only what is compared differs
+        env = None if hash_seed is None else dict(os.environ, PYTHONHASHSEED=hash_seed)
+        self.proc = subprocess.Popen(args, cwd=_ROOT, stdout=self._log, stderr=subprocess.STDOUT, env=env)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             with open(self.log_path, "rb") as f:
@@ -265,11 +268,33 @@ class PySpy:
 
 
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far (Linux /proc), to report CPU per operation,
-    which, unlike throughput, does not depend on what else the shared machine is running."""
+    """CPU time of a process so far, every thread it ran (also the HTTP listener's short-lived
+    request threads), to report CPU per operation, which, unlike throughput, depends little on
+    what else the shared machine is running. The process CPU-time clock (clock_getcpuclockid,
+    nanoseconds) where libc has it: /proc's clock-tick figures (10 ms) are ~1 % of a round."""
+    clock = _cpu_clocks.get(pid)
+    if clock is None:
+        clock = _cpu_clocks[pid] = _cpu_clock(pid)
+    if clock is not False:
+        return time.clock_gettime(clock)
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rpartition(")")[2].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+_cpu_clocks: dict = {}
+
+
+def _cpu_clock(pid: int):
+    try:
+        import ctypes
+        clock = ctypes.c_int()
+        if ctypes.CDLL(None).clock_getcpuclockid(pid, ctypes.byref(clock)) == 0:
+            time.clock_gettime(clock.value)
+            return clock.value
+    except (OSError, AttributeError):
+        pass
+    return False
 
 
 async def pipeline(conns, make_frames, window, duration, check=None, spy=None, name="", pid=None, cpu=None):
@@ -555,7 +580,23 @@ async def metrics_overhead(args) -> dict:
     """--metrics: two brokers, metrics.listener off and on, driven in alternating rounds (the
     order flips each round) with the same heartbeat and durable-commit load; the figure is the
     median of the per-round on/off ratios. Metrics are scraped meanwhile (Prometheus' pace:
-    one scrape a second)."""
+    one scrape a second). ``--pairs`` fresh pairs of brokers one after the other, each pair with
+    its own hash seed (the same for both of it): two processes of the same code differ by a
+    percent or two with their memory layout, so one pair's figure carries that bias, and the
+    median over every pair's rounds averages it out."""
+    out = {"res": {k: {"hb": [], "commit": [], "hb_cpu": [], "commit_cpu": []} for k in ("off", "on")},
+           "scrapes": [], "pairs": []}
+    for pair in range(args.pairs):
+        res, scrapes = await _metrics_pair(args, str(pair))
+        out["pairs"].append(res)
+        out["scrapes"] += scrapes
+        for k, figures in res.items():
+            for what, xs in figures.items():
+                out["res"][k][what] += xs
+    return out
+
+
+async def _metrics_pair(args, hash_seed):
     import urllib.request
     hb_reply_size = 4 + 1 + 4 + 2 + 1
 
@@ -565,10 +606,10 @@ async def metrics_overhead(args) -> dict:
     def commit_check(frame):
         return frame[-5:-3] == b"\x00\x00"
 
-    off = Broker()
+    off = Broker(hash_seed=hash_seed)
     # --control: the second broker without metrics too (nothing scraped): how far two identical
     # brokers differ in this run, the noise floor of the figures
-    on = Broker(overrides=[] if args.control else ["metrics.listener=http://127.0.0.1:0"])
+    on = Broker(overrides=[] if args.control else ["metrics.listener=http://127.0.0.1:0"], hash_seed=hash_seed)
     stop_scraping = False
     scrapes = []
     try:
@@ -605,8 +646,9 @@ async def metrics_overhead(args) -> dict:
                 conns, _, commit_frames = loads[k]
                 res[k]["commit"].append(await pipeline(conns, commit_frames, args.window, args.duration, commit_check,
                                                        pid=pids[k], cpu=res[k]["commit_cpu"]))
-            progress(f"round {r + 1}: heartbeats off {res['off']['hb'][-1]:,.0f}/s on {res['on']['hb'][-1]:,.0f}/s; "
-                     f"commits off {res['off']['commit'][-1]:,.0f}/s on {res['on']['commit'][-1]:,.0f}/s")
+            progress(f"pair {hash_seed}, round {r + 1}: heartbeats off {res['off']['hb'][-1]:,.0f}/s "
+                     f"on {res['on']['hb'][-1]:,.0f}/s; commits off {res['off']['commit'][-1]:,.0f}/s "
+                     f"on {res['on']['commit'][-1]:,.0f}/s")
         for k in loads:
             for c in loads[k][0]:
                 c.transport.close()
@@ -614,30 +656,37 @@ async def metrics_overhead(args) -> dict:
         stop_scraping = True
         off.stop()
         on.stop()
-    return {"res": res, "scrapes": scrapes}
+    return res, scrapes
+
+
+def _median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
 
 
 def report_metrics_overhead(out, args) -> bool:
     res = out["res"]
-
-    def median(xs):
-        xs = sorted(xs)
-        return xs[len(xs) // 2]
     scraped = (f"/metrics scraped every {args.scrape_every:g} s ({len(out['scrapes'])} scrapes, median "
-               f"{median(out['scrapes']) * 1000:.1f} ms)" if out["scrapes"] else "no scrapes")
+               f"{_median(out['scrapes']) * 1000:.1f} ms)" if out["scrapes"] else "no scrapes")
     print(("CONTROL, both brokers without metrics; " if args.control else "") +
-          f"metrics overhead: {args.connections} connections, window {args.window}, {args.rounds} alternating "
-          f"rounds x {args.duration:g} s, {scraped}")
+          f"metrics overhead: {args.connections} connections, window {args.window}, {args.pairs} pair(s) of brokers x "
+          f"{args.rounds} alternating rounds x {args.duration:g} s, {scraped}")
     ok = True
     for what, label in (("hb", "heartbeats/s"), ("commit", "durable OffsetCommits/s")):
-        ratio = median([b / a for a, b in zip(res["off"][what], res["on"][what])])
+        ratio = _median([b / a for a, b in zip(res["off"][what], res["on"][what])])
         cpu_off, cpu_on = min(res["off"][what + "_cpu"]), min(res["on"][what + "_cpu"])
         # CPU per operation, paired by round (both brokers measured back to back): the steadier
         # figure on a shared machine, where one round's throughput ratio moves by +-15 %.
-        cpu_ratio = median([b / a for a, b in zip(res["off"][what + "_cpu"], res["on"][what + "_cpu"])])
+        cpu_ratio = _median([b / a for a, b in zip(res["off"][what + "_cpu"], res["on"][what + "_cpu"])])
         print(f"  {label:<26} off {max(res['off'][what]):>10,.0f}  on {max(res['on'][what]):>10,.0f}  "
               f"on/off (median of per-round ratios) {ratio:.3f}  broker CPU/op best off {cpu_off:.2f} us, "
               f"on {cpu_on:.2f} us ({cpu_on / cpu_off - 1:+.1%}); median of per-round on/off {cpu_ratio - 1:+.1%}")
+        if len(out["pairs"]) > 1:
+            per_pair = [(_median([b / a for a, b in zip(p["off"][what], p["on"][what])]),
+                         _median([b / a for a, b in zip(p["off"][what + "_cpu"], p["on"][what + "_cpu"])]) - 1)
+                        for p in out["pairs"]]
+            print("  " + " " * 26 + " each pair: " + "; ".join(f"{r:.3f} ({c:+.1%} CPU)" for r, c in per_pair))
         ok = ok and ratio >= 0.95
     print("goal (<= 5% difference) met" if ok else "goal (<= 5% difference) missed")
     return ok
@@ -695,6 +744,8 @@ def main(argv=None) -> int:
                    help="with --metrics: seconds between scrapes of /metrics (0: none)")
     p.add_argument("--metrics", action="store_true",
                    help="only the metrics overhead: heartbeats/s and durable commits/s, metrics.listener off vs on")
+    p.add_argument("--pairs", type=int, default=3,
+                   help="with --metrics: pairs of brokers (off, on) measured one after the other")
     p.add_argument("--control", action="store_true",
                    help="with --metrics: the second broker without metrics too (the noise floor)")
     args = p.parse_args(argv)

@@ -38,7 +38,7 @@ if _ROOT not in sys.path:
 
 
 MODES = {"off": "metrics off", "on": "metrics on (metrics.listener alone)",
-         "on-no-request-path": "metrics on, request_hook cleared (listener, observers)",
+         "on-no-request-path": "metrics on, request counting cleared (listener, observers)",
          "on-never-timed": "metrics on, every request counted, none timed"}
 
 
@@ -77,9 +77,9 @@ def child(mode: str, n: int, workload: str) -> None:
             b = Broker(BrokerConfig.load(None, overrides))
             await b.start()
             try:
-                assert (b.request_hook is not None) == metrics
+                assert (b.request_counts is not None) == metrics
                 if mode == "on-no-request-path":      # the listener and observers, no counting
-                    b.request_hook = None
+                    b.request_counts = None
                 elif mode == "on-never-timed":        # counted, the sampled path without timing
                     m = b.metrics
 

@@ -4,8 +4,8 @@
 What is measured where:
 - requests: counted exactly per API and version (``BrokerMetrics.recent`` + ``.settled``; only
   when metrics are on; by the server itself when metrics are the only operation layer, else by
-  the request layer ``BrokerMetrics.dispatch``); one in SAMPLE_EVERY is timed from dispatch to
-  its answer being ready (a parked JoinGroup or a fsync-waiting OffsetCommit counts until
+  the request layer ``BrokerMetrics.dispatch``); one in SAMPLE_EVERY (every JoinGroup, SyncGroup,
+  LeaveGroup, OffsetDelete and DeleteGroups) is timed from dispatch to its answer being ready (a parked JoinGroup or a fsync-waiting OffsetCommit counts until
   answered), so the latency histograms are sampled while the request counts are not. Kafka's
   RequestMetrics (RequestsPerSec, TotalTimeMs with request and version tags) under
   ``kafka_network_requestmetrics_*``.
@@ -48,17 +48,25 @@ BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1
 FLUSH_BUCKETS = BUCKETS
 _NAMES = {k: a.request.__name__[:-len("Request")] for k, a in API_BY_KEY.items()}
 _DELETING = (ApiKey.OFFSET_DELETE, ApiKey.DELETE_GROUPS)
-SAMPLE_EVERY = 8                # one request in this many (per API and version) is timed
+# Rare and slow, their latency the rebalance's: every one is timed.
+_MEMBERSHIP = (ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.LEAVE_GROUP)
+# One request in this many (per API and version) is timed: timing one (Python calls around two
+# clock reads and a histogram update, and a wrapper PendingResponse when it is answered later)
+# costs a good part of a whole heartbeat's handling, counting it one add (README, "Metrics",
+# has the figures). The rare slow kinds are timed every time (dispatch_sampled).
+SAMPLE_EVERY = 32
 SAMPLE_MASK = SAMPLE_EVERY - 1
 # Requests are counted per API key and version in two parts, so the server's inline count
-# (server.py, metrics alone) is one add of small ints and one mask test, and never allocates:
+# (server.py, metrics alone) is one add of small ints and one compare, and never allocates:
 # CPython caches the ints up to 256, while a count above that is a new int object at each
 # increment (the old one freed): with the index arithmetic, about a quarter of the metrics'
 # instructions per heartbeat (README, "Metrics").
 #   ``recent[api_key][version]``: requests since that API and version last took the sampled path
-#   (``dispatch_sampled``), 0 .. SAMPLE_MASK; its request ``n`` goes there when ``n & SAMPLE_MASK``
-#   is 0, i.e. every SAMPLE_EVERY-th (the 1st, 9th, 17th, ...: it starts at SAMPLE_MASK). The kinds
-#   metrics must see every request of stay at SAMPLE_MASK, so each of theirs goes there.
+#   (``dispatch_sampled``), 0 .. SAMPLE_MASK; its request ``n`` goes there when ``n`` reaches
+#   SAMPLE_EVERY, i.e. every SAMPLE_EVERY-th (the 1st, 33rd, 65th, ...: it starts at SAMPLE_MASK).
+#   The kinds metrics must see every request of stay at SAMPLE_MASK, so each of theirs goes there.
+#   (``n < SAMPLE_EVERY``, not ``n & SAMPLE_MASK``: CPython 3.11 specializes an int compare fused
+#   with its jump, while ``&`` and an int's truth are generic calls.)
 #   ``settled[api_key][version]``: the requests counted there; the exact count is the sum of both.
 VERSIONS = 32                   # above every version of every API kgroup serves (checked below)
 API_KEYS = max(API_BY_KEY) + 1
@@ -145,7 +153,7 @@ class BrokerMetrics:
         self.settled = [[-SAMPLE_MASK] * VERSIONS for _ in range(API_KEYS)]
         self.histograms: list[list[Histogram | None]] = [[None] * VERSIONS for _ in range(API_KEYS)]
         self.watched = [False] * API_KEYS
-        for api_key in _DELETING:
+        for api_key in _DELETING + _MEMBERSHIP:
             self._watch(api_key)
         self.timelines = None       # GroupTimelines routed through dispatch (attach_timelines)
         self.flush = Histogram(FLUSH_BUCKETS)
@@ -156,15 +164,16 @@ class BrokerMetrics:
     # -- the request path (only when metrics are on) -------------------------------------------
     # Every request is counted and one in SAMPLE_EVERY per API and version is timed. With metrics
     # the only operation layer (a production broker) the server counts inline (server.py, "metrics
-    # alone"): ``n = recent[api_key][version] + 1``, kept when ``n & SAMPLE_MASK``, and the handler
-    # called directly; no Python call layer on the request path. Either way a request whose
-    # ``n & SAMPLE_MASK`` is 0 (a sampled one, and every request of the kinds metrics must see:
-    # OffsetDelete, DeleteGroups and what the timelines watch) goes through ``dispatch_sampled``.
+    # alone") in ``broker.request_counts`` (this ``recent``): ``n = recent[api_key][version] + 1``,
+    # kept when ``n < SAMPLE_EVERY``, and the handler called directly; no Python call layer on the
+    # request path. Either way a request whose ``n`` reaches SAMPLE_EVERY (a sampled one, and every
+    # request of the kinds metrics must see: OffsetDelete, DeleteGroups and what the timelines
+    # watch) goes through ``dispatch_sampled``.
     def dispatch(self, handler, broker, ctx, body, version, inner=None):
         """The request layer (ops.request_hook) when other layers exist: ``inner`` is the next."""
         recent = self.recent[body.API_KEY]
         n = recent[version] + 1
-        if n & SAMPLE_MASK:
+        if n < SAMPLE_EVERY:
             recent[version] = n
             if inner is None:
                 return handler(broker, ctx, body, version)
@@ -189,21 +198,20 @@ class BrokerMetrics:
 
     def dispatch_sampled(self, handler, broker, ctx, body, version, inner=None):
         """A request whose ``recent`` count reached SAMPLE_EVERY (not stored): it is settled
-        here. A sampled one is timed; so is every one of the slow kinds: OffsetDelete and
-        DeleteGroups (the offset tombstones their handler writes, synchronously before it
-        answers, are deletions; every other offset tombstone is an expiration), while the requests
-        rebalance timelines watch (when attached) are timed one in SAMPLE_EVERY."""
+        here. A sampled one is timed; so is every one of the rare, slow kinds metrics watch: the
+        group membership requests (JoinGroup, SyncGroup, LeaveGroup, whose latency is the
+        rebalance's; the rebalance timelines watch them too), OffsetDelete and DeleteGroups (the
+        offset tombstones their handler writes, synchronously before it answers, are deletions;
+        every other offset tombstone is an expiration)."""
         api_key = body.API_KEY
         settled = self.settled[api_key]
-        if self.watched[api_key]:             # a slow kind: its ``recent`` stays at SAMPLE_MASK
+        if self.watched[api_key]:             # its ``recent`` stays at SAMPLE_MASK
             settled[version] += 1
             timelines = self.timelines
             if timelines is not None and api_key in timelines.WATCHED:
                 inner = functools.partial(timelines.dispatch, inner=inner) if inner is not None else timelines.dispatch
             if api_key in _DELETING:
                 return self._dispatch_deleting(handler, broker, ctx, body, version, inner)
-            if (settled[version] + SAMPLE_MASK - 1) & SAMPLE_MASK:  # not its 1st, 9th, 17th, ... request
-                return handler(broker, ctx, body, version) if inner is None else inner(handler, broker, ctx, body, version)
         else:
             settled[version] += SAMPLE_EVERY
             self.recent[api_key][version] = 0

@@ -6,9 +6,11 @@
 - rebalance timelines (timeline.py): kept whenever either of the above is on
 
 The server calls ``broker.request_hook(handler, broker, ctx, body, version)`` instead of the
-handler when it is not None; with every feature off it is None, and the request path pays one
-attribute check. With metrics alone the hook is the BrokerMetrics object, which the server counts
-for itself (no call layer; see BrokerMetrics.dispatch_sampled).
+handler when it is not None; with every feature off it is None, and the request path pays two
+attribute checks. With metrics alone (a production broker) there is no hook: the server counts
+each request itself in ``broker.request_counts`` (BrokerMetrics.recent), without a call layer,
+and calls BrokerMetrics.dispatch_sampled only for the requests sampled for timing and the kinds
+metrics watch.
 """
 from __future__ import annotations
 
@@ -16,22 +18,30 @@ import functools
 
 from .faults import FaultInjector
 from .metrics import BrokerMetrics
-from .timeline import GroupTimelines
+from .timeline import TIMELINE_TOPIC, GroupTimelines
 
 
 def attach_operations(broker) -> None:
-    """Set ``broker.faults``, ``.metrics``, ``.timelines`` (each None when off) and
-    ``.request_hook``."""
+    """Set ``broker.faults``, ``.metrics``, ``.timelines`` (each None when off),
+    ``.request_hook``, ``.request_counts`` (None unless metrics alone) and ``.control_topics``."""
     config = broker.config
     broker.faults = FaultInjector(broker) if config["kgroup.fault.injection.enable"] else None
     broker.metrics = BrokerMetrics(broker) if config["metrics.listener"] else None
     broker.timelines = GroupTimelines(broker) if broker.faults or broker.metrics else None
+    # Queries produced to a topic name Kafka forbids (handlers/produce.py): topic -> fn(request)
+    # returning the ProduceResponse. Looked up by the Produce handler, so no request layer
+    # watches every Produce for them.
+    broker.control_topics = {}
+    if broker.timelines is not None:
+        broker.control_topics[TIMELINE_TOPIC] = broker.timelines.answer_query
+    broker.request_counts = None
     if broker.metrics is not None and broker.faults is None:
-        # Production with metrics: no request layer. The hook is the BrokerMetrics itself, which
-        # the server recognises and counts for inline, calling the handler directly and
-        # dispatch_sampled only for sampled requests and the kinds metrics or timelines watch.
+        # Production with metrics: no request layer. The server counts each request inline in
+        # these counts and calls the handler directly, and dispatch_sampled only for sampled
+        # requests and the kinds metrics or timelines watch.
         broker.metrics.attach_timelines(broker.timelines)
-        broker.request_hook = broker.metrics
+        broker.request_hook = None
+        broker.request_counts = broker.metrics.recent
     else:
         broker.request_hook = request_hook(broker.metrics, broker.faults, broker.timelines)
 

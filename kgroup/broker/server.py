@@ -48,7 +48,7 @@ from ..protocol.primitives import DecodeError
 from ..protocol.schema import Message
 from .handlers import HANDLER_BY_KEY_VERSION
 from .handlers.api_versions import unsupported_version_response
-from .metrics import SAMPLE_MASK as METRICS_SAMPLE_MASK
+from .metrics import SAMPLE_EVERY as METRICS_SAMPLE_EVERY
 from .pending import PendingResponse
 
 log = logging.getLogger("kgroup.server")
@@ -181,7 +181,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
     __slots__ = ("broker", "transport", "partial", "big", "big_filled", "big_size", "big_reserved", "slots", "out",
                  "send_scheduled", "peer", "peer_host", "client_software", "closed", "max_frame",
                  "last_active", "admitted", "waiting_memory", "muted", "muted_frames", "muted_bytes",
-                 "reading_paused", "__weakref__")
+                 "reading_paused", "request_counts", "__weakref__")
 
     def __init__(self, broker):
         self.broker = broker
@@ -206,6 +206,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.last_active = 0.0
         self.admitted = False
         self.waiting_memory = False
+        # Metrics alone (ops.py): BrokerMetrics.recent, the request counts kept inline below.
+        self.request_counts = broker.request_counts
 
     # -- connection lifecycle -------------------------------------------------------------------
     def connection_made(self, transport):
@@ -431,21 +433,24 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._abort(f"cannot decode api key {api_key} v{version}: {e}")
             return
         try:
-            hook = self.broker.request_hook  # metrics, fault injection (ops.py): None unless enabled
-            if hook is None:
-                result = handler(self.broker, RequestContext(self, header, version), body, version)
+            counts = self.request_counts
+            if counts is None:
+                hook = self.broker.request_hook  # metrics, fault injection (ops.py): None unless enabled
+                if hook is None:
+                    result = handler(self.broker, RequestContext(self, header, version), body, version)
+                else:
+                    result = hook(handler, self.broker, RequestContext(self, header, version), body, version)
             # -- metrics alone (ops.py): counted here, without a call layer (issue 14) --------------
-            elif hook is self.broker.metrics:
-                recent = hook.recent[api_key]    # small ints only: no allocation (metrics.py)
+            else:
+                recent = counts[api_key]        # small ints only: no allocation (metrics.py)
                 n = recent[version] + 1
-                if n & METRICS_SAMPLE_MASK:     # neither sampled for timing nor a kind metrics watch
+                if n < METRICS_SAMPLE_EVERY:    # neither sampled for timing nor a kind metrics watch
                     recent[version] = n
                     result = handler(self.broker, RequestContext(self, header, version), body, version)
                 else:
-                    result = hook.dispatch_sampled(handler, self.broker, RequestContext(self, header, version), body, version)
+                    result = self.broker.metrics.dispatch_sampled(
+                        handler, self.broker, RequestContext(self, header, version), body, version)
             # -- end metrics alone -------------------------------------------------------------------
-            else:
-                result = hook(handler, self.broker, RequestContext(self, header, version), body, version)
         except Exception:
             log.exception("handler for api key %d v%d failed (request from %s)", api_key, version, self.peer)
             self._abort("internal error while handling the request")

@@ -9,10 +9,12 @@ compares each touched group with what it saw last and writes down the difference
 persisted or replayed, so the coordinator's live state == replayed state property is untouched;
 after a broker restart timelines start empty.
 
-On when the broker has the metrics listener or fault injection (the ``request_hook`` path);
-read through ``GET /api/groups/<group>`` (the web console), and over the Kafka protocol by
-``kgroup groups --describe --group G --timeline`` (a Produce to ``kgroup/group-timeline``, a
-topic name Kafka forbids, whose answer's ``error_message`` carries the timeline as JSON).
+On when the broker has the metrics listener or fault injection; sees the group requests through
+the metrics' sampled path or the request hook (ops.py); read through ``GET /api/groups/<group>``
+(the web console), and over the Kafka protocol by ``kgroup groups --describe --group G
+--timeline`` (a Produce to ``kgroup/group-timeline``, a topic name Kafka forbids, whose answer's
+``error_message`` carries the timeline as JSON; the Produce handler hands it to
+``answer_query`` through ``broker.control_topics``, so no Produce pays for the check).
 """
 from __future__ import annotations
 
@@ -67,8 +69,8 @@ class _Seen:
 
 
 class GroupTimelines:
-    # The requests dispatch looks at: the group APIs it compares after, and Produce (the query).
-    WATCHED = GROUP_APIS | {ApiKey.PRODUCE}
+    # The requests dispatch looks at: the group APIs it compares after.
+    WATCHED = GROUP_APIS
 
     def __init__(self, broker):
         self.broker = broker
@@ -97,8 +99,6 @@ class GroupTimelines:
     def dispatch(self, handler, broker, ctx, body, version, inner=None):
         api_key = body.API_KEY
         if api_key not in GROUP_APIS:
-            if api_key == ApiKey.PRODUCE and len(body.topic_data) == 1 and body.topic_data[0].name == TIMELINE_TOPIC:
-                return self._answer_query(body)
             return handler(broker, ctx, body, version) if inner is None else inner(handler, broker, ctx, body, version)
         gid = getattr(body, "group_id", None)
         if gid:
@@ -251,7 +251,8 @@ class GroupTimelines:
         return list(self.events.get(gid, ()))
 
     # -- over the wire -------------------------------------------------------------------------
-    def _answer_query(self, body):
+    def answer_query(self, body):
+        """A Produce to TIMELINE_TOPIC (broker.control_topics): each record's value a group id."""
         T, P = ProduceResponse.TopicProduceResponse, ProduceResponse.TopicProduceResponse.PartitionProduceResponse
         answers = []
         for pd in body.topic_data[0].partition_data:

@@ -57,7 +57,7 @@ def test_metrics_off_by_default(kafka_broker):
 
 def test_no_hook_when_metrics_and_faults_are_off(tmp_path):
     with KafkaBroker(tmp_path / "d", {"kgroup.fault.injection.enable": "false"}) as b:
-        assert b.broker.request_hook is None
+        assert b.broker.request_hook is None and b.broker.request_counts is None
 
 
 def test_metrics_text_with_kafka_python_group(tmp_path):
@@ -101,7 +101,10 @@ def test_metrics_text_with_kafka_python_group(tmp_path):
         assert sum(commits) == 1
         joins = [v for (name, labels), v in s.items()
                  if name == "kafka_network_requestmetrics_requests_total" and ("request", "JoinGroup") in labels]
-        assert sum(joins) >= 1          # (parked answers are timed for 1 in 8: maybe none here)
+        assert sum(joins) >= 1
+        joins_timed = [v for (name, labels), v in s.items() if name ==
+                       "kafka_network_requestmetrics_total_time_seconds_count" and ("request", "JoinGroup") in labels]
+        assert sum(joins_timed) == sum(joins)   # every JoinGroup timed (parked until the rebalance's answer)
         timed = [v for (name, labels), v in s.items()
                  if name == "kafka_network_requestmetrics_total_time_seconds_count" and ("request", "Metadata") in labels]
         assert sum(timed) >= 1
@@ -225,24 +228,25 @@ def test_metrics_listener_is_validated():
 
 
 @pytest.mark.parametrize("faults", ["false", "true"])
-def test_requests_counted_exactly_and_one_in_eight_timed(tmp_path, faults):
+def test_requests_counted_exactly_and_one_in_sample_every_timed(tmp_path, faults):
     # Metrics alone: the server counts each request itself (no request layer); with fault
     # injection on, the metrics request layer counts. Both count every request and time the
-    # 1st, 9th, 17th, ... of each API and version.
+    # 1st, (SAMPLE_EVERY + 1)th, ... of each API and version.
+    from kgroup.broker.metrics import SAMPLE_EVERY
     from kgroup.protocol.messages.heartbeat import HeartbeatRequest
     from tests.harness import RawClient
     with KafkaBroker(tmp_path / "d", {"kgroup.fault.injection.enable": faults}, metrics=True) as b:
-        assert (b.broker.request_hook is b.broker.metrics) == (faults == "false")
+        assert (b.broker.request_counts is b.broker.metrics.recent) == (faults == "false")
+        assert (b.broker.request_hook is None) == (faults == "false")
         c = RawClient(b.port)
-        for _ in range(17):
-            c.request(HeartbeatRequest(group_id="nobody", generation_id=1, member_id="m"), 0)
-        s = samples(get(b.http_url + "/metrics")[2])
         labels = frozenset({("request", "Heartbeat"), ("version", "0")})
-        assert s[("kafka_network_requestmetrics_requests_total", labels)] == 17
-        assert s[("kafka_network_requestmetrics_total_time_seconds_count", labels)] == 3
-        assert s[("kafka_network_requestmetrics_total_time_seconds_bucket", labels | {("le", "+Inf")})] == 3
-        for _ in range(7):
-            c.request(HeartbeatRequest(group_id="nobody", generation_id=1, member_id="m"), 0)
-        s = samples(get(b.http_url + "/metrics")[2])
-        assert s[("kafka_network_requestmetrics_requests_total", labels)] == 24
-        assert s[("kafka_network_requestmetrics_total_time_seconds_count", labels)] == 3
+        sent = 0
+        # the 1st, (SAMPLE_EVERY + 1)th and (2 SAMPLE_EVERY + 1)th timed; no more up to 3 SAMPLE_EVERY
+        for total, timed in ((2 * SAMPLE_EVERY + 1, 3), (3 * SAMPLE_EVERY, 3)):
+            for _ in range(total - sent):
+                c.request(HeartbeatRequest(group_id="nobody", generation_id=1, member_id="m"), 0)
+            sent = total
+            s = samples(get(b.http_url + "/metrics")[2])
+            assert s[("kafka_network_requestmetrics_requests_total", labels)] == total
+            assert s[("kafka_network_requestmetrics_total_time_seconds_count", labels)] == timed
+            assert s[("kafka_network_requestmetrics_total_time_seconds_bucket", labels | {("le", "+Inf")})] == timed

@@ -22,6 +22,11 @@ RecordError = ProduceResponse.BatchIndexAndErrorMessage
 def handle(broker, ctx, req, version):
     """Checks in Kafka's order: unknown topic/partition and ProduceRequest.validateRecords
     (KafkaApis), then acks, then the internal-topic check and the append (ReplicaManager)."""
+    if broker.control_topics and len(req.topic_data) == 1:
+        # a query to an operations feature (ops.py), e.g. rebalance timelines, not a write
+        answer_query = broker.control_topics.get(req.topic_data[0].name)
+        if answer_query is not None:
+            return answer_query(req)
     dp = broker.data_path
     resp = ProduceResponse(responses=[], throttle_time_ms=0)
     written, to_flush = [], set()
