@@ -3,9 +3,10 @@ loader's decoder. The log's RecordBatch format they travel in is ``kgroup.protoc
 
 A record key is ``int16 record type`` followed by the key struct; a value is ``int16 version``
 followed by the value struct at that version; a null value is a tombstone (Kafka's
-CoordinatorRecordSerde). Record types: 0 legacy offset commit, 1 offset commit, 2 group metadata;
-3 and above are KIP-848 records this classic-only coordinator does not know, so the loader
-skips them like any unknown type (CoordinatorLoaderImpl logs and ignores UnknownRecordType).
+CoordinatorRecordSerde). Record types here: 0 legacy offset commit, 1 offset commit, 2 group
+metadata; the KIP-848 ones (3-8, 16) are decoded by consumer_group/consumer_group_records.py,
+and the loader skips any type neither knows (CoordinatorLoaderImpl logs and ignores
+UnknownRecordType).
 
 What Kafka writes, and so what we write:
 - OffsetCommitKey with record type 1;
@@ -55,7 +56,7 @@ class CoordinatorLoadError(Exception):
         self.cause = cause
 
 
-class Record(NamedTuple):
+class CoordinatorRecord(NamedTuple):
     """One record to append: the bytes Kafka writes plus the decoded form (for live replay)."""
 
     key: bytes
@@ -83,7 +84,7 @@ def _offset_commit_key(group: str, topic: str, partition: int) -> tuple[bytes, o
 
 def offset_commit_record(group: str, topic: str, partition: int, offset: int, leader_epoch: int,
                          metadata: str, commit_timestamp_ms: int,
-                         expire_timestamp_ms: int | None) -> Record:
+                         expire_timestamp_ms: int | None) -> CoordinatorRecord:
     hit = _commit_keys.get((group, topic, partition))     # the cache hit inline: once per commit
     key_bytes, key = hit if hit is not None else _offset_commit_key(group, topic, partition)
     version = (OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRE if expire_timestamp_ms is not None
@@ -94,23 +95,24 @@ def offset_commit_record(group: str, topic: str, partition: int, offset: int, le
     value_bytes = value.to_versioned_bytes(version)
     if version == OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRE:
         value.leader_epoch = -1  # v1 has no leader epoch: what replay will see
-    return Record(key_bytes, value_bytes, OFFSET_COMMIT, key, value)
+    return CoordinatorRecord(key_bytes, value_bytes, OFFSET_COMMIT, key, value)
 
 
-def offset_commit_tombstone(group: str, topic: str, partition: int) -> Record:
+def offset_commit_tombstone(group: str, topic: str, partition: int) -> CoordinatorRecord:
     key = OffsetCommitKey(group=group, topic=topic, partition=partition)
-    return Record(key.to_versioned_bytes(OFFSET_COMMIT), None, OFFSET_COMMIT, key, None)
+    return CoordinatorRecord(key.to_versioned_bytes(OFFSET_COMMIT), None, OFFSET_COMMIT, key, None)
 
 
-def group_metadata_record(group_id: str, value: GroupMetadataValue) -> Record:
+def group_metadata_record(group_id: str, value: GroupMetadataValue) -> CoordinatorRecord:
     key = GroupMetadataKey(group=group_id)
-    return Record(key.to_versioned_bytes(GROUP_METADATA), value.to_versioned_bytes(GROUP_METADATA_VALUE_VERSION),
-                  GROUP_METADATA, key, value)
+    return CoordinatorRecord(key.to_versioned_bytes(GROUP_METADATA),
+                             value.to_versioned_bytes(GROUP_METADATA_VALUE_VERSION),
+                             GROUP_METADATA, key, value)
 
 
-def group_metadata_tombstone(group_id: str) -> Record:
+def group_metadata_tombstone(group_id: str) -> CoordinatorRecord:
     key = GroupMetadataKey(group=group_id)
-    return Record(key.to_versioned_bytes(GROUP_METADATA), None, GROUP_METADATA, key, None)
+    return CoordinatorRecord(key.to_versioned_bytes(GROUP_METADATA), None, GROUP_METADATA, key, None)
 
 
 def _read_version(buf, what: str) -> int:
@@ -119,7 +121,7 @@ def _read_version(buf, what: str) -> int:
     return _H.unpack_from(buf, 0)[0]
 
 
-def decode_record(key: bytes, value: bytes | None) -> Record:
+def decode_record(key: bytes, value: bytes | None) -> CoordinatorRecord:
     """Decode a ``__consumer_offsets`` record. Raises UnknownRecordType for a type we do not
     know (skip it) and RecordDecodeError for bytes that do not decode (fail the load).
     Trailing bytes are tolerated, as Kafka's readers do."""
@@ -136,7 +138,7 @@ def decode_record(key: bytes, value: bytes | None) -> Record:
         raise RecordDecodeError(f"Could not read record with version {record_type} from key's "
                                 f"buffer due to: {e}.") from None
     if value is None:
-        return Record(bytes(key), None, record_type, key_struct, None)
+        return CoordinatorRecord(bytes(key), None, record_type, key_struct, None)
     version = _read_version(value, "value")
     if record_type == LEGACY_OFFSET_COMMIT and version != 0:
         raise RecordDecodeError(f"Could not read record with version {version} from value's "
@@ -146,4 +148,4 @@ def decode_record(key: bytes, value: bytes | None) -> Record:
     except DecodeError as e:
         raise RecordDecodeError(f"Could not read record with version {version} from value's "
                                 f"buffer due to: {e}.") from None
-    return Record(bytes(key), bytes(value), record_type, key_struct, value_struct)
+    return CoordinatorRecord(bytes(key), bytes(value), record_type, key_struct, value_struct)

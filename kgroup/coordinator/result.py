@@ -47,7 +47,7 @@ class Result:
     """Records plus responses of one operation: what a handler builds and the runtime reads.
 
     ``now_ms``   the operation's time (the records' timestamp).
-    ``records``  the coordinator records to append, in order (``coordinator_records.Record``:
+    ``records``  the coordinator records to append, in order (``coordinator_records.CoordinatorRecord``:
                  ``key``/``value`` bytes in Kafka's exact format plus their decoded form).
     Everything else goes through methods: ``committed``/``aborted`` are what the shard's
     ``commit``/``abort`` send; ``is_plain_offset_commit`` says whether it may be batched.
@@ -57,7 +57,7 @@ class Result:
 
     def __init__(self, now_ms: int = 0):
         self.now_ms = now_ms
-        self.records = []           # kgroup.coordinator.coordinator_records.Record
+        self.records = []           # kgroup.coordinator.coordinator_records.CoordinatorRecord
         self._answers = []          # (token, response), in reply order
         self._on_failure = None     # {index in _answers: fn(error) -> response}, once there is one
         self._on_commit = ()        # fn(Result) -> None, after replay (a list once there is one)

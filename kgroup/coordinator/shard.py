@@ -1,5 +1,5 @@
-"""GroupCoordinatorShard: the pure, deterministic classic group coordinator of one
-``__consumer_offsets`` partition. This is the entry point the broker runtime drives.
+"""GroupCoordinatorShard: the pure, deterministic group coordinator (classic and KIP-848 consumer
+groups, committed offsets) of one ``__consumer_offsets`` partition. This is the entry point the broker runtime drives.
 
 Life cycle
     shard = GroupCoordinatorShard(partition, config, scheduler, uuid_factory)
@@ -39,7 +39,7 @@ from . import coordinator_records as rec
 from .classic_group import ClassicGroupState, live_view, record_view
 from .config import GroupCoordinatorConfig
 from .consumer_group import group as consumer_group
-from .consumer_group import records as consumer_group_records
+from .consumer_group import consumer_group_records
 from .consumer_group.manager import ConsumerGroupManager, heartbeat_error
 from .consumer_group.migration import Migration
 from .group_metadata_manager import GroupMetadataManager
@@ -99,7 +99,7 @@ class GroupCoordinatorShard:
             raise rec.CoordinatorLoadError(self.partition, offset, e) from None
         self._apply(record)
 
-    def _apply(self, record: rec.Record) -> None:
+    def _apply(self, record: rec.CoordinatorRecord) -> None:
         """The only mutator of durable state; used at load time and on commit."""
         if record.record_type in consumer_group_records.RECORD_TYPES:
             self._apply_consumer_group(record)
@@ -130,7 +130,7 @@ class GroupCoordinatorShard:
             raise rec.CoordinatorLoadError(self.partition, offset, e) from None
         self._apply_transactional(producer_id, record)
 
-    def _apply_transactional(self, producer_id: int, record: rec.Record) -> None:
+    def _apply_transactional(self, producer_id: int, record: rec.CoordinatorRecord) -> None:
         if record.record_type == rec.GROUP_METADATA:
             self._apply(record)
         else:

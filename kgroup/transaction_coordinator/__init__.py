@@ -4,7 +4,7 @@ driven like the group coordinator's shards: handlers -> ``Result`` -> ``commit``
 plus ``drain_markers`` / ``complete_transaction`` for the COMMIT/ABORT markers."""
 from .config import TransactionCoordinatorConfig
 from .metadata import TransactionMetadata, TransactionState
-from .records import TransactionLogDecodeError
+from .transaction_log_records import TransactionLogDecodeError
 from .shard import (TransactionCoordinatorShard, TxnMarkers, append_error_to_response_error,
                     transaction_partition)
 

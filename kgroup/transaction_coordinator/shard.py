@@ -38,7 +38,7 @@ from ..protocol.messages.end_txn import EndTxnResponse
 from ..protocol.messages.init_producer_id import InitProducerIdResponse
 from ..protocol.messages.list_transactions import ListTransactionsResponse
 from ..protocol.messages.write_txn_markers import WriteTxnMarkersRequest
-from . import records as rec
+from . import transaction_log_records as rec
 from .config import TransactionCoordinatorConfig
 from .metadata import (NO_PRODUCER_EPOCH, NO_PRODUCER_ID, SHORT_MAX, TransactionMetadata,
                        TransactionState, is_epoch_exhausted)

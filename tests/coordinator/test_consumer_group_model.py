@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kgroup.coordinator.assignor import SubscriptionType, hash_map_put_order
-from kgroup.coordinator.consumer_group import records as rec
+from kgroup.coordinator.consumer_group import consumer_group_records as rec
 from kgroup.coordinator.consumer_group.current_assignment import reconcile
 from kgroup.coordinator.consumer_group.group import (ConsumerGroup, ConsumerGroupState, IllegalReplayState,
                                                      ResolvedRegex, TopicMetadata, group_deletion_records,

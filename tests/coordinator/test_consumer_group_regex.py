@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from kgroup.coordinator.consumer_group import records as rec
+from kgroup.coordinator.consumer_group import consumer_group_records as rec
 from kgroup.coordinator.consumer_group.manager import REGEX_BATCH_REFRESH_INTERVAL_MS
 from kgroup.coordinator.consumer_group.validation import check_regex
 from kgroup.protocol.errors import ErrorCode as E

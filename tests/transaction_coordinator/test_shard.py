@@ -6,7 +6,7 @@ import pytest
 from kgroup.coordinator.partitioner import group_partition
 from kgroup.protocol.offsets_records import TransactionLogValue
 from kgroup.transaction_coordinator import TransactionState as S
-from kgroup.transaction_coordinator import records as rec
+from kgroup.transaction_coordinator import transaction_log_records as rec
 from kgroup.transaction_coordinator.metadata import TransactionMetadata
 
 from .support import E, Ctx, fresh_shard

@@ -26,8 +26,8 @@ from typing import Mapping, NamedTuple
 
 from ...protocol.errors import ErrorCode, KafkaError
 from ..assignor import SubscriptionType, hash_map_put_order
-from ..coordinator_records import Record
-from . import records as rec
+from ..coordinator_records import CoordinatorRecord
+from . import consumer_group_records as rec
 from .member import ConsumerGroupMember, MemberState, freeze
 
 LEAVE_GROUP_MEMBER_EPOCH = -1
@@ -274,7 +274,7 @@ def _assignment(topic_partitions) -> dict[bytes, frozenset]:
     return freeze({tp.topic_id: tp.partitions for tp in topic_partitions})
 
 
-def replay(groups: dict[str, ConsumerGroup], record: Record) -> None:
+def replay(groups: dict[str, ConsumerGroup], record: CoordinatorRecord) -> None:
     """Apply one KIP-848 record to the consumer groups of a shard (Kafka's replay of types 3-8, 16).
     A tombstone for a group or member that does not exist is ignored, as in Kafka."""
     t, key, value = record.record_type, record.key_struct, record.value_struct
@@ -362,14 +362,14 @@ def replay(groups: dict[str, ConsumerGroup], record: Record) -> None:
 
 # -- the record sequences Kafka writes for removals --------------------------------------------------
 
-def member_removal_records(group_id: str, member_id: str) -> list[Record]:
+def member_removal_records(group_id: str, member_id: str) -> list[CoordinatorRecord]:
     """A member leaves or is fenced: its current assignment, target and subscription, in that order."""
     return [rec.current_assignment_tombstone(group_id, member_id),
             rec.target_assignment_tombstone(group_id, member_id),
             rec.member_subscription_tombstone(group_id, member_id)]
 
 
-def group_deletion_records(group: ConsumerGroup) -> list[Record]:
+def group_deletion_records(group: ConsumerGroup) -> list[CoordinatorRecord]:
     """Deleting a group (Kafka's ConsumerGroup.createGroupTombstoneRecords): current assignments,
     targets, the assignment epoch, subscriptions, resolved regexes, topic metadata, then the group
     epoch."""

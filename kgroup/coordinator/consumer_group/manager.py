@@ -31,7 +31,7 @@ from typing import Callable, Mapping
 
 from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse
-from . import records as rec
+from . import consumer_group_records as rec
 from .current_assignment import reconcile
 from .describe import describe_group, group_not_found
 from .group import (EMPTY_RESOLVED_REGEX, ConsumerGroup, ResolvedRegex, TopicMetadata, group_deletion_records,

@@ -35,7 +35,7 @@ from .. import coordinator_records as classic_rec
 from ..classic_group import CONSUMER_PROTOCOL_TYPE, ClassicGroup, ClassicGroupMember, ClassicGroupState
 from ..responses import join_response, sync_response
 from . import group as group_model
-from . import records as rec
+from . import consumer_group_records as rec
 from .current_assignment import reconcile
 from .group import ConsumerGroup, IllegalReplayState, group_deletion_records, member_removal_records
 from .manager import (_assignment_state, _preferred_assignor, join_timeout_key, subscription_metadata,

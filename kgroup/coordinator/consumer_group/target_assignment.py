@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Mapping
 
 from ..assignor import ASSIGNORS, GroupSpec, MemberSpec, SubscriptionType, hash_map_put_order
-from ..coordinator_records import Record
-from . import records as rec
+from ..coordinator_records import CoordinatorRecord
+from . import consumer_group_records as rec
 from .group import ConsumerGroup, ResolvedRegex, TopicMetadata
 from .member import ConsumerGroupMember, freeze
 
@@ -22,7 +22,7 @@ def build_target_assignment(group: ConsumerGroup, group_epoch: int, assignor: st
                             topics_by_name: Mapping[str, TopicMetadata],
                             updated: Mapping[str, ConsumerGroupMember | None] | None = None,
                             resolved_regexes: Mapping[str, ResolvedRegex] | None = None,
-                            ) -> tuple[list[Record], dict[str, dict[bytes, frozenset]]]:
+                            ) -> tuple[list[CoordinatorRecord], dict[str, dict[bytes, frozenset]]]:
     """``resolved_regexes``: the regex resolutions to use (the group's unless this request
     resolved them again)."""
     updated = updated or {}

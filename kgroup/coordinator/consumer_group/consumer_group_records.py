@@ -4,8 +4,8 @@ Kafka writes a consumer group as several records so a change rewrites only what 
 GroupCoordinatorRecordHelpers): per member its subscription (5) and its current assignment with
 epochs and state (8); per group its epoch (3), the subscribed topics' metadata (4), the target
 assignment's epoch (6) and per-member target (7), and per subscribed regex its resolution (16).
-Values are version 0. Builders return the same ``Record`` as the classic records (bytes to append
-plus the decoded structs for live replay).
+Values are version 0. Builders return the same ``CoordinatorRecord`` as the classic records
+(bytes to append plus the decoded structs for live replay).
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Mapping
 
 from ...protocol import offsets_records as R
 from ...protocol.primitives import DecodeError
-from ..coordinator_records import Record, RecordDecodeError, UnknownRecordType
+from ..coordinator_records import CoordinatorRecord, RecordDecodeError, UnknownRecordType
 from .member import Assignment, ConsumerGroupMember
 
 if TYPE_CHECKING:   # group.py imports this module
@@ -29,8 +29,8 @@ REGULAR_EXPRESSION = 16
 RECORD_TYPES = frozenset(R.CONSUMER_GROUP_RECORDS)
 
 
-def _record(record_type: int, key, value) -> Record:
-    return Record(key.to_versioned_bytes(record_type),
+def _record(record_type: int, key, value) -> CoordinatorRecord:
+    return CoordinatorRecord(key.to_versioned_bytes(record_type),
                   None if value is None else value.to_versioned_bytes(0), record_type, key, value)
 
 
@@ -39,16 +39,16 @@ def _topic_partitions(cls, assignment: Assignment) -> list:
     return [cls(topic_id=t, partitions=sorted(p)) for t, p in sorted(assignment.items())]
 
 
-def group_epoch_record(group_id: str, epoch: int) -> Record:
+def group_epoch_record(group_id: str, epoch: int) -> CoordinatorRecord:
     return _record(GROUP_METADATA, R.ConsumerGroupMetadataKey(group_id=group_id),
                    R.ConsumerGroupMetadataValue(epoch=epoch))
 
 
-def group_epoch_tombstone(group_id: str) -> Record:
+def group_epoch_tombstone(group_id: str) -> CoordinatorRecord:
     return _record(GROUP_METADATA, R.ConsumerGroupMetadataKey(group_id=group_id), None)
 
 
-def subscription_metadata_record(group_id: str, topics: Mapping[str, "TopicMetadata"]) -> Record:
+def subscription_metadata_record(group_id: str, topics: Mapping[str, "TopicMetadata"]) -> CoordinatorRecord:
     V = R.ConsumerGroupPartitionMetadataValue
     P = V.TopicMetadata.PartitionMetadata
     value = V(topics=[V.TopicMetadata(topic_id=t.topic_id, topic_name=t.name, num_partitions=t.num_partitions,
@@ -57,11 +57,11 @@ def subscription_metadata_record(group_id: str, topics: Mapping[str, "TopicMetad
     return _record(PARTITION_METADATA, R.ConsumerGroupPartitionMetadataKey(group_id=group_id), value)
 
 
-def subscription_metadata_tombstone(group_id: str) -> Record:
+def subscription_metadata_tombstone(group_id: str) -> CoordinatorRecord:
     return _record(PARTITION_METADATA, R.ConsumerGroupPartitionMetadataKey(group_id=group_id), None)
 
 
-def member_subscription_record(group_id: str, m: ConsumerGroupMember) -> Record:
+def member_subscription_record(group_id: str, m: ConsumerGroupMember) -> CoordinatorRecord:
     V = R.ConsumerGroupMemberMetadataValue
     classic = None
     if m.classic_member_metadata is not None:
@@ -76,34 +76,34 @@ def member_subscription_record(group_id: str, m: ConsumerGroupMember) -> Record:
                    value)
 
 
-def member_subscription_tombstone(group_id: str, member_id: str) -> Record:
+def member_subscription_tombstone(group_id: str, member_id: str) -> CoordinatorRecord:
     return _record(MEMBER_METADATA, R.ConsumerGroupMemberMetadataKey(group_id=group_id, member_id=member_id),
                    None)
 
 
-def target_assignment_epoch_record(group_id: str, assignment_epoch: int) -> Record:
+def target_assignment_epoch_record(group_id: str, assignment_epoch: int) -> CoordinatorRecord:
     return _record(TARGET_ASSIGNMENT_METADATA, R.ConsumerGroupTargetAssignmentMetadataKey(group_id=group_id),
                    R.ConsumerGroupTargetAssignmentMetadataValue(assignment_epoch=assignment_epoch))
 
 
-def target_assignment_epoch_tombstone(group_id: str) -> Record:
+def target_assignment_epoch_tombstone(group_id: str) -> CoordinatorRecord:
     return _record(TARGET_ASSIGNMENT_METADATA, R.ConsumerGroupTargetAssignmentMetadataKey(group_id=group_id),
                    None)
 
 
-def target_assignment_record(group_id: str, member_id: str, assignment: Assignment) -> Record:
+def target_assignment_record(group_id: str, member_id: str, assignment: Assignment) -> CoordinatorRecord:
     V = R.ConsumerGroupTargetAssignmentMemberValue
     return _record(TARGET_ASSIGNMENT_MEMBER,
                    R.ConsumerGroupTargetAssignmentMemberKey(group_id=group_id, member_id=member_id),
                    V(topic_partitions=_topic_partitions(V.TopicPartition, assignment)))
 
 
-def target_assignment_tombstone(group_id: str, member_id: str) -> Record:
+def target_assignment_tombstone(group_id: str, member_id: str) -> CoordinatorRecord:
     return _record(TARGET_ASSIGNMENT_MEMBER,
                    R.ConsumerGroupTargetAssignmentMemberKey(group_id=group_id, member_id=member_id), None)
 
 
-def current_assignment_record(group_id: str, m: ConsumerGroupMember) -> Record:
+def current_assignment_record(group_id: str, m: ConsumerGroupMember) -> CoordinatorRecord:
     V = R.ConsumerGroupCurrentMemberAssignmentValue
     value = V(member_epoch=m.member_epoch, previous_member_epoch=m.previous_member_epoch, state=int(m.state),
               assigned_partitions=_topic_partitions(V.TopicPartitions, m.assigned_partitions),
@@ -112,24 +112,24 @@ def current_assignment_record(group_id: str, m: ConsumerGroupMember) -> Record:
                    R.ConsumerGroupCurrentMemberAssignmentKey(group_id=group_id, member_id=m.member_id), value)
 
 
-def current_assignment_tombstone(group_id: str, member_id: str) -> Record:
+def current_assignment_tombstone(group_id: str, member_id: str) -> CoordinatorRecord:
     return _record(CURRENT_MEMBER_ASSIGNMENT,
                    R.ConsumerGroupCurrentMemberAssignmentKey(group_id=group_id, member_id=member_id), None)
 
 
-def regular_expression_record(group_id: str, regex: str, resolved) -> Record:
+def regular_expression_record(group_id: str, regex: str, resolved) -> CoordinatorRecord:
     """``resolved``: a group.ResolvedRegex (topics, version, timestamp); topics sorted, as Kafka."""
     return _record(REGULAR_EXPRESSION, R.ConsumerGroupRegularExpressionKey(group_id=group_id, regular_expression=regex),
                    R.ConsumerGroupRegularExpressionValue(topics=sorted(resolved.topics), version=resolved.version,
                                                          timestamp=resolved.timestamp))
 
 
-def regular_expression_tombstone(group_id: str, regex: str) -> Record:
+def regular_expression_tombstone(group_id: str, regex: str) -> CoordinatorRecord:
     return _record(REGULAR_EXPRESSION,
                    R.ConsumerGroupRegularExpressionKey(group_id=group_id, regular_expression=regex), None)
 
 
-def decode_record(key, value) -> Record:
+def decode_record(key, value) -> CoordinatorRecord:
     """Decode a KIP-848 record (the classic decoder hands types 3-8 and 16 here). UnknownRecordType for any
     other type; RecordDecodeError for bytes that do not decode (the load must fail)."""
     if key is None or len(key) < 2:
@@ -145,7 +145,7 @@ def decode_record(key, value) -> Record:
         raise RecordDecodeError(f"Could not read record with version {record_type} from key's "
                                 f"buffer due to: {e}.") from None
     if value is None:
-        return Record(bytes(key), None, record_type, key_struct, None)
+        return CoordinatorRecord(bytes(key), None, record_type, key_struct, None)
     if len(value) < 2:
         raise RecordDecodeError("Could not read version from value's buffer.")
     version = int.from_bytes(bytes(value[:2]), "big", signed=True)
@@ -157,4 +157,4 @@ def decode_record(key, value) -> Record:
     except DecodeError as e:
         raise RecordDecodeError(f"Could not read record with version {version} from value's "
                                 f"buffer due to: {e}.") from None
-    return Record(bytes(key), bytes(value), record_type, key_struct, value_struct)
+    return CoordinatorRecord(bytes(key), bytes(value), record_type, key_struct, value_struct)
