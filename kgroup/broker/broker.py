@@ -16,6 +16,7 @@ import time
 
 from ..protocol.records import CRC32C_IMPLEMENTATION, crc32c_is_fast
 from ..protocol.errors import ErrorCode, KafkaError
+from ..storage.cleaner import build_cleaned
 from ..storage.manager import prepare_partition_files, write_checkpoint_files
 from .config import BrokerConfig
 from .data_path import DataPath
@@ -80,6 +81,7 @@ class Broker:
         self._cleaner: asyncio.Task | None = None
         self._in_slices: set = set()    # generators run_in_slices is driving (closed at stop)
         self._files: concurrent.futures.ThreadPoolExecutor | None = None   # creates partition files
+        self._cleaner_pool: concurrent.futures.ThreadPoolExecutor | None = None   # builds cleaned segments
 
     # -- lifecycle ------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -134,6 +136,10 @@ class Broker:
         if self._files is not None:
             self._files.shutdown(wait=True)     # a checkpoint or partition files being written
             self._files = None
+        if self._cleaner_pool is not None:
+            self.data_path.logs.abort_cleaning()
+            self._cleaner_pool.shutdown(wait=True)   # the clean being built stops at its next batch
+            self._cleaner_pool = None
         for steps in list(self._in_slices):
             steps.close()               # a topic creation under way is undone
         self._in_slices.clear()
@@ -172,12 +178,28 @@ class Broker:
     async def _cleaner_loop(self) -> None:
         """Kafka's log cleaner thread: clean the filthiest compacted log (dirty ratio at least
         min.cleanable.dirty.ratio, or past max.compaction.lag.ms), again at once while one is
-        due, else sleep log.cleaner.backoff.ms."""
+        due, else sleep log.cleaner.backoff.ms. The clean is planned and swapped in here, and
+        built (reading, offset map, writing the cleaned segments) on the cleaner thread, so a
+        large log never holds the event loop (cleaner.CleanPlan)."""
+        logs = self.data_path.logs
         while True:
             cleaned = None
             try:
-                cleaned = self.data_path.logs.clean_filthiest()
+                plan = logs.plan_clean()
+                if plan is not None:
+                    try:
+                        built = await self.loop.run_in_executor(self._cleaner_thread(), build_cleaned, plan)
+                    except asyncio.CancelledError:
+                        plan.abort.set()        # shutting down: the builder stops and removes its files
+                        raise
+                    except Exception as e:      # noqa: BLE001 - finish_clean reports it unless abandoned
+                        built = e
+                    cleaned = plan.tp
+                    logs.finish_clean(plan, built, abandon=self.log_dir_failure.offline)
+            except asyncio.CancelledError:
+                raise
             except Exception:
+                cleaned = None
                 log.exception("log cleaner failed")
             await asyncio.sleep(0 if cleaned else self.config["log.cleaner.backoff.ms"] / 1000.0)
 
@@ -256,6 +278,13 @@ class Broker:
                     shutil.rmtree(os.path.join(self.data_dir, f"{name}-{p}"), ignore_errors=True)
             except Exception:
                 pass
+
+    def _cleaner_thread(self) -> concurrent.futures.ThreadPoolExecutor:
+        # its own thread, as Kafka's LogCleaner: a long clean must not hold up the files
+        # thread's checkpoints and partition creations
+        if self._cleaner_pool is None:
+            self._cleaner_pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="kgroup-cleaner")
+        return self._cleaner_pool
 
     def _files_thread(self) -> concurrent.futures.ThreadPoolExecutor:
         if self._files is None:

@@ -11,15 +11,16 @@ last offset delta and producer fields, as Kafka's ``MemoryRecords.filterTo``). A
 emptied of records is dropped, unless it is the last batch of a live producer, whose
 header is kept so the producer state survives a reload.
 
-Simplifications: control batches (transaction markers) and aborted-transaction data are
-kept as they are; segments are rewritten one by one (Kafka also merges small ones); there
-is no cleaner checkpoint, so every pass re-reads the whole cleanable range.
+A clean is planned, built off to the side (on the broker's cleaner thread) and swapped in:
+see CleanPlan. Simplifications: control batches (transaction markers) and aborted-transaction
+data are kept as they are; segments are rewritten one by one (Kafka also merges small ones);
+the offset map covers the whole cleanable range, not only the dirty part.
 """
 from __future__ import annotations
 
 import logging
-import os
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from kgroup.protocol.records import (
@@ -29,8 +30,9 @@ from kgroup.protocol.records import (
     build_batch,
     control_record_type,
     decode_records,
+    read_batch_header,
 )
-from kgroup.storage.segment import CLEANED_SUFFIX, LogSegment, pwrite_all
+from kgroup.storage.segment import CLEANED_SUFFIX, LogSegment, fsync_dir
 
 if TYPE_CHECKING:
     from kgroup.storage.log import PartitionLog
@@ -117,7 +119,7 @@ def _decode(seg: LogSegment, header, batch):
         return None
 
 
-def build_offset_map(segments: list[LogSegment]) -> dict[bytes, int]:
+def build_offset_map(segments: list[LogSegment], abort: threading.Event | None = None) -> dict[bytes, int]:
     """Key -> offset of its latest record. A transactional record counts only once its COMMIT
     marker is seen: an aborted (or not yet ended) transaction's record must not make an older
     committed record of its key look superseded (Kafka's cleaner skips aborted batches too);
@@ -127,6 +129,8 @@ def build_offset_map(segments: list[LogSegment]) -> dict[bytes, int]:
     pending: dict[int, list] = {}           # producer id -> [(key, offset)] of its open transaction
     for seg in segments:
         for _, header, batch in seg.iter_batches():
+            if abort is not None and abort.is_set():
+                raise CleanAborted(seg.log_path)
             if header.is_control:
                 if header.is_transactional:
                     _end_transaction(seg, header, batch, pending, offset_map)
@@ -193,58 +197,178 @@ def filter_batch(header, records, offset_map: dict[bytes, int], now_ms: int, del
         delete_horizon_ms=now_ms + delete_retention_ms if set_horizon else horizon), removed
 
 
-def clean_segment(seg: LogSegment, offset_map, now_ms: int, delete_retention_ms: int,
-                  producer_last_offsets: dict[int, int], stats: CleanerStats) -> None:
-    cleaned_path = seg.log_path + CLEANED_SUFFIX
-    fd = -1
-    written = 0
+class CleanAborted(Exception):
+    """The clean was aborted (its log deleted or closed) while it was being built."""
+
+
+@dataclass(slots=True, eq=False)
+class CleanPlan:
+    """One clean, as Kafka's LogCleaner runs it on its own thread: planned on the log's owner
+    thread (plan_clean), built from this plan alone on the cleaner's thread (build_cleaned:
+    reads the closed segments through its own descriptors, writes ``.cleaned`` segments beside
+    them, never touches the PartitionLog), then swapped in on the owner thread (swap_cleaned,
+    Kafka's replaceSegments), only if none of the planned segments changed meanwhile. Until
+    then the log keeps serving reads and taking appends (the active segment is never cleaned)."""
+    log: "PartitionLog"
+    directory: str
+    segments: list[LogSegment]          # the segments to clean (read only through their paths)
+    sizes: list[int]                    # their sizes when planned (closed: they only shrink by truncation)
+    end_offset: int                     # the cleaner checkpoint once they are cleaned
+    truncations: int
+    now_ms: int
+    delete_retention_ms: int
+    producer_last_offsets: dict[int, int]
+    index_interval_bytes: int
+    max_index_size: int
+    abort: threading.Event = field(default_factory=threading.Event)
+    tp: tuple | None = None             # (topic, partition) for the LogManager
+
+
+@dataclass(slots=True)
+class CleanedSegments:
+    """What build_cleaned made: for each planned segment, its cleaned copy (None: unchanged)."""
+    cleaned: list[LogSegment | None]
+    stats: CleanerStats
+
+    def discard(self) -> None:
+        for seg in self.cleaned:
+            if seg is not None:
+                seg.delete_files()
+
+
+def plan_clean(plog: "PartitionLog", now_ms: int) -> CleanPlan | None:
+    if not plog.config.compact:
+        return None
+    segments = cleanable_segments(plog, now_ms)
+    if not segments:
+        return None
+    segs = plog.segments
+    end = segs[len(segments)].base_offset if len(segments) < len(segs) else plog.log_end_offset
+    cfg = plog.config
+    return CleanPlan(plog, plog.directory, segments, [s.size for s in segments], end, plog._truncations,
+                     now_ms, cfg.delete_retention_ms,
+                     {pid: e.last_data_offset for pid, e in plog.producer_state.producers.items()},
+                     cfg.index_interval_bytes, cfg.segment_index_bytes)
+
+
+def build_cleaned(plan: CleanPlan) -> CleanedSegments:
+    """The heavy part of a clean (any thread): the offset map over the planned segments and
+    their cleaned copies, written and fsynced as ``.cleaned`` files with their indexes.
+    Raises CleanAborted once ``plan.abort`` is set (its files removed)."""
+    stats = CleanerStats()
+    readers: list[LogSegment] = []
+    done = CleanedSegments([], stats)
     try:
-        for pos, header, batch in seg.iter_batches():
+        for seg, size in zip(plan.segments, plan.sizes):
+            # a private reader: the log's own descriptors belong to its thread (open_files.py)
+            reader = LogSegment(plan.directory, seg.base_offset, create=False)
+            reader.size = min(reader.size, size)
+            readers.append(reader)
+        offset_map = build_offset_map(readers, plan.abort)
+        for reader in readers:
+            done.cleaned.append(_clean_segment(reader, plan, offset_map, stats))
+            stats.segments_cleaned += 1
+        return done
+    except BaseException:
+        done.discard()
+        raise
+    finally:
+        for reader in readers:
+            reader.close_handlers()
+
+
+def _clean_segment(reader: LogSegment, plan: CleanPlan, offset_map, stats: CleanerStats) -> LogSegment | None:
+    """The cleaned copy of one segment, or None when cleaning changes nothing in it."""
+    out: LogSegment | None = None
+    parts: list = []
+    headers: list = []
+    pending = 0
+
+    def add(data, header) -> None:
+        # batches are appended to the cleaned segment a few MiB at a time (its indexes built
+        # as appends build them)
+        nonlocal pending
+        parts.append(data)
+        headers.append(header)
+        pending += len(data)
+        if pending >= _COPY_CHUNK:
+            flush_parts()
+
+    def flush_parts() -> None:
+        nonlocal pending
+        if headers:
+            out.append(b"".join(parts), headers)
+        parts.clear()
+        headers.clear()
+        pending = 0
+    try:
+        for pos, header, batch in reader.iter_batches():
+            if plan.abort.is_set():
+                raise CleanAborted(reader.log_path)
             result = None
             if not header.is_control:
-                records = _decode(seg, header, batch)
+                records = _decode(reader, header, batch)
                 if records is not None:
-                    result, removed = filter_batch(header, records, offset_map, now_ms,
-                                                   delete_retention_ms, producer_last_offsets)
+                    result, removed = filter_batch(header, records, offset_map, plan.now_ms,
+                                                   plan.delete_retention_ms, plan.producer_last_offsets)
                     stats.records_removed += removed
-            if result is None and fd < 0:
+            if result is None and out is None:
                 continue  # nothing changed yet: no need to copy anything
-            if fd < 0:
-                # First change: start the rewritten file with the unchanged prefix.
-                fd = os.open(cleaned_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
-                for start in range(0, pos, _COPY_CHUNK):
-                    pwrite_all(fd, seg.read_batch(start, min(_COPY_CHUNK, pos - start)), start)
-                written = pos
-            data = batch if result is None else result
-            if data:
-                pwrite_all(fd, data, written)
-                written += len(data)
-        if fd < 0:
-            return
-        os.fsync(fd)
-    finally:
-        if fd >= 0:
-            os.close(fd)
-    before = seg.size
-    seg.swap_in(cleaned_path)
+            if out is None:
+                # First change: start the cleaned segment with the unchanged prefix.
+                out = LogSegment(plan.directory, reader.base_offset, create=True, suffix=CLEANED_SUFFIX,
+                                 index_interval_bytes=plan.index_interval_bytes,
+                                 max_index_size=plan.max_index_size)
+                for _, kept_header, kept in reader.iter_batches(0, pos):
+                    add(kept, kept_header)
+            if result is None:
+                add(batch, header)
+            elif result:
+                add(result, read_batch_header(result))
+        if out is None:
+            return None
+        flush_parts()
+        out.on_become_inactive()
+        out.flush(indexes=True)
+        out.close_handlers()
+    except BaseException:
+        if out is not None:
+            out.delete_files()
+        raise
     stats.segments_rewritten += 1
-    stats.bytes_before += before
-    stats.bytes_after += seg.size
+    stats.bytes_before += reader.size
+    stats.bytes_after += out.size
+    return out
+
+
+def swap_cleaned(plan: CleanPlan, built: CleanedSegments) -> CleanerStats | None:
+    """Kafka's replaceSegments, on the log's owner thread: the cleaned segments replace the
+    planned ones (renames, one directory fsync) and the cleaner checkpoint moves. Abandoned
+    (the cleaned files removed, None returned) when the log changed in a way that touches the
+    planned segments meanwhile: closed or deleted, a planned segment deleted by retention or
+    DeleteRecords, a truncation, compaction turned off."""
+    plog = plan.log
+    live = set(map(id, plog._segments))
+    if (plog._closed or not plog.config.compact or plog._truncations != plan.truncations
+            or any(id(seg) not in live or seg.size != size for seg, size in zip(plan.segments, plan.sizes))):
+        built.discard()
+        return None
+    swapped = False
+    for seg, cleaned in zip(plan.segments, built.cleaned):
+        if cleaned is not None:
+            seg.replace_with(cleaned)
+            swapped = True
+    if swapped:
+        fsync_dir(plog.directory)
+    if plan.end_offset > plog.cleaner_checkpoint:
+        plog.cleaner_checkpoint = plan.end_offset
+    return built.stats
 
 
 def clean(plog: "PartitionLog", now_ms: int) -> CleanerStats:
-    stats = CleanerStats()
-    if not plog.config.compact:
-        return stats
-    segments = cleanable_segments(plog, now_ms)
-    if not segments:
-        return stats
-    offset_map = build_offset_map(segments)
-    producer_last_offsets = {pid: e.last_data_offset for pid, e in plog.producer_state.producers.items()}
-    for seg in segments:
-        clean_segment(seg, offset_map, now_ms, plog.config.delete_retention_ms, producer_last_offsets, stats)
-        stats.segments_cleaned += 1
-    # the cleaner checkpoint: the start of the first segment not cleaned
-    segs = plog.segments
-    plog.cleaner_checkpoint = segs[len(segments)].base_offset if len(segments) < len(segs) else plog.log_end_offset
-    return stats
+    """A whole clean on the calling thread (tests, tools); the broker builds it on its cleaner
+    thread instead (LogManager.plan_clean / finish_clean)."""
+    plan = plan_clean(plog, now_ms)
+    if plan is None:
+        return CleanerStats()
+    return swap_cleaned(plan, build_cleaned(plan)) or CleanerStats()

@@ -144,6 +144,13 @@ class _IndexFile(abc.ABC):
         self._load(b"")
         self._loaded = True
 
+    def unload(self) -> None:
+        """The file was replaced (a cleaned segment swapped in, already fsynced): read it
+        again on next use."""
+        self.close()
+        self._loaded = False
+        self.synced_writes = self.writes
+
     # subclass hooks
     @abc.abstractmethod
     def _load(self, data: bytes) -> None:

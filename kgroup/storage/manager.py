@@ -129,6 +129,7 @@ class LogManager:
         self._checkpointed_state: tuple | None = None   # the offsets it holds (checkpoint_contents)
         self.had_clean_shutdown: dict[str, bool] = {}
         self._closed = False
+        self._cleaning = None       # the CleanPlan being built (plan_clean .. finish_clean)
         for d in self.log_dirs:
             os.makedirs(d, exist_ok=True)
             self._load_dir(d)
@@ -242,6 +243,7 @@ class LogManager:
         if plog is None:
             return False
         self._dir_of.pop(tp, None)
+        self.abort_cleaning(tp)
         plog.close(clean=False)
         doomed = f"{plog.directory}.{uuid.uuid4().hex}{_DELETE_DIR_SUFFIX}"
         os.rename(plog.directory, doomed)
@@ -291,10 +293,28 @@ class LogManager:
                           [(tp, p) for tp, p in self._logs.items() if p.config.compact])
 
     def clean_filthiest(self, now_ms: int | None = None) -> tuple[str, int] | None:
-        """One pass of Kafka's log cleaner thread (LogCleanerManager.grabFilthiestCompactedLog):
-        among compacted logs whose dirty ratio reaches min.cleanable.dirty.ratio, or whose
-        max.compaction.lag.ms has passed, clean the filthiest. Returns its (topic, partition)
-        or None when no log needs cleaning (the cleaner then backs off)."""
+        """One whole pass of Kafka's log cleaner on the calling thread: plan_clean, its build,
+        finish_clean. Returns the (topic, partition) cleaned or None when no log needs cleaning
+        (the cleaner then backs off)."""
+        plan = self.plan_clean(now_ms)
+        if plan is None:
+            return None
+        try:
+            built = cleaner.build_cleaned(plan)
+        except Exception as e:
+            built = e
+        try:
+            self.finish_clean(plan, built)
+        except Exception:
+            log.exception("compaction of %s-%d failed", *plan.tp)
+        return plan.tp
+
+    def plan_clean(self, now_ms: int | None = None) -> "cleaner.CleanPlan | None":
+        """Kafka's LogCleanerManager.grabFilthiestCompactedLog: among compacted logs whose dirty
+        ratio reaches min.cleanable.dirty.ratio, or whose max.compaction.lag.ms has passed, plan
+        the clean of the filthiest (None: no log needs cleaning). Build it anywhere
+        (cleaner.build_cleaned, e.g. on the broker's cleaner thread), then give the outcome to
+        finish_clean on this thread. One clean at a time."""
         now = (self._clock or _wall_ms)() if now_ms is None else now_ms
         best, best_ratio = None, -1.0
         for tp, plog in list(self._logs.items()):
@@ -315,8 +335,38 @@ class LogManager:
                     best, best_ratio = tp, key
         if best is None:
             return None
-        self._each("compaction", lambda plog: plog.compact(now).segments_rewritten, [(best, self._logs[best])])
-        return best
+        try:
+            plan = cleaner.plan_clean(self._logs[best], now)
+        except Exception:
+            log.exception("planning the compaction of %s-%d failed", best[0], best[1])
+            return None
+        if plan is not None:
+            plan.tp = best
+            self._cleaning = plan
+        return plan
+
+    def finish_clean(self, plan: "cleaner.CleanPlan", built, abandon: bool = False) -> "cleaner.CleanerStats | None":
+        """Swap in what build_cleaned made for ``plan`` (or re-raise what it raised); None when
+        the clean was abandoned: ``abandon`` (e.g. the log directory failed), the log closed,
+        deleted or replaced meanwhile, or its planned segments changed (cleaner.swap_cleaned)."""
+        if self._cleaning is plan:
+            self._cleaning = None
+        current = not abandon and not self._closed and self._logs.get(plan.tp) is plan.log
+        if isinstance(built, BaseException):
+            if current and not isinstance(built, cleaner.CleanAborted):
+                raise built
+            return None
+        if not current:
+            built.discard()
+            return None
+        return cleaner.swap_cleaned(plan, built)
+
+    def abort_cleaning(self, tp: TopicPartition | None = None) -> None:
+        """Abort the clean being built (of ``tp`` only, when given): its builder stops at the
+        next batch (Kafka's abortCleaning)."""
+        plan = self._cleaning
+        if plan is not None and (tp is None or plan.tp == tp):
+            plan.abort.set()
 
     def checkpoint(self) -> None:
         """Write the recovery points and log start offsets of every directory."""
@@ -357,6 +407,7 @@ class LogManager:
         Unclean: drop the handles only (for tests of crash recovery)."""
         if self._closed:
             return
+        self.abort_cleaning()
         for plog in self._logs.values():
             plog.close(clean=clean)
         if clean:

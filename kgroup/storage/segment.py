@@ -79,14 +79,16 @@ class FoundTimestamp(NamedTuple):
 class LogSegment:
     def __init__(self, directory: str, base_offset: int, *, index_interval_bytes: int = 4096,
                  max_index_size: int = 10 * 1024 * 1024, clock: Callable[[], int] = now_ms,
-                 create: bool = False, files: OpenFiles | None = None):
+                 create: bool = False, files: OpenFiles | None = None, suffix: str = ""):
+        # ``suffix``: CLEANED_SUFFIX for a segment the cleaner builds off to the side
+        # (``<base>.log.cleaned``, ``<base>.index.cleaned``...), swapped in by replace_with
         self.directory = directory
         self.base_offset = base_offset
         prefix = segment_prefix(directory, base_offset)
-        self.log_path = prefix + LOG_SUFFIX
-        self.index = OffsetIndex(prefix + INDEX_SUFFIX, base_offset, max_index_size)
-        self.time_index = TimeIndex(prefix + TIME_INDEX_SUFFIX, base_offset, max_index_size)
-        self.txn_index = TransactionIndex(prefix + TXN_INDEX_SUFFIX, base_offset)
+        self.log_path = prefix + LOG_SUFFIX + suffix
+        self.index = OffsetIndex(prefix + INDEX_SUFFIX + suffix, base_offset, max_index_size)
+        self.time_index = TimeIndex(prefix + TIME_INDEX_SUFFIX + suffix, base_offset, max_index_size)
+        self.txn_index = TransactionIndex(prefix + TXN_INDEX_SUFFIX + suffix, base_offset)
         self.index.files = self.time_index.files = files
         self.index_interval_bytes = index_interval_bytes
         self._clock = clock
@@ -484,15 +486,37 @@ class LogSegment:
             except FileNotFoundError:
                 pass
 
-    def swap_in(self, cleaned_path: str) -> None:
-        """Replace the log file with a rewritten one (compaction). The old indexes are removed
-        first, so a crash at any point leaves a log whose indexes get rebuilt on load."""
+    def delete_files(self) -> None:
+        """Remove a side segment's files (a cleaned segment that is not swapped in)."""
+        self.close_handlers()
+        for path in (self.log_path, self.index.path, self.time_index.path, self.txn_index.path):
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+
+    def replace_with(self, cleaned: "LogSegment") -> None:
+        """Swap in the files of ``cleaned`` (built and fsynced off to the side by the cleaner,
+        same base offset; its transaction index is this one's, left as it is) and take its
+        state: renames only. The old indexes go first, so a crash at any point leaves either
+        the old files or a log whose indexes are rebuilt on load; the caller fsyncs the
+        directory."""
         self.index.delete()
         self.time_index.delete()
-        self.evict()
-        os.replace(cleaned_path, self.log_path)
-        fsync_dir(self.directory)
-        self.size = os.fstat(self._file()).st_size
-        self.recover()
-        self.flush()
-        self.release_index_handles()
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+            if self._files is not None:
+                self._files.closed(self)
+        os.replace(cleaned.log_path, self.log_path)
+        os.replace(cleaned.index.path, self.index.path)
+        os.replace(cleaned.time_index.path, self.time_index.path)
+        self.index.unload()
+        self.time_index.unload()
+        self.size = cleaned.size
+        self.next_offset = cleaned.next_offset
+        self._max_ts, self._max_ts_offset = cleaned._max_ts, cleaned._max_ts_offset
+        self._bytes_since_last_index_entry = cleaned._bytes_since_last_index_entry
+        self._rolling_ts = None
+        self.writes += 1
+        self.synced_writes = self.writes    # fsynced by the cleaner before the rename
