@@ -12,12 +12,14 @@ loop shows as one round trip as long as the clean. Printed, over the round trips
 min.compaction.lag.ms on: their number, p50, p99 and the longest, and when the cleaned segments
 were in place.
 
-``--baseline DIR`` runs the same against the kgroup of another checkout (e.g. a worktree of the
-commit before the cleaner thread) in the same run, printed side by side.
+``--baseline-rev REV`` runs the same against the kgroup of commit REV of this repository (taken
+with ``git archive``; ``make bench`` gives the last commit whose cleaner ran on the event loop),
+``--baseline DIR`` against another checkout, in the same run, printed side by side.
 
 Usage (from the repo root; about half a minute per broker)::
 
-    python benchmarks/cleaner_stall_bench.py [--records 200000] [--keys 10000] [--baseline DIR]
+    python benchmarks/cleaner_stall_bench.py [--records 200000] [--keys 10000]
+        [--baseline-rev REV | --baseline DIR]
 """
 from __future__ import annotations
 
@@ -156,12 +158,26 @@ def main(argv=None) -> int:
     parser.add_argument("--records", type=int, default=200_000)
     parser.add_argument("--keys", type=int, default=10_000)
     parser.add_argument("--baseline", help="root of another kgroup checkout, measured in the same run")
+    parser.add_argument("--baseline-rev", help="a commit of this repository, measured in the same run")
     args = parser.parse_args(argv)
-    runs = [("this tree", _ROOT)] + ([("baseline", os.path.abspath(args.baseline))] if args.baseline else [])
+    runs = [("this tree", _ROOT)]
+    scratch = None
+    if args.baseline_rev:
+        scratch = tempfile.mkdtemp(prefix="kgroup-baseline-")
+        archive = subprocess.run(["git", "archive", args.baseline_rev, "kgroup"], cwd=_ROOT, check=True,
+                                 capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", scratch], input=archive, check=True)
+        runs.append((args.baseline_rev[:10], scratch))
+    elif args.baseline:
+        runs.append(("baseline", os.path.abspath(args.baseline)))
     results = []
-    for name, root in runs:
-        print(f"... {name}: {root}", file=sys.stderr)
-        results.append((name, asyncio.run(measure(root, args.records, args.keys))))
+    try:
+        for name, root in runs:
+            print(f"... {name}: {root}", file=sys.stderr)
+            results.append((name, asyncio.run(measure(root, args.records, args.keys))))
+    finally:
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
     rows = [("first segment before -> after the clean", lambda r: f"{r['segment_before'] / 2**20:.1f} -> "
              f"{r['segment_after'] / 2**20:.1f} MiB"),
             ("heartbeat round trips from the lag's end", lambda r: f"{r['round_trips']:,}"),
