@@ -11,7 +11,7 @@ from kgroup.protocol.records import decode_records
 from kgroup.storage import LogConfig, LogManager
 from kgroup.storage.cleaner import build_cleaned
 from kgroup.storage.segment import CLEANED_SUFFIX
-from tests.storage.helpers import T0, keyed
+from tests.storage.helpers import keyed
 
 
 def manager(tmp_path, clock, files=None, **cfg):
