@@ -88,7 +88,6 @@ class CleanableInfo:
 
 def cleanable_info(plog: "PartitionLog", now_ms: int) -> CleanableInfo:
     segs = plog.segments
-    cfg = plog.config
     first_dirty = max(plog.cleaner_checkpoint, plog.log_start_offset)
     uncleanable = cleanable_segments(plog, now_ms)
     first_uncleanable = segs[len(uncleanable)].base_offset if len(uncleanable) < len(segs) else plog.log_end_offset
