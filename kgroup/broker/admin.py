@@ -250,6 +250,9 @@ def delete_records(broker, name: str, partition: int, offset: int) -> int:
     plog = broker.data_path.log(name, partition) if topic is not None else None
     if plog is None or partition >= topic.num_partitions:
         raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    if topic.is_internal:
+        # ReplicaManager.deleteRecordsOnLocalLog refuses internal topics before the policy check
+        raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot delete records of internal topic {name}")
     if not plog.config.delete:
         # Partition.deleteRecordsOnLeader: compacted-only topics keep their records
         raise KafkaError(ErrorCode.POLICY_VIOLATION, f"Records of partition {name}-{partition} can not be deleted "

@@ -244,10 +244,11 @@ class GroupCoordinatorShard:
 
     def handle_sync_group(self, req, version, now_ms, token) -> Result:
         res = self._begin(now_ms)
-        if not req.group_id:
-            res.reply(token, sync_response(version, ErrorCode.INVALID_GROUP_ID))
-        elif version >= 5 and (req.protocol_type is None or req.protocol_name is None):
+        # KafkaApis checks the v5 mandatory protocol type/name before the coordinator sees the group id
+        if version >= 5 and (req.protocol_type is None or req.protocol_name is None):
             res.reply(token, sync_response(version, ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
+        elif not req.group_id:
+            res.reply(token, sync_response(version, ErrorCode.INVALID_GROUP_ID))
         elif not self.is_loaded:
             res.reply(token, sync_response(version, LOADING))
         elif req.group_id in self.consumer_group_manager.groups:

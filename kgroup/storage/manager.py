@@ -292,9 +292,10 @@ class LogManager:
 
     def clean_filthiest(self, now_ms: int | None = None) -> tuple[str, int] | None:
         """One pass of Kafka's log cleaner thread (LogCleanerManager.grabFilthiestCompactedLog):
-        among compacted logs whose dirty ratio reaches min.cleanable.dirty.ratio, or whose
-        max.compaction.lag.ms has passed, clean the filthiest. Returns its (topic, partition)
-        or None when no log needs cleaning (the cleaner then backs off)."""
+        among compacted logs whose dirty ratio is above min.cleanable.dirty.ratio, or whose
+        max.compaction.lag.ms has passed with cleanable bytes, clean the one with the highest
+        dirty ratio (the first of equals). Returns its (topic, partition) or None when no log
+        needs cleaning (the cleaner then backs off)."""
         now = (self._clock or _wall_ms)() if now_ms is None else now_ms
         best, best_ratio = None, -1.0
         for tp, plog in list(self._logs.items()):
@@ -308,11 +309,10 @@ class LogManager:
             if info.cleanable_bytes <= 0:
                 continue
             ratio = info.dirty_ratio
-            if info.needs_compaction_now or ratio >= plog.config.min_cleanable_dirty_ratio:
-                # a log past its max compaction lag goes first, as Kafka's cleaner does
-                key = 2.0 + ratio if info.needs_compaction_now else ratio
-                if key > best_ratio:
-                    best, best_ratio = tp, key
+            # strictly above the ratio; a log past its max compaction lag is cleanable but, as
+            # LogToClean orders by cleanableRatio only, does not jump ahead of filthier logs
+            if (info.needs_compaction_now or ratio > plog.config.min_cleanable_dirty_ratio) and ratio > best_ratio:
+                best, best_ratio = tp, ratio
         if best is None:
             return None
         self._each("compaction", lambda plog: plog.compact(now).segments_rewritten, [(best, self._logs[best])])

@@ -4,6 +4,7 @@ from kgroup.protocol.messages.alter_configs import AlterConfigsRequest
 from kgroup.protocol.messages.create_partitions import CreatePartitionsRequest
 from kgroup.protocol.messages.delete_records import DeleteRecordsRequest
 from kgroup.protocol.messages.describe_configs import DescribeConfigsRequest
+from kgroup.protocol.messages.find_coordinator import FindCoordinatorRequest
 from kgroup.protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
 from kgroup.protocol.messages.list_offsets import ListOffsetsRequest
 from kgroup.protocol.messages.metadata import MetadataRequest
@@ -195,6 +196,11 @@ def test_delete_records(broker):
     assert delete("d", [(0, -1)]) == [(0, 10, 0)]
     assert delete("nope", [(0, 1)]) == [(0, -1, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]
     assert delete("compacted", [(0, 0)]) == [(0, -1, ErrorCode.POLICY_VIOLATION)]
+    # internal topics: refused before the cleanup policy is looked at (ReplicaManager.deleteRecordsOnLocalLog)
+    c.request(FindCoordinatorRequest(key="g", key_type=0), 1)          # creates __consumer_offsets
+    c.request(FindCoordinatorRequest(key="tx", key_type=1), 1)         # creates __transaction_state
+    assert delete("__consumer_offsets", [(0, -1)]) == [(0, -1, ErrorCode.INVALID_TOPIC_EXCEPTION)]
+    assert delete("__transaction_state", [(0, 0)]) == [(0, -1, ErrorCode.INVALID_TOPIC_EXCEPTION)]
     lo = c.request(ListOffsetsRequest(replica_id=-1, topics=[ListOffsetsRequest.ListOffsetsTopic(
         name="d", partitions=[ListOffsetsRequest.ListOffsetsPartition(partition_index=0, timestamp=-2)])]), 7)
     assert lo.topics[0].partitions[0].offset == 10
