@@ -2,10 +2,10 @@
 GroupConfig): per-group overrides of the consumer group protocol's (KIP-848) session timeout and
 heartbeat interval, validated against the broker's bounds as Kafka's GroupConfig.validate does,
 persisted with the topic registry. Kafka's share.* group configs are not offered: kgroup has no
-share groups. Kafka 4.0 defines no group config for classic groups (their members send their own timeouts).
-The coordinator shards read ``overrides(broker)`` as configuration (coordinator.config.GroupConfigs),
-which the runtime refreshes after AlterConfigs; ``effective(broker, group_id)`` is what
-DescribeConfigs shows.
+share groups. Kafka 4.0 defines no group config for classic groups (their members send their own
+timeouts). The coordinator shards read ``overrides(broker)`` as configuration
+(coordinator.config.GroupConfigs), which the runtime refreshes after AlterConfigs;
+``effective(broker, group_id)`` is what DescribeConfigs shows.
 """
 from __future__ import annotations
 

@@ -303,9 +303,10 @@ def test_group_configs_apply_to_consumer_groups(tmp_path):
         """ConsumerGroupHeartbeat (a join at epoch 0) once the coordinator has loaded."""
         deadline = time.monotonic() + 20
         while True:
+            join = epoch == 0
             r = c.request(ConsumerGroupHeartbeatRequest(
-                group_id=group, member_id=member_id, member_epoch=epoch, rebalance_timeout_ms=30000 if epoch == 0 else -1,
-                subscribed_topic_names=["t"] if epoch == 0 else None, topic_partitions=[] if epoch == 0 else None), 1)
+                group_id=group, member_id=member_id, member_epoch=epoch, rebalance_timeout_ms=30000 if join else -1,
+                subscribed_topic_names=["t"] if join else None, topic_partitions=[] if join else None), 1)
             if r.error_code not in (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE) \
                     or time.monotonic() > deadline:
                 assert r.error_code == 0, r
