@@ -199,6 +199,7 @@ def apply_configs(broker, resource_type: int, name: str, configs: dict[str, str 
         if validate_only:
             return
         broker.metadata.set_group_configs(name, {k: v.strip() for k, v in configs.items()})
+        broker.group_coordinator.on_group_configs_changed(name)
         log.info("group %s configs: %s", name, configs)
     else:
         raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type {resource_type}")
