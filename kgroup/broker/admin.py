@@ -199,6 +199,7 @@ def apply_configs(broker, resource_type: int, name: str, configs: dict[str, str 
         if validate_only:
             return
         broker.metadata.set_group_configs(name, {k: v.strip() for k, v in configs.items()})
+        broker.group_coordinator.on_group_configs_changed(name)
         log.info("group %s configs: %s", name, configs)
     else:
         raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type {resource_type}")
@@ -250,6 +251,9 @@ def delete_records(broker, name: str, partition: int, offset: int) -> int:
     plog = broker.data_path.log(name, partition) if topic is not None else None
     if plog is None or partition >= topic.num_partitions:
         raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    if topic.is_internal:
+        # ReplicaManager.deleteRecordsOnLocalLog refuses internal topics before the policy check
+        raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot delete records of internal topic {name}")
     if not plog.config.delete:
         # Partition.deleteRecordsOnLeader: compacted-only topics keep their records
         raise KafkaError(ErrorCode.POLICY_VIOLATION, f"Records of partition {name}-{partition} can not be deleted "

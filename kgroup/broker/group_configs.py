@@ -2,8 +2,10 @@
 GroupConfig): per-group overrides of the consumer group protocol's (KIP-848) session timeout and
 heartbeat interval, validated against the broker's bounds as Kafka's GroupConfig.validate does,
 persisted with the topic registry. Kafka's share.* group configs are not offered: kgroup has no
-share groups. The classic protocol reads none of these (its members send their own timeouts);
-``effective(broker, group_id)`` is what the consumer group protocol reads.
+share groups. Kafka 4.0 defines no group config for classic groups (their members send their own
+timeouts). The coordinator shards read ``overrides(broker)`` as configuration
+(coordinator.config.GroupConfigs), which the runtime refreshes after AlterConfigs;
+``effective(broker, group_id)`` is what DescribeConfigs shows.
 """
 from __future__ import annotations
 
@@ -51,10 +53,20 @@ def defaults(broker) -> dict[str, int]:
     return {n: _broker_value(broker, d.broker_default, d.default) for n, d in GROUP_CONFIG_DEFS.items()}
 
 
+def group_overrides(broker, group_id: str) -> dict[str, int]:
+    """The group's own values (validated when set)."""
+    return {k: int(v) for k, v in broker.metadata.group_configs.get(group_id, {}).items()}
+
+
+def overrides(broker) -> dict[str, dict[str, int]]:
+    """Every group's own values: group id -> name -> value (coordinator.config.GroupConfigs)."""
+    return {g: group_overrides(broker, g) for g in broker.metadata.group_configs}
+
+
 def effective(broker, group_id: str) -> dict[str, int]:
     """The group's settings: its overrides over the broker defaults."""
     out = defaults(broker)
-    out.update({k: int(v) for k, v in broker.metadata.group_configs.get(group_id, {}).items()})
+    out.update(group_overrides(broker, group_id))
     return out
 
 

@@ -45,6 +45,7 @@ from ..protocol.records import (ControlRecordType, Record, build_batch, build_en
 from ..storage.errors import KafkaStorageError
 from ..storage.producer_state import AppendOrigin
 from ..coordinator.consumer_group.group import TopicMetadata
+from . import group_configs
 from .metadata import OFFSETS_TOPIC
 from .offsets_loader import load_steps
 from .pending import PendingResponse
@@ -100,6 +101,9 @@ class GroupRuntime:
         self.partition_load_ms: dict[int, float] = {}  # partition -> its load time (metrics)
         self._topic_image: dict | None = None       # name -> TopicMetadata, for consumer groups
         self._topics_version = -1
+        # group id -> its GROUP config overrides, read by the shards' consumer groups (Kafka's
+        # GroupConfigManager); one dict shared by every shard, updated in place
+        self.group_configs: dict[str, dict[str, int]] = group_configs.overrides(broker)
         self.write_observer = None      # fn(results) after their records are appended (metrics), or None
 
     # -- topic and shards -----------------------------------------------------------------------
@@ -124,7 +128,8 @@ class GroupRuntime:
             self._run(shard, shard.on_loaded(now))
 
     def _new_shard(self, p: int):
-        return GroupCoordinatorShard(p, self.config, topics=self.topic_image, topics_version=self.topics_version)
+        return GroupCoordinatorShard(p, self.config, topics=self.topic_image, topics_version=self.topics_version,
+                                     group_configs=self.group_configs)
 
     def _topic_configs(self) -> dict[str, str]:
         return {"cleanup.policy": "compact",
@@ -159,6 +164,16 @@ class GroupRuntime:
             await asyncio.sleep(0)
         log.info("loaded %d partition(s) of %s in %.2f s", len(self.shards), self.topic,
                  time.monotonic() - started)
+
+    def on_group_configs_changed(self, group_id: str) -> None:
+        """AlterConfigs changed a group's configs: its consumer group answers the new heartbeat
+        interval and restarts sessions with the new timeout from each member's next heartbeat on
+        (Kafka's GroupConfigManager.updateGroupConfig; a running session keeps its deadline)."""
+        values = group_configs.group_overrides(self.broker, group_id)
+        if values:
+            self.group_configs[group_id] = values
+        else:
+            self.group_configs.pop(group_id, None)
 
     # -- topic metadata, as consumer-protocol groups see it (KIP-848) --------------------------------
     def topic_image(self) -> dict:

@@ -5,6 +5,7 @@
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 INT32_MAX = 2**31 - 1
@@ -36,6 +37,14 @@ _LIST_PROPS = {
 _STR_PROPS = {
     "group.consumer.migration.policy": ("consumer_migration_policy", "bidirectional"),
 }
+# Kafka 4.0's group-level configs (GroupConfig) the consumer group protocol reads per group. The
+# shards get them as configuration, not records: ``GroupConfigs`` maps a group id to its overrides
+# (name -> int, validated by the broker), kept current by the runtime as AlterConfigs changes them
+# (Kafka's GroupConfigManager); a group without an override uses the broker's value.
+CONSUMER_SESSION_TIMEOUT_MS = "consumer.session.timeout.ms"
+CONSUMER_HEARTBEAT_INTERVAL_MS = "consumer.heartbeat.interval.ms"
+GroupConfigs = Mapping[str, Mapping[str, int]]
+
 # Kafka's ConsumerGroupMigrationPolicy (KIP-848 online migration), by its lower-case name
 MIGRATION_POLICIES = ("disabled", "upgrade", "downgrade", "bidirectional")
 

@@ -61,7 +61,10 @@ class OffsetMetadataManager:
     # == replay ==================================================================================
     def replay_offset_commit(self, group_id: str, topic: str, partition: int, value) -> None:
         if self.open_transactions:
-            self._supersede_pending(group_id, topic, partition, value is not None)
+            if value is not None:
+                self._supersede_pending(group_id, topic, partition)
+            else:
+                self._drop_pending(group_id, topic, partition)
         if value is not None:
             # A consumer that commits without group management gets a "simple" (empty) group.
             if group_id not in self.group_metadata_manager.groups and group_id not in self.consumer_groups:
@@ -84,8 +87,10 @@ class OffsetMetadataManager:
     # == transactional offsets (TxnOffsetCommit) ================================================
     def replay_transactional_offset_commit(self, producer_id: int, group_id: str, topic: str, partition: int,
                                            value) -> None:
-        """An offset commit record in a transactional batch of ``producer_id``: pending."""
-        if value is None:       # Kafka never writes transactional tombstones; nothing to hold
+        """An offset commit record in a transactional batch of ``producer_id``: pending. A
+        tombstone deletes at once, as a regular one (Kafka's replay ignores the producer id then)."""
+        if value is None:
+            self.replay_offset_commit(group_id, topic, partition, None)
             return
         if group_id not in self.group_metadata_manager.groups:
             self.group_metadata_manager.ensure_simple_group(group_id)
@@ -112,15 +117,30 @@ class OffsetMetadataManager:
                     self.group_metadata_manager.ensure_simple_group(group_id)
                 self.offsets.setdefault(group_id, {}).setdefault(topic, {})[partition] = offset
 
-    def _supersede_pending(self, group_id, topic, partition, live: bool) -> None:
-        """A regular commit (``live``) is newer than the pending offsets of this partition; a
-        tombstone leaves no committed offset, so a pending one wins again (Kafka: no existing)."""
+    def _supersede_pending(self, group_id, topic, partition) -> None:
+        """A regular commit is newer than the pending offsets of this partition: it wins at the
+        COMMIT marker (Kafka compares the records' offsets)."""
         tp = (group_id, topic, partition)
         for pid in self.open_transactions.get(tp, ()):
-            self.pending_transactional_offsets[pid][tp][1] = live
+            self.pending_transactional_offsets[pid][tp][1] = True
+
+    def _drop_pending(self, group_id, topic, partition) -> None:
+        """A tombstone removes the pending offsets of this partition too, so no later COMMIT
+        marker brings back an offset deleted with its topic, by OffsetDelete or by DeleteGroups
+        (Kafka's replay of a tombstone, KAFKA-14505)."""
+        tp = (group_id, topic, partition)
+        for pid in self.open_transactions.pop(tp, ()):
+            pending = self.pending_transactional_offsets[pid]
+            del pending[tp]
+            if not pending:
+                del self.pending_transactional_offsets[pid]
 
     def has_pending_transactional_offsets(self, group_id, topic, partition) -> bool:
         return (group_id, topic, partition) in self.open_transactions
+
+    def _pending_partitions(self, group_id: str) -> list[tuple[str, int]]:
+        """(topic, partition)s of the group with a transactional offset pending."""
+        return [(t, p) for g, t, p in self.open_transactions if g == group_id]
 
     def commit_transactional_offsets(self, req, version, res):
         """TxnOffsetCommit: validates like Kafka's validateTransactionalOffsetCommit and adds
@@ -265,13 +285,16 @@ class OffsetMetadataManager:
                 parts = []
                 for p in topic.partitions:
                     parts.append(P(partition_index=p.partition_index, error_code=0))
-                    if self.offset(req.group_id, topic.name, p.partition_index) is not None:
+                    # a tombstone also when only a transactional offset is pending (Kafka)
+                    if self.offset(req.group_id, topic.name, p.partition_index) is not None or \
+                            self.has_pending_transactional_offsets(req.group_id, topic.name, p.partition_index):
                         res.add_record(rec.offset_commit_tombstone(req.group_id, topic.name, p.partition_index))
             topics.append(T(name=topic.name, partitions=parts))
         return OffsetDeleteResponse(topics=topics)
 
     def on_partitions_deleted(self, topic_partitions, res) -> int:
-        """Tombstones for every group's offsets of the given (topic, partition)s."""
+        """Tombstones for every group's offsets of the given (topic, partition)s, committed or
+        pending in an open transaction (Kafka: one per store holding it, duplicates included)."""
         wanted: dict[str, set[int]] = {}
         for topic, partition in topic_partitions:
             wanted.setdefault(topic, set()).add(partition)
@@ -284,12 +307,22 @@ class OffsetMetadataManager:
                         if partition in gone:
                             res.add_record(rec.offset_commit_tombstone(group_id, topic, partition))
                             n += 1
+        for pending in self.pending_transactional_offsets.values():
+            for group_id, topic, partition in pending:
+                if partition in wanted.get(topic, ()):
+                    res.add_record(rec.offset_commit_tombstone(group_id, topic, partition))
+                    n += 1
         return n
 
     def delete_all_offsets(self, group_id: str, res) -> int:
         n = 0
         for topic, parts in self.offsets.get(group_id, {}).items():
             for partition in parts:
+                res.add_record(rec.offset_commit_tombstone(group_id, topic, partition))
+                n += 1
+        # pending transactional offsets too; one tombstone per partition is enough (Kafka)
+        for topic, partition in self._pending_partitions(group_id):
+            if self.offset(group_id, topic, partition) is None:
                 res.add_record(rec.offset_commit_tombstone(group_id, topic, partition))
                 n += 1
         return n
@@ -315,8 +348,10 @@ class OffsetMetadataManager:
                     expired = now >= o.expire_timestamp_ms
                 else:
                     expired = now - base(o) >= retention
-                if expired:
+                # not while a transactional offset of the partition is pending (Kafka)
+                if expired and not self.has_pending_transactional_offsets(group_id, topic, partition):
                     res.add_record(rec.offset_commit_tombstone(group_id, topic, partition))
                 else:
                     all_expired = False
-        return all_expired
+        # a group with an open transaction stays
+        return all_expired and not self._pending_partitions(group_id)

@@ -60,7 +60,7 @@ def _default_uuid() -> str:
 
 class GroupCoordinatorShard:
     def __init__(self, partition: int = 0, config: GroupCoordinatorConfig | None = None,
-                 scheduler=None, uuid_factory=None, topics=None, topics_version=None):
+                 scheduler=None, uuid_factory=None, topics=None, topics_version=None, group_configs=None):
         self.partition = partition
         self.config = config or GroupCoordinatorConfig()
         self.scheduler = scheduler if scheduler is not None else TimerQueue()
@@ -69,9 +69,10 @@ class GroupCoordinatorShard:
         self.offset_metadata_manager = OffsetMetadataManager(self.config, self.timer, self.group_metadata_manager)
         # consumer-protocol groups (KIP-848) share the group id namespace with the classic ones;
         # ``topics()`` is the broker's topic metadata image (name -> TopicMetadata), ``topics_version()``
-        # the version of the image that last brought new topics (regex resolution)
+        # the version of the image that last brought new topics (regex resolution); ``group_configs``
+        # the groups' GROUP config overrides (config.GroupConfigs), configuration kept current by the runtime
         self.consumer_group_manager = ConsumerGroupManager(self.config, self.timer, uuid_factory or _default_uuid,
-                                                           topics, topics_version)
+                                                           topics, topics_version, group_configs)
         self.offset_metadata_manager.consumer_groups = self.consumer_group_manager.groups
         # online migration between the two protocols (KIP-848), and classic members inside
         # consumer groups
@@ -244,10 +245,11 @@ class GroupCoordinatorShard:
 
     def handle_sync_group(self, req, version, now_ms, token) -> Result:
         res = self._begin(now_ms)
-        if not req.group_id:
-            res.reply(token, sync_response(version, ErrorCode.INVALID_GROUP_ID))
-        elif version >= 5 and (req.protocol_type is None or req.protocol_name is None):
+        # KafkaApis checks the v5 mandatory protocol type/name before the coordinator sees the group id
+        if version >= 5 and (req.protocol_type is None or req.protocol_name is None):
             res.reply(token, sync_response(version, ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
+        elif not req.group_id:
+            res.reply(token, sync_response(version, ErrorCode.INVALID_GROUP_ID))
         elif not self.is_loaded:
             res.reply(token, sync_response(version, LOADING))
         elif req.group_id in self.consumer_group_manager.groups:

@@ -32,6 +32,7 @@ from kgroup.protocol.records import (
     decode_records,
     read_batch_header,
 )
+from kgroup.storage.config import LONG_MAX
 from kgroup.storage.segment import CLEANED_SUFFIX, LogSegment, fsync_dir
 
 if TYPE_CHECKING:
@@ -89,26 +90,34 @@ class CleanableInfo:
 
 def cleanable_info(plog: "PartitionLog", now_ms: int) -> CleanableInfo:
     segs = plog.segments
-    cfg = plog.config
     first_dirty = max(plog.cleaner_checkpoint, plog.log_start_offset)
     uncleanable = cleanable_segments(plog, now_ms)
     first_uncleanable = segs[len(uncleanable)].base_offset if len(uncleanable) < len(segs) else plog.log_end_offset
     clean_bytes = cleanable = 0
-    earliest_dirty_ts = None
     for seg, nxt in zip(uncleanable, segs[1:]):
         if nxt.base_offset <= first_dirty:
             clean_bytes += seg.size
-            continue
-        cleanable += seg.size
-        if earliest_dirty_ts is None:
-            for _, header in seg.iter_headers(0):
-                earliest_dirty_ts = header.base_timestamp
-                break
-    # Kafka's maxCompactionDelay: the earliest dirty batch's first timestamp is older than
-    # now - max.compaction.lag.ms, so the log is cleaned whatever its dirty ratio
-    needs_now = (cfg.max_compaction_lag_ms < 2**63 - 1 and earliest_dirty_ts is not None
-                 and earliest_dirty_ts >= 0 and now_ms - cfg.max_compaction_lag_ms > earliest_dirty_ts)
+        else:
+            cleanable += seg.size
+    needs_now = max_compaction_delay(plog, first_dirty, now_ms) > 0
     return CleanableInfo(first_dirty, first_uncleanable, clean_bytes, cleanable, needs_now)
+
+
+def max_compaction_delay(plog: "PartitionLog", first_dirty: int, now_ms: int) -> int:
+    """LogCleanerManager.maxCompactionDelay: how long past max.compaction.lag.ms the earliest
+    dirty inactive segment is, 0 if none is. A segment's time is its first batch's timestamp
+    (ignored when not > 0); every inactive segment from the one holding ``first_dirty`` counts,
+    also those min.compaction.lag.ms or an open transaction keep from this clean."""
+    segs = plog.segments
+    earliest = LONG_MAX
+    for seg, nxt in zip(segs, segs[1:]):        # never the active segment
+        if nxt.base_offset <= first_dirty:      # wholly before the first dirty offset
+            continue
+        ts = seg.first_batch_timestamp
+        if 0 < ts < earliest:
+            earliest = ts
+    clean_until = now_ms - max(plog.config.max_compaction_lag_ms, 0)
+    return clean_until - earliest if earliest < clean_until else 0
 
 
 def _decode(seg: LogSegment, header, batch):

@@ -311,8 +311,9 @@ class LogManager:
 
     def plan_clean(self, now_ms: int | None = None) -> "cleaner.CleanPlan | None":
         """Kafka's LogCleanerManager.grabFilthiestCompactedLog: among compacted logs whose dirty
-        ratio reaches min.cleanable.dirty.ratio, or whose max.compaction.lag.ms has passed, plan
-        the clean of the filthiest (None: no log needs cleaning). Build it anywhere
+        ratio is above min.cleanable.dirty.ratio, or whose max.compaction.lag.ms has passed with
+        cleanable bytes, plan the clean of the one with the highest dirty ratio (the first of
+        equals; None: no log needs cleaning). Build it anywhere
         (cleaner.build_cleaned, e.g. on the broker's cleaner thread), then give the outcome to
         finish_clean on this thread. One clean at a time."""
         now = (self._clock or _wall_ms)() if now_ms is None else now_ms
@@ -328,11 +329,10 @@ class LogManager:
             if info.cleanable_bytes <= 0:
                 continue
             ratio = info.dirty_ratio
-            if info.needs_compaction_now or ratio >= plog.config.min_cleanable_dirty_ratio:
-                # a log past its max compaction lag goes first, as Kafka's cleaner does
-                key = 2.0 + ratio if info.needs_compaction_now else ratio
-                if key > best_ratio:
-                    best, best_ratio = tp, key
+            # strictly above the ratio; a log past its max compaction lag is cleanable but, as
+            # LogToClean orders by cleanableRatio only, does not jump ahead of filthier logs
+            if (info.needs_compaction_now or ratio > plog.config.min_cleanable_dirty_ratio) and ratio > best_ratio:
+                best, best_ratio = tp, ratio
         if best is None:
             return None
         try:

@@ -25,6 +25,7 @@ from kgroup.protocol.records import (
     compute_batch_crc,
     decode_records,
 )
+from kgroup.storage.config import LONG_MAX
 from kgroup.storage.index import OffsetIndex, TimeIndex
 from kgroup.storage.open_files import OpenFiles
 from kgroup.storage.txn_index import TransactionIndex
@@ -165,11 +166,22 @@ class LogSegment:
         ts = self.max_timestamp_so_far
         return ts if ts >= 0 else os.stat(self.log_path).st_mtime_ns // 1_000_000
 
-    def time_waited_for_roll(self, now: int, message_timestamp: int) -> int:
+    def _load_first_batch_timestamp(self) -> None:
         if self._rolling_ts is None:
             for _, header in self.iter_headers(0):
                 self._rolling_ts = header.max_timestamp
                 break
+
+    @property
+    def first_batch_timestamp(self) -> int:
+        """The first batch's max timestamp, LONG_MAX without one (LogSegment.getFirstBatchTimestamp:
+        the cleaner's max.compaction.lag.ms is measured from it)."""
+        self._load_first_batch_timestamp()
+        ts = self._rolling_ts
+        return ts if ts is not None and ts >= 0 else LONG_MAX
+
+    def time_waited_for_roll(self, now: int, message_timestamp: int) -> int:
+        self._load_first_batch_timestamp()
         if self._rolling_ts is not None and self._rolling_ts >= 0:
             return message_timestamp - self._rolling_ts
         return now - self.created_ms

@@ -2,6 +2,7 @@
 the peer kgroup's tests and benchmarks measure themselves against, started through ctypes.
 
     with MockCluster(brokers=1, topics={"t": 3}) as mock:    # in this process (C threads)
+        mock.set_group_consumer_heartbeat_interval_ms(200)   # KIP-848 groups; and ..._session_timeout_ms
         use(mock.bootstrap_servers)
 
     proc, bootstrap = spawn(topics={"t": 3})                  # in a child process, for benchmarks
@@ -56,6 +57,11 @@ def _librdkafka():
     lib.rd_kafka_mock_set_apiversion.argtypes = [P, I16, I16, I16]
     lib.rd_kafka_mock_topic_create.argtypes = [P, S, ctypes.c_int, ctypes.c_int]
     lib.rd_kafka_mock_group_initial_rebalance_delay_ms.argtypes = [P, I32]
+    # KIP-848 consumer groups: both return void and take a C int
+    lib.rd_kafka_mock_set_group_consumer_session_timeout_ms.argtypes = [P, ctypes.c_int]
+    lib.rd_kafka_mock_set_group_consumer_session_timeout_ms.restype = None
+    lib.rd_kafka_mock_set_group_consumer_heartbeat_interval_ms.argtypes = [P, ctypes.c_int]
+    lib.rd_kafka_mock_set_group_consumer_heartbeat_interval_ms.restype = None
     _lib = lib
     return lib
 
@@ -92,6 +98,16 @@ class MockCluster:
             self.close()
             raise
         self.bootstrap_servers = lib.rd_kafka_mock_cluster_bootstraps(self._mc).decode()
+
+    def set_group_consumer_session_timeout_ms(self, ms: int) -> None:
+        """The session timeout of consumer-protocol (KIP-848) members, as the broker's
+        group.consumer.session.timeout.ms: a member silent this long is fenced."""
+        _librdkafka().rd_kafka_mock_set_group_consumer_session_timeout_ms(self._mc, ms)
+
+    def set_group_consumer_heartbeat_interval_ms(self, ms: int) -> None:
+        """The heartbeat interval the mock hands consumer-protocol members in every
+        ConsumerGroupHeartbeat answer (group.consumer.heartbeat.interval.ms; the mock's default is 3 s)."""
+        _librdkafka().rd_kafka_mock_set_group_consumer_heartbeat_interval_ms(self._mc, ms)
 
     def close(self) -> None:
         lib = _librdkafka()

@@ -1,9 +1,14 @@
 """CreatePartitions, AlterConfigs, IncrementalAlterConfigs and DeleteRecords over raw sockets."""
+import time
+import uuid
+
 from kgroup.protocol.errors import ErrorCode
 from kgroup.protocol.messages.alter_configs import AlterConfigsRequest
+from kgroup.protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 from kgroup.protocol.messages.create_partitions import CreatePartitionsRequest
 from kgroup.protocol.messages.delete_records import DeleteRecordsRequest
 from kgroup.protocol.messages.describe_configs import DescribeConfigsRequest
+from kgroup.protocol.messages.find_coordinator import FindCoordinatorRequest
 from kgroup.protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
 from kgroup.protocol.messages.list_offsets import ListOffsetsRequest
 from kgroup.protocol.messages.metadata import MetadataRequest
@@ -195,6 +200,11 @@ def test_delete_records(broker):
     assert delete("d", [(0, -1)]) == [(0, 10, 0)]
     assert delete("nope", [(0, 1)]) == [(0, -1, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]
     assert delete("compacted", [(0, 0)]) == [(0, -1, ErrorCode.POLICY_VIOLATION)]
+    # internal topics: refused before the cleanup policy is looked at (ReplicaManager.deleteRecordsOnLocalLog)
+    c.request(FindCoordinatorRequest(key="g", key_type=0), 1)          # creates __consumer_offsets
+    c.request(FindCoordinatorRequest(key="tx", key_type=1), 1)         # creates __transaction_state
+    assert delete("__consumer_offsets", [(0, -1)]) == [(0, -1, ErrorCode.INVALID_TOPIC_EXCEPTION)]
+    assert delete("__transaction_state", [(0, 0)]) == [(0, -1, ErrorCode.INVALID_TOPIC_EXCEPTION)]
     lo = c.request(ListOffsetsRequest(replica_id=-1, topics=[ListOffsetsRequest.ListOffsetsTopic(
         name="d", partitions=[ListOffsetsRequest.ListOffsetsPartition(partition_index=0, timestamp=-2)])]), 7)
     assert lo.topics[0].partitions[0].offset == 10
@@ -278,5 +288,57 @@ def test_group_configs(tmp_path):
     b = BrokerProcess(tmp_path / "d").start()      # persisted
     try:
         assert describe(RawClient(b.port), 32, "g")["consumer.session.timeout.ms"].value == "55000"
+    finally:
+        b.stop()
+
+
+def test_group_configs_apply_to_consumer_groups(tmp_path):
+    """A group's consumer.heartbeat.interval.ms set by IncrementalAlterConfigs is what its
+    ConsumerGroupHeartbeats answer (Kafka's GroupConfigManager), from the next heartbeat on and
+    after a restart; other groups keep the broker's."""
+    C = IR.AlterableConfig
+
+    def alter(c, group, op, value=None, validate_only=False):
+        r = c.request(IncrementalAlterConfigsRequest(resources=[IR(resource_type=32, resource_name=group, configs=[
+            C(name="consumer.heartbeat.interval.ms", config_operation=op, value=value)])],
+            validate_only=validate_only), 1)
+        assert r.responses[0].error_code == 0, r
+
+    def heartbeat(c, group, member_id, epoch):
+        """ConsumerGroupHeartbeat (a join at epoch 0) once the coordinator has loaded."""
+        deadline = time.monotonic() + 20
+        while True:
+            join = epoch == 0
+            r = c.request(ConsumerGroupHeartbeatRequest(
+                group_id=group, member_id=member_id, member_epoch=epoch, rebalance_timeout_ms=30000 if join else -1,
+                subscribed_topic_names=["t"] if join else None, topic_partitions=[] if join else None), 1)
+            if r.error_code not in (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE) \
+                    or time.monotonic() > deadline:
+                assert r.error_code == 0, r
+                return r
+            time.sleep(0.1)
+
+    b = BrokerProcess(tmp_path / "d").start()
+    try:
+        c = RawClient(b.port)
+        assert create(c, "t", 2).error_code == 0
+        c.request(FindCoordinatorRequest(key="cg", key_type=0), 1)
+        alter(c, "cg", SET, "8000")
+        member = str(uuid.uuid4())
+        r = heartbeat(c, "cg", member, 0)
+        assert r.heartbeat_interval_ms == 8000
+        assert heartbeat(c, "other", str(uuid.uuid4()), 0).heartbeat_interval_ms == 5000
+        alter(c, "cg", SET, "9000", validate_only=True)
+        assert heartbeat(c, "cg", member, r.member_epoch).heartbeat_interval_ms == 8000
+        alter(c, "cg", DELETE)
+        assert heartbeat(c, "cg", member, r.member_epoch).heartbeat_interval_ms == 5000
+        alter(c, "cg", SET, "6000")
+        assert heartbeat(c, "cg", member, r.member_epoch).heartbeat_interval_ms == 6000
+    finally:
+        b.kill()
+    b = BrokerProcess(tmp_path / "d").start()      # the shards get the persisted configs at start
+    try:
+        c = RawClient(b.port)
+        assert heartbeat(c, "cg", str(uuid.uuid4()), 0).heartbeat_interval_ms == 6000
     finally:
         b.stop()

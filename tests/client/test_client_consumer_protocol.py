@@ -5,7 +5,6 @@ message is consumed once across reassignments, a leaving member hands its partit
 callbacks revoke before they assign and never let two members own a partition at once, commits
 carry the member epoch, static members and regex subscriptions work, and the sync facade too."""
 import asyncio
-import ctypes
 import time
 import uuid
 
@@ -34,12 +33,9 @@ def cluster(request, tmp_path_factory):
             broker.create_topic("six", partitions=6)
             yield broker.bootstrap_servers
         return
-    lib = rdkafka_mock._librdkafka()
-    lib.rd_kafka_mock_set_group_consumer_heartbeat_interval_ms.argtypes = [ctypes.c_void_p, ctypes.c_int]
-    lib.rd_kafka_mock_set_group_consumer_session_timeout_ms.argtypes = [ctypes.c_void_p, ctypes.c_int]
     with rdkafka_mock.MockCluster(topics={"six": 6}) as mc:
-        lib.rd_kafka_mock_set_group_consumer_heartbeat_interval_ms(mc._mc, 200)
-        lib.rd_kafka_mock_set_group_consumer_session_timeout_ms(mc._mc, 6000)
+        mc.set_group_consumer_heartbeat_interval_ms(200)
+        mc.set_group_consumer_session_timeout_ms(6000)
         yield mc.bootstrap_servers
 
 

@@ -40,7 +40,8 @@ def protocols(*names, topics=("t",)):
 
 def fresh_shard(shard: GroupCoordinatorShard, log, now_ms: int) -> GroupCoordinatorShard:
     other = GroupCoordinatorShard(shard.partition, shard.config, TimerQueue(), lambda: "x",
-                                  shard.consumer_group_manager.topics)
+                                  shard.consumer_group_manager.topics,
+                                  group_configs=shard.consumer_group_manager.group_configs)
     for offset, entry in enumerate(log):
         if len(entry) == 2:
             other.replay(entry[0], entry[1], offset)
@@ -70,9 +71,10 @@ class Ctx:
         self._uuids = itertools.count(1)
         self.topics: dict = {}          # the metadata image consumer groups see: name -> TopicMetadata
         self.topics_version = -1        # the image version that last brought new topics
+        self.group_configs: dict = {}   # group id -> its GROUP config overrides (name -> int)
         self.shard = GroupCoordinatorShard(7, self.config, self.scheduler,
                                            lambda: str(uuid.UUID(int=next(self._uuids))), lambda: self.topics,
-                                           lambda: self.topics_version)
+                                           lambda: self.topics_version, self.group_configs)
         self.log: list = []
         self.sent: list = []           # (token, response) in send order
         self.fail_writes = None

@@ -138,6 +138,39 @@ def test_session_timeout_fences_a_silent_member():
     assert c.names(r) == {"a": [0, 1]}
 
 
+def test_group_configs_set_the_heartbeat_interval_and_session_timeout():
+    """Kafka 4.0's GROUP configs (GroupConfigManager): a group's consumer.heartbeat.interval.ms is
+    answered and its consumer.session.timeout.ms fences a silent member; a group without them
+    keeps the broker's (5 s, 45 s). A change applies from each member's next heartbeat on."""
+    from kgroup.coordinator.consumer_group.manager import session_key
+    from .support import fresh_shard
+    c = CgCtx({"a": 2})
+    c.group_configs["g"] = {"consumer.heartbeat.interval.ms": 8000, "consumer.session.timeout.ms": 50000}
+    r = join(c, "g", "m1", topics=["a"])
+    assert r.heartbeat_interval_ms == 8000
+    assert join(c, "other", "o1", topics=["a"]).heartbeat_interval_ms == 5000
+    r = c.hb("g", "m1", r.member_epoch)                    # the steady-heartbeat path
+    assert r.error_code == 0 and r.heartbeat_interval_ms == 8000
+    # a reloaded shard (same configuration) restarts the member's session with the group's timeout
+    assert fresh_shard(c.shard, c.log, c.now).timer.deadline(session_key("g", "m1")) == c.now + 50000
+    c.advance(46_000)                                      # both silent: the broker's 45 s fences o1 only
+    assert c.cg("other").members == {} and "m1" in c.cg("g").members
+    c.advance(4_000)
+    assert "m1" not in c.cg("g").members
+    # AlterConfigs replaced the group's set: the heartbeat interval is the broker's again
+    c.group_configs["g"] = {"consumer.session.timeout.ms": 60000}
+    r = join(c, "g", "m2", topics=["a"])
+    assert r.heartbeat_interval_ms == 5000
+    c.advance(59_000)
+    r = c.hb("g", "m2", r.member_epoch)
+    c.group_configs.pop("g")                               # deleted: a running session keeps its deadline
+    c.advance(59_000)
+    assert "m2" in c.cg("g").members
+    assert c.hb("g", "m2", r.member_epoch).heartbeat_interval_ms == 5000
+    c.advance(45_000)
+    assert "m2" not in c.cg("g").members
+
+
 def test_rebalance_timeout_fences_a_member_that_does_not_revoke():
     c = CgCtx({"a": 2})
     join(c, "g", "m1", topics=["a"], rebalance=20_000)

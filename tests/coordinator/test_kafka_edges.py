@@ -55,7 +55,10 @@ def test_validation_happens_before_the_loading_check():
     sync = SyncGroupRequest(group_id="g", generation_id=1, member_id="m", protocol_type=None, protocol_name="range",
                             assignments=[])
     assert _answer(shard.handle_sync_group(sync, 5, 0, "t")).error_code == E.INCONSISTENT_GROUP_PROTOCOL
-    sync.group_id = ""
+    sync.group_id = ""      # KafkaApis.handleSyncGroupRequest: protocol type/name before the group id
+    assert _answer(shard.handle_sync_group(sync, 5, 0, "t")).error_code == E.INCONSISTENT_GROUP_PROTOCOL
+    assert _answer(shard.handle_sync_group(sync, 4, 0, "t")).error_code == E.INVALID_GROUP_ID
+    sync.protocol_type = "consumer"
     assert _answer(shard.handle_sync_group(sync, 5, 0, "t")).error_code == E.INVALID_GROUP_ID
     sync.group_id, sync.protocol_type = "g", "consumer"
     assert _answer(shard.handle_sync_group(sync, 5, 0, "t")).error_code == E.COORDINATOR_LOAD_IN_PROGRESS

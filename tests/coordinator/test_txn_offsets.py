@@ -2,7 +2,9 @@
 operation): pending offsets per producer that become the committed ones at the producer's COMMIT
 marker and vanish at its ABORT; OffsetFetch require_stable answers UNSTABLE_OFFSET_COMMIT while
 they are pending; a regular commit and a transactional one in both orders around the marker;
-KIP-447 generation/member/instance fencing from v3."""
+KIP-447 generation/member/instance fencing from v3; any offset tombstone (OffsetDelete, DeleteGroups,
+a deleted topic) drops the pending offsets too (KAFKA-14505), and expiry waits for them."""
+from kgroup.coordinator.coordinator_records import OFFSET_COMMIT, decode_record
 from kgroup.protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
 from tests.coordinator.support import E, Ctx, assignment, assert_replay_consistent
 
@@ -97,18 +99,75 @@ def test_regular_commit_before_and_after_the_transactional_one():
     assert c.offsets("g")[0] == (12, 0)
 
 
-def test_offset_delete_after_the_transactional_commit_lets_it_win():
-    from kgroup.protocol.messages.offset_delete import OffsetDeleteRequest
+def test_offset_delete_drops_the_pending_transactional_offset():
+    # Kafka's replay of a tombstone removes the partition's pending offsets too (KAFKA-14505;
+    # OffsetMetadataManagerTest.testReplayWithTombstoneAndPendingTransactionalOffsets): the
+    # COMMIT marker then has nothing to make committed.
     c = TxnCtx()
     c.txn_commit("g", {("t", 0): 10})
     c.commit("g", {("t", 0): 7})
-    DT = OffsetDeleteRequest.OffsetDeleteRequestTopic
-    token = c.token()
-    c.run(c.shard.handle_offset_delete(OffsetDeleteRequest(group_id="g", topics=[DT(
-        name="t", partitions=[DT.OffsetDeleteRequestPartition(partition_index=0)])]), 0, c.now, token))
-    assert c.answer(token).error_code == 0
-    c.marker(PID, True)                      # no committed offset left: the pending one is taken
-    assert c.offsets("g")[0] == (10, 0)
+    assert c.delete_offsets("g", {"t": [0]}).error_code == 0
+    assert c.offsets("g", require_stable=True)[0] == (-1, 0)     # nothing pending any more
+    c.marker(PID, True)
+    assert c.offsets("g")[0] == (-1, 0)
+
+
+def test_offset_delete_of_a_partition_with_only_a_pending_offset_writes_a_tombstone():
+    # testGenericGroupOffsetDeleteWithPendingTransactionalOffsets: no committed offset, a pending one
+    c = TxnCtx()
+    c.txn_commit("g", {("t", 0): 10, ("t", 1): 20})
+    before = len(c.log)
+    assert c.delete_offsets("g", {"t": [0]}).error_code == 0
+    assert len(c.log) == before + 1 and c.log[-1][1] is None
+    c.marker(PID, True)
+    assert c.offsets("g") == {0: (-1, 0), 1: (20, 0)}
+
+
+def test_pending_offsets_of_a_deleted_topic_are_tombstoned():
+    # onPartitionsDeleted tombstones pending offsets too (OffsetMetadataManagerTest.testOnPartitionsDeleted),
+    # one per store holding the partition: a committed and a pending offset give two.
+    c = TxnCtx()
+    c.txn_commit("g", {("gone", 0): 10, ("kept", 0): 4})
+    c.commit("h", {("gone", 0): 3})
+    c.txn_commit("h", {("gone", 0): 11}, pid=PID2)
+    c.run(c.shard.handle_partitions_deleted([("gone", 0)], c.now, "del"))
+    assert c.answer("del") == 3
+    assert not c.shard.offset_metadata_manager.has_pending_transactional_offsets("g", "gone", 0)
+    c.marker(PID, True)
+    c.marker(PID2, True)
+    assert c.offsets("g", topic="gone", partitions=(0,)) == {0: (-1, 0)}
+    assert c.offsets("h", topic="gone", partitions=(0,)) == {0: (-1, 0)}
+    assert c.offsets("g", topic="kept", partitions=(0,)) == {0: (4, 0)}    # other topics untouched
+
+
+def test_delete_groups_tombstones_pending_offsets_once_per_partition():
+    # testDeleteGroupAllOffsetsWithPendingTransactionalOffsets: 3 committed, 2 pending of which
+    # one also committed -> 4 tombstones; a later COMMIT marker restores nothing.
+    c = TxnCtx()
+    c.commit("g", {("a", 0): 1, ("a", 1): 1, ("b", 0): 1})
+    c.txn_commit("g", {("b", 0): 2, ("c", 0): 2})
+    before = len(c.log)
+    assert c.delete_groups("g") == {"g": 0}
+    records = [decode_record(key, value) for key, value in c.log[before:]]
+    tombstones = sorted((r.key_struct.topic, r.key_struct.partition) for r in records
+                        if r.record_type == OFFSET_COMMIT and r.value is None)
+    assert tombstones == [("a", 0), ("a", 1), ("b", 0), ("c", 0)]
+    c.marker(PID, True)
+    assert c.offsets("g", topic="b", partitions=(0,)) == {0: (-1, 0)}
+    assert c.offsets("g", topic="c", partitions=(0,)) == {0: (-1, 0)}
+
+
+def test_expiry_waits_for_a_pending_transactional_offset():
+    # testCleanupExpiredOffsetsWithPendingTransactionalOffsets: an expired offset with a
+    # transactional one pending is kept, and the group with an open transaction stays.
+    c = TxnCtx(**{"offsets.retention.minutes": 1})
+    c.commit("g", {("t", 0): 5})
+    c.txn_commit("g", {("t", 0): 6})
+    c.advance(c.shard.config.offsets_retention_check_interval_ms + 60_000)
+    assert c.offsets("g", require_stable=True)[0] == (-1, E.UNSTABLE_OFFSET_COMMIT)
+    assert c.group("g") is not None
+    c.marker(PID, True)
+    assert c.offsets("g")[0] == (6, 0)
 
 
 def test_kip447_fencing_from_v3():

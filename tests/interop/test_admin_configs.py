@@ -1,5 +1,7 @@
 """Real admin clients against kgroup's topic configs and config/partition admin APIs
 (confluent-kafka's AdminClient, kafka-python's KafkaAdminClient). None of these may skip."""
+import time
+
 import pytest
 
 from tests.broker.test_topic_configs import COMPACTION_TEST_CONFIGS, KAFKA_40_TOPIC_CONFIGS
@@ -152,6 +154,24 @@ def test_confluent_authorized_operations(broker):
         AclOperation.CREATE, AclOperation.CLUSTER_ACTION, AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS,
         AclOperation.IDEMPOTENT_WRITE, AclOperation.ALTER, AclOperation.DESCRIBE}
     assert admin.describe_cluster().result(10).authorized_operations is None
+    # groups: DescribeGroups v3+ for a classic group, ConsumerGroupDescribe (69) for a KIP-848 one
+    from confluent_kafka import Consumer
+    group_ops = {AclOperation.READ, AclOperation.DESCRIBE, AclOperation.DELETE, AclOperation.DESCRIBE_CONFIGS,
+                 AclOperation.ALTER_CONFIGS}
+    for proto in ("classic", "consumer"):
+        group = f"ck-ops-{proto}"
+        c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group, "group.protocol": proto})
+        try:
+            c.subscribe(["ck-ops"])
+            deadline = time.monotonic() + 30
+            while not c.assignment() and time.monotonic() < deadline:
+                c.poll(0.2)
+            assert c.assignment(), proto
+            d = admin.describe_consumer_groups([group], include_authorized_operations=True)[group].result(10)
+            assert d.type.name == proto.upper() and set(d.authorized_operations) == group_ops, (proto, d)
+            assert admin.describe_consumer_groups([group])[group].result(10).authorized_operations is None
+        finally:
+            c.close()
 
 
 def test_confluent_group_configs(broker):

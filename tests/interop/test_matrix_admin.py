@@ -9,6 +9,9 @@ kafka-python: create/list/delete topics, list/describe/delete groups (a non-empt
 with NON_EMPTY_GROUP), list/alter group offsets (alter refused for an active group).
 aiokafka: list/describe groups (+ group offsets). confluent-kafka: list/describe/delete groups,
 list/alter group offsets. kafkajs: describeGroups, fetchOffsets (+ listGroups). kcat: -L.
+Each of kafka-python, aiokafka, confluent-kafka and kafkajs also grows a topic
+(CreatePartitions), sets and reads back a topic config (AlterConfigs or
+IncrementalAlterConfigs, DescribeConfigs) and deletes records (DeleteRecords).
 tests/interop/test_admin.py covers the topic/cluster/config side of kafka-python and
 confluent-kafka in more depth."""
 import asyncio
@@ -251,3 +254,40 @@ def test_kafkajs_topic_admin(env, record_property):
     assert out["partitions"] == 3
     assert out["configs"] == {"retention.ms": "60000", "cleanup.policy": "delete"}
     assert out["low"] == 4
+
+
+def test_aiokafka_topic_admin(env, record_property):
+    """AIOKafkaAdminClient's create_partitions, alter_configs, describe_configs and delete_records."""
+    tag(record_property, "aiokafka", "admin-partitions-configs-records")
+    from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic, RecordsToDelete
+    from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+    from aiokafka.structs import TopicPartition
+    broker, _ = env
+    grow = "adm-aio-grow"
+
+    async def run():
+        a = AIOKafkaAdminClient(bootstrap_servers=broker.bootstrap, client_id="aio-admin2", request_timeout_ms=10000)
+        await a.start()
+        try:
+            created = (await a.create_topics([NewTopic(grow, 1, 1)])).to_object()
+            # create_partitions raises on a topic error itself
+            await a.create_partitions({grow: NewPartitions(3)})
+            (described,) = await a.describe_topics([grow])
+            altered = [r.to_object() for r in await a.alter_configs(
+                [ConfigResource(ConfigResourceType.TOPIC, grow, configs={"retention.ms": "60000"})])]
+            configs = [r.to_object() for r in await a.describe_configs(
+                [ConfigResource(ConfigResourceType.TOPIC, grow, configs={"retention.ms": None})])]
+            low = await a.delete_records({TopicPartition(TOPIC, 2): RecordsToDelete(6)})
+            return created, described, altered, configs, low
+        finally:
+            await a.close()
+    created, described, altered, configs, low = asyncio.run(run())
+    assert [(t["topic"], t["error_code"]) for t in created["topic_errors"]] == [(grow, 0)], created
+    assert sorted(p["partition"] for p in described["partitions"]) == [0, 1, 2], described
+    assert [(r["resource_name"], r["error_code"]) for resp in altered for r in resp["resources"]] == [(grow, 0)], altered
+    ((res,),) = [resp["resources"] for resp in configs]
+    assert res["error_code"] == 0 and res["resource_name"] == grow, res
+    (entry,) = res["config_entries"]
+    # config_source 1: DYNAMIC_TOPIC_CONFIG, the value AlterConfigs set rather than the default
+    assert (entry["config_names"], entry["config_value"], entry["config_source"]) == ("retention.ms", "60000", 1), res
+    assert low == {TopicPartition(TOPIC, 2): 6}

@@ -4,8 +4,6 @@ queries share a topic through the broker's assignment, the second takes the
 first's partitions over when it stops, and no record is lost or processed twice."""
 from __future__ import annotations
 
-import ctypes
-
 import pytest
 
 from kgroup.testing import rdkafka_mock
@@ -31,10 +29,8 @@ def cluster(request, tmp_path):
         finally:
             broker.stop()
         return
-    lib = rdkafka_mock._librdkafka()
-    lib.rd_kafka_mock_set_group_consumer_heartbeat_interval_ms.argtypes = [ctypes.c_void_p, ctypes.c_int]
     with rdkafka_mock.MockCluster(topics={TOPIC: 4}) as mc:
-        lib.rd_kafka_mock_set_group_consumer_heartbeat_interval_ms(mc._mc, 250)
+        mc.set_group_consumer_heartbeat_interval_ms(250)
         yield mc.bootstrap_servers
 
 

@@ -31,6 +31,7 @@ from typing import Callable, Mapping
 
 from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse
+from ..config import CONSUMER_HEARTBEAT_INTERVAL_MS, CONSUMER_SESSION_TIMEOUT_MS, GroupConfigs
 from . import consumer_group_records as rec
 from .current_assignment import reconcile
 from .describe import describe_group, group_not_found
@@ -95,8 +96,9 @@ def _is_subset(owned, assigned) -> bool:
 
 class ConsumerGroupManager:
     def __init__(self, config, timer, uuid_factory, topics: Topics | None = None,
-                 topics_version: Callable[[], int] | None = None):
+                 topics_version: Callable[[], int] | None = None, group_configs: GroupConfigs | None = None):
         self.config = config
+        self.group_configs: GroupConfigs = {} if group_configs is None else group_configs
         self.timer = timer
         self.uuid_factory = uuid_factory
         self.topics: Topics = topics or (lambda: {})
@@ -109,6 +111,24 @@ class ConsumerGroupManager:
     @property
     def default_assignor(self) -> str:
         return self.config.consumer_assignors[0]
+
+    def session_timeout_ms(self, group_id: str) -> int:
+        """Kafka's consumerGroupSessionTimeoutMs: the group's consumer.session.timeout.ms, else the broker's."""
+        overrides = self.group_configs.get(group_id)
+        if overrides:
+            v = overrides.get(CONSUMER_SESSION_TIMEOUT_MS)
+            if v is not None:
+                return v
+        return self.config.consumer_session_timeout_ms
+
+    def heartbeat_interval_ms(self, group_id: str) -> int:
+        """Kafka's consumerGroupHeartbeatIntervalMs: the group's consumer.heartbeat.interval.ms, else the broker's."""
+        overrides = self.group_configs.get(group_id)
+        if overrides:
+            v = overrides.get(CONSUMER_HEARTBEAT_INTERVAL_MS)
+            if v is not None:
+                return v
+        return self.config.consumer_heartbeat_interval_ms
 
     # == loading ===================================================================================
     def on_loaded(self) -> None:
@@ -160,7 +180,7 @@ class ConsumerGroupManager:
             return None
         self._schedule_session(group.group_id, m.member_id)
         return ConsumerGroupHeartbeatResponse(member_id=m.member_id, member_epoch=m.member_epoch,
-                                              heartbeat_interval_ms=self.config.consumer_heartbeat_interval_ms)
+                                              heartbeat_interval_ms=self.heartbeat_interval_ms(group.group_id))
 
     def _group_or_fail(self, group_id: str, create: bool, classic_group_exists, res=None) -> ConsumerGroup:
         group = self.groups.get(group_id)
@@ -326,7 +346,7 @@ class ConsumerGroupManager:
 
         response = ConsumerGroupHeartbeatResponse(
             member_id=member_id, member_epoch=reconciled.member_epoch,
-            heartbeat_interval_ms=self.config.consumer_heartbeat_interval_ms)
+            heartbeat_interval_ms=self.heartbeat_interval_ms(group_id))
         # Kafka sends the assignment on a full request (a join, or a member resending everything
         # after an error) or when the member's assigned partitions changed
         full = joining or (req.rebalance_timeout_ms != -1 and req.topic_partitions is not None and
@@ -440,7 +460,7 @@ class ConsumerGroupManager:
             if member is not None:
                 self._remove_member(group, member, res)
         self.timer.schedule(session_key(group_id, member_id),
-                            self.config.consumer_session_timeout_ms if timeout_ms is None else timeout_ms, expire)
+                            self.session_timeout_ms(group_id) if timeout_ms is None else timeout_ms, expire)
 
     def _schedule_rebalance(self, group_id: str, member: ConsumerGroupMember) -> None:
         epoch = member.member_epoch
