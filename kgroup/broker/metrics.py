@@ -262,13 +262,10 @@ class BrokerMetrics:
     def _timed_pending(inner: PendingResponse, hist, t0) -> PendingResponse:
         outer = PendingResponse(inner.flush_only)   # timing it does not change why it waits
 
-        def relay(p):
+        def timed(answered):        # answered or failed: either way the request took this long
             hist.observe(_perf() - t0)
-            if p.error is not None:
-                outer.fail(p.error)
-            else:
-                outer.answer(p.response)
-        inner.listen(relay)
+            answered.then(to=outer)
+        inner.listen(timed)
         return outer
 
     def observe_flush(self, seconds: float) -> None:

@@ -106,7 +106,7 @@ class TransactionRuntime(GroupRuntime):
                 token.fail(e)
                 continue
             if type(answer) is PendingResponse:
-                answer.listen(lambda p, t=token: t.answer(p.response) if p.error is None else t.fail(p.error))
+                answer.then(to=token)
             else:
                 token.answer(answer)
 
