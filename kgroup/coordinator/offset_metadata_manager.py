@@ -119,9 +119,6 @@ class OffsetMetadataManager:
         for pid in self.open_transactions.get(tp, ()):
             self.pending_transactional_offsets[pid][tp][1] = live
 
-    def has_pending_transactional_offsets(self, group_id, topic, partition) -> bool:
-        return (group_id, topic, partition) in self.open_transactions
-
     def commit_transactional_offsets(self, req, version, res):
         """TxnOffsetCommit: validates like Kafka's validateTransactionalOffsetCommit and adds
         one record per accepted partition (the runtime writes them in the producer's
