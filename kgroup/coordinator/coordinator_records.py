@@ -19,9 +19,9 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
+from ..protocol.errors import ErrorCode, FixedCodeError
 from ..protocol.offsets_records import (GroupMetadataKey, GroupMetadataValue, OffsetCommitKey,
                                         OffsetCommitValue)
-from ..protocol.errors import ErrorCode, FixedCodeError
 from ..protocol.primitives import DecodeError
 
 LEGACY_OFFSET_COMMIT = 0

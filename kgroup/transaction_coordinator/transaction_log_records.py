@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import struct
 
-from ..protocol.offsets_records import TransactionLogKey, TransactionLogValue
 from ..protocol.errors import ErrorCode, FixedCodeError
+from ..protocol.offsets_records import TransactionLogKey, TransactionLogValue
 from ..protocol.primitives import DecodeError
 from .metadata import TransactionMetadata, TransactionState
 

@@ -19,7 +19,7 @@ import enum
 import functools
 import heapq
 from dataclasses import dataclass, field
-from typing import Callable, Hashable, Iterable, Mapping, NamedTuple, Sequence
+from typing import Callable, Hashable, Iterable, Mapping, NamedTuple
 
 
 class TopicPartition(NamedTuple):
