@@ -247,11 +247,8 @@ class FaultInjector:
         delayed = PendingResponse()
         loop = asyncio.get_running_loop()
 
-        def release(answered):
-            if answered.error is not None:
-                loop.call_later(delay_ms / 1000, delayed.fail, answered.error)
-            else:
-                loop.call_later(delay_ms / 1000, delayed.answer, answered.response)
+        def release(answered):      # its answer or failure, delay_ms later
+            loop.call_later(delay_ms / 1000, lambda: answered.then(to=delayed))
         if type(result) is PendingResponse:
             result.listen(release)
         else:

@@ -366,7 +366,7 @@ class GroupRuntime:
     def execute_txn_offset_commit(self, req, version: int):
         """TxnOffsetCommit on the group's shard: its records are written as a transactional
         batch of the request's producer (as Kafka's coordinator runtime writes them), which the
-        shard replays as pending offsets (``commit_transactional``) until the marker."""
+        shard replays as pending offsets (``commit`` with the producer id) until the marker."""
         self.ensure_offsets_topic()
         p = self.shard_for(req.group_id)
         self._write_held(p)
@@ -387,7 +387,7 @@ class GroupRuntime:
                 error = e.code if isinstance(e, KafkaError) else ErrorCode.UNKNOWN_SERVER_ERROR
                 out = shard.abort(result, error)
             else:
-                written = shard.commit_transactional(result, req.producer_id)
+                written = shard.commit(result, req.producer_id)
                 # Appended and replayed (pending in the shard): the answer waits only for the
                 # fsync, so the connection's later requests (the transaction's Produce requests,
                 # which librdkafka sends on the same connection) are not held behind it.

@@ -63,6 +63,29 @@ class PendingResponse:
         self.listener = None
 
     # -- combining ------------------------------------------------------------------------------
+    def then(self, fn=None, to: PendingResponse | None = None) -> PendingResponse:
+        """Pass this answer on, once given (now, if it already is): ``to`` is answered with
+        ``fn(response)`` (the response itself without ``fn``); this one's failure, or ``fn``
+        raising, fails it. ``to`` defaults to a new PendingResponse that waits for the same
+        reason (this one's ``flush_only``). Returns ``to``."""
+        if to is None:
+            to = PendingResponse(self.flush_only)
+
+        def relay(answered):
+            if answered.error is not None:
+                to.fail(answered.error)
+            elif fn is None:
+                to.answer(answered.response)
+            else:
+                try:
+                    response = fn(answered.response)
+                except Exception as e:
+                    to.fail(e)
+                    return
+                to.answer(response)
+        self.listen(relay)
+        return to
+
     @staticmethod
     def gather(parts: list[PendingResponse], combine):
         """``combine([part responses])``, in the order of ``parts``: returned at once when every

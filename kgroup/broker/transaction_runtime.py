@@ -53,7 +53,6 @@ class TransactionRuntime(GroupRuntime):
         super().__init__(broker)
         self.config = TransactionCoordinatorConfig.from_props(broker.config.values)
         self.num_partitions = broker.config["transaction.state.log.num.partitions"]
-        self.markers_written = 0        # control batches appended (for tests and stats)
         # Fault injection for the crash tests (KGROUP_TEST_HOLD_MARKERS=1): the broker stops just
         # before writing markers, the Prepare record fsynced and EndTxn answered (as Kafka answers
         # it before its markers); a SIGKILL then is a crash between EndTxn and the markers.
@@ -106,7 +105,7 @@ class TransactionRuntime(GroupRuntime):
                 token.fail(e)
                 continue
             if type(answer) is PendingResponse:
-                answer.listen(lambda p, t=token: t.answer(p.response) if p.error is None else t.fail(p.error))
+                answer.then(to=token)
             else:
                 token.answer(answer)
 
@@ -247,8 +246,6 @@ class TransactionRuntime(GroupRuntime):
                                  for pid, epoch, committed, coordinator_epoch in markers),
                         origin=AppendOrigin.COORDINATOR)
             dp.appended(topic, p)       # the LSO moved: wake read_committed fetches
-        if plog is not None:
-            self.markers_written += len(markers)
         return plog
 
     def partition_exists(self, topic: str, partition: int) -> bool:

@@ -21,6 +21,7 @@ import base64
 import sys
 
 from kgroup.protocol.errors import ErrorCode
+from kgroup.protocol.primitives import DecodeError
 
 from .admin import (BROKER_RESOURCE, DELETE, EARLIEST, LATEST, SET, TOPIC_RESOURCE, Admin,
                     ConsumerGroupDescription, ConsumerGroupMemberDescription, GroupDescription,
@@ -49,6 +50,8 @@ def _kv(items) -> dict[str, str]:
 def _run(coro) -> int:
     try:
         return asyncio.run(coro)
+    except DecodeError:
+        raise                   # an unreadable response is a bug to show whole, not a broker's answer
     except KafkaError as e:
         print(f"Error: {e}", file=sys.stderr)
         return 1
@@ -128,6 +131,8 @@ async def _topics(args) -> int:
                     configs = await admin.describe_configs(TOPIC_RESOURCE, name)
                     shown = ",".join(f"{k}={v['value']}" for k, v in sorted(configs.items())
                                      if not v["is_default"] and not v["is_sensitive"])
+                except DecodeError:
+                    raise
                 except KafkaError:
                     shown = ""
                 rf = len(next(iter(info.partitions.values())).replicas) if info.partitions else 0

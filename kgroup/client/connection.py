@@ -239,7 +239,6 @@ class KafkaClient:
         self.topic_names: dict[bytes, str] = {}
         self.cluster_id: str | None = None
         self.controller_id = -1
-        self.metadata_version = 0
         self.last_refresh_ms = -1
         self._conns: dict[tuple[str, int], BrokerConnection] = {}
         self._connecting: dict[tuple[str, int], asyncio.Future] = {}
@@ -393,7 +392,6 @@ class KafkaClient:
         if full:
             for name in [n for n in self.topics if n not in seen]:
                 del self.topics[name]
-        self.metadata_version += 1
         self.last_refresh_ms = now_ms()
 
     def partition_count(self, topic: str) -> int | None:

@@ -66,7 +66,6 @@ class CompletedFetch:
         self._iter: Iterator | None = None
         self._buffer: list = []
         self.bytes = 0 if records is None else len(records)
-        self.consumed_any_batch = False
 
     @property
     def exhausted(self) -> bool:
@@ -76,7 +75,6 @@ class CompletedFetch:
         if self._records is None or len(self._records) == 0:
             return
         for _, header, batch in iter_batches(self._records):
-            self.consumed_any_batch = True
             if header.next_offset <= self.next_offset:
                 continue  # entirely before the position
             if self._read_committed and header.has_producer_id:

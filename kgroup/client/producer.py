@@ -42,7 +42,7 @@ from kgroup.protocol.messages.find_coordinator import FindCoordinatorRequest
 from kgroup.protocol.messages.init_producer_id import InitProducerIdRequest
 from kgroup.protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
 from kgroup.protocol.messages.produce import ProduceRequest
-from kgroup.protocol.primitives import varint_size
+from kgroup.protocol.primitives import DecodeError, varint_size
 from kgroup.protocol.records import Compression, Record, build_batch
 
 from .assignors import TopicPartition
@@ -328,6 +328,8 @@ class Producer:
                     raise KafkaError(error, "InitProducerId failed")
             except (KafkaConnectionError, KafkaTimeoutError) as e:
                 log.debug("InitProducerId failed: %s", e)
+            except DecodeError:
+                raise               # an unreadable response is not the broker's error code
             except (KafkaError, UnsupportedVersionError) as e:
                 for b in self._pending_batches():
                     b.fail(e)
@@ -642,6 +644,8 @@ class Producer:
         try:
             await self._txn_call("AddPartitionsToTxn", req, txn.transactional_id, COORDINATOR_KEY_TRANSACTION,
                                  now_ms() + self.config["delivery.timeout.ms"], worst_error)
+        except DecodeError:
+            raise                   # an unreadable response is not the broker's error code
         except (KafkaError, KafkaTimeoutError) as e:
             if isinstance(e, KafkaTimeoutError):
                 txn.abortable_error(KafkaError(ErrorCode.REQUEST_TIMED_OUT, str(e)))

@@ -19,6 +19,7 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
+from ..protocol.errors import ErrorCode, FixedCodeError
 from ..protocol.offsets_records import (GroupMetadataKey, GroupMetadataValue, OffsetCommitKey,
                                         OffsetCommitValue)
 from ..protocol.primitives import DecodeError
@@ -33,20 +34,25 @@ OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRE = 1
 _H = struct.Struct(">h")
 
 
-class UnknownRecordType(Exception):
-    """A key whose record type this coordinator does not know; the loader skips the record."""
+class UnknownRecordType(FixedCodeError):
+    """A key whose record type this coordinator does not know; the loader skips the record
+    (never an answer: no code fits)."""
+    code = ErrorCode.UNKNOWN_SERVER_ERROR
 
     def __init__(self, record_type: int):
         super().__init__(f"unknown record type {record_type}")
         self.record_type = record_type
 
 
-class RecordDecodeError(Exception):
+class RecordDecodeError(FixedCodeError):
     """A record that cannot be decoded; loading must fail rather than drop state."""
+    code = ErrorCode.CORRUPT_MESSAGE
 
 
-class CoordinatorLoadError(Exception):
-    """Loading a ``__consumer_offsets`` partition failed; names the partition and offset."""
+class CoordinatorLoadError(FixedCodeError):
+    """Loading a ``__consumer_offsets`` partition failed on a record that cannot be decoded;
+    names the partition and offset."""
+    code = ErrorCode.CORRUPT_MESSAGE
 
     def __init__(self, partition: int, offset, cause: Exception):
         super().__init__(f"Deserializing record at offset {offset} of __consumer_offsets-{partition} "

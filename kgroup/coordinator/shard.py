@@ -166,20 +166,18 @@ class GroupCoordinatorShard:
         return res.responses
 
     # == write protocol ==========================================================================
-    def commit(self, result: Result, now_ms: int | None = None) -> list:
+    def commit(self, result: Result, producer_id: int | None = None, now_ms: int | None = None) -> list:
         """The records of ``result`` are in the log: replay them, run post-write steps, and
-        return every (token, response) to send."""
+        return every (token, response) to send. With ``producer_id`` the records were written in
+        that producer's transactional batch (TxnOffsetCommit): Kafka replays a record with its
+        producer id, so its offsets stay pending until the producer's marker."""
         now = self.timer.now = result.now_ms if now_ms is None else now_ms
-        for record in result.records:
-            self._apply(record)
-        return result.committed(now)
-
-    def commit_transactional(self, result: Result, producer_id: int, now_ms: int | None = None) -> list:
-        """``commit`` for a TxnOffsetCommit's records, written in ``producer_id``'s
-        transactional batch: replayed as pending offsets."""
-        now = self.timer.now = result.now_ms if now_ms is None else now_ms
-        for record in result.records:
-            self._apply_transactional(producer_id, record)
+        if producer_id is None:
+            for record in result.records:
+                self._apply(record)
+        else:
+            for record in result.records:
+                self._apply_transactional(producer_id, record)
         return result.committed(now)
 
     def abort(self, result: Result, error=ErrorCode.KAFKA_STORAGE_ERROR, now_ms: int | None = None) -> list:
@@ -310,7 +308,7 @@ class GroupCoordinatorShard:
 
     def handle_txn_offset_commit(self, req, version, now_ms, token) -> Result:
         """TxnOffsetCommit (28): pending offsets of the request's producer (the runtime writes
-        the records in its transactional batch and commits with ``commit_transactional``)."""
+        the records in its transactional batch and commits with ``commit(result, producer_id)``)."""
         res = self._begin(now_ms)
         if not self.is_loaded:
             res.reply(token, txn_offset_commit_error_response(req, LOADING))

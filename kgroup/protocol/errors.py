@@ -169,6 +169,14 @@ class KafkaError(Exception):
         return self.code.name
 
 
+class FixedCodeError(KafkaError):
+    """A KafkaError whose class fixes its code: raised with a message only (decode and
+    corrupt-data errors of the protocol, the coordinators' logs and the storage)."""
+
+    def __init__(self, message: str = ""):
+        super().__init__(None, message)
+
+
 _META = {
     ErrorCode.UNKNOWN_SERVER_ERROR: (False, 'The server experienced an unexpected error when processing the request.'),
     ErrorCode.NONE: (False, ''),

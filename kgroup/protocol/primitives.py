@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import struct
 
+from .errors import ErrorCode, FixedCodeError
+
 INT8 = struct.Struct(">b")
 INT16 = struct.Struct(">h")
 INT32 = struct.Struct(">i")
@@ -18,8 +20,10 @@ UINT32 = struct.Struct(">I")
 FLOAT64 = struct.Struct(">d")
 
 
-class DecodeError(ValueError):
-    """Bytes that do not form a valid message (truncated, bad length, overlong varint)."""
+class DecodeError(FixedCodeError, ValueError):
+    """Bytes that do not form a valid message (truncated, bad length, overlong varint); a
+    request that cannot be parsed is Kafka's InvalidRequestException."""
+    code = ErrorCode.INVALID_REQUEST
 
 
 def read_uvarint(buf, pos: int) -> tuple[int, int]:

@@ -65,10 +65,7 @@ PARTITION_LEADER_EPOCH_OFFSET = 12
 MAGIC_OFFSET = 16
 CRC_OFFSET = 17
 ATTRIBUTES_OFFSET = 21
-LAST_OFFSET_DELTA_OFFSET = 23
-BASE_TIMESTAMP_OFFSET = 27
 MAX_TIMESTAMP_OFFSET = 35
-RECORDS_COUNT_OFFSET = 57
 # Kafka's stream reader refuses sizes below the v0 record overhead before looking at magic.
 _MIN_BATCH_LENGTH = 14
 
@@ -98,7 +95,6 @@ class Compression(IntEnum):
 
 
 class TimestampType(IntEnum):
-    NO_TIMESTAMP_TYPE = -1
     CREATE_TIME = 0
     LOG_APPEND_TIME = 1
 
@@ -818,14 +814,11 @@ _MARKER_VALUE = struct.Struct(">hi")
 
 class ControlRecordType(IntEnum):
     """Kafka's ControlRecordType: the int16 after the version in a control record's key. Only
-    ABORT and COMMIT end transactions; the others are KRaft's (a broker never sees them)."""
+    ABORT and COMMIT end transactions; LEADER_CHANGE and the later types are KRaft's (a broker
+    never sees them; ``control_record_type`` returns any type as its number)."""
     ABORT = CONTROL_ABORT
     COMMIT = CONTROL_COMMIT
     LEADER_CHANGE = 2
-    SNAPSHOT_HEADER = 3
-    SNAPSHOT_FOOTER = 4
-    KRAFT_VERSION = 5
-    KRAFT_VOTERS = 6
 
 
 class EndTransactionMarker(NamedTuple):

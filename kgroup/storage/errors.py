@@ -57,9 +57,3 @@ class TransactionCoordinatorFencedError(LogError):
 
 class KafkaStorageError(LogError):
     code = ErrorCode.KAFKA_STORAGE_ERROR
-
-
-class UnknownProducerIdError(LogError):
-    """Kept for completeness: Kafka 4.0 no longer raises it on the produce path (a producer
-    without state may write any sequence), and neither does this log."""
-    code = ErrorCode.UNKNOWN_PRODUCER_ID

@@ -19,13 +19,17 @@ import os
 import struct
 from typing import NamedTuple
 
+from kgroup.protocol.errors import ErrorCode, FixedCodeError
+
 ENTRY = struct.Struct(">hqqqq")
 ENTRY_SIZE = ENTRY.size  # 34
 CURRENT_VERSION = 0
 
 
-class CorruptIndexError(Exception):
-    """The file is not a transaction index of this segment (Kafka's CorruptIndexException)."""
+class CorruptIndexError(FixedCodeError):
+    """The file is not a transaction index of this segment (Kafka's CorruptIndexException,
+    which is no ApiException: a request it fails is answered UNKNOWN_SERVER_ERROR)."""
+    code = ErrorCode.UNKNOWN_SERVER_ERROR
 
 
 class AbortedTxn(NamedTuple):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import struct
 
+from ..protocol.errors import ErrorCode, FixedCodeError
 from ..protocol.offsets_records import TransactionLogKey, TransactionLogValue
 from ..protocol.primitives import DecodeError
 from .metadata import TransactionMetadata, TransactionState
@@ -18,8 +19,9 @@ VALUE_VERSION = 1
 _H = struct.Struct(">h")
 
 
-class TransactionLogDecodeError(Exception):
+class TransactionLogDecodeError(FixedCodeError):
     """A record that cannot be decoded; loading must fail rather than drop a transaction."""
+    code = ErrorCode.CORRUPT_MESSAGE
 
 
 def key_bytes(transactional_id: str) -> bytes:

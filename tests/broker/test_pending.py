@@ -1,5 +1,6 @@
 """PendingResponse: an answer given later, by a direct call of its listener (no asyncio future
-per request), and gather, which combines several into one."""
+per request), then, which passes one answer on to another, and gather, which combines several
+into one."""
 from kgroup.broker.pending import PendingResponse
 
 
@@ -89,3 +90,62 @@ def test_gather_waits_only_for_fsyncs_when_every_waiting_part_does():
     assert not PendingResponse.gather([flushing, parked], list).flush_only
     assert not PendingResponse.gather([parked, _answered(1)], list).flush_only
     assert not PendingResponse().flush_only
+
+
+def test_then_answers_with_the_mapped_response_once_answered():
+    inner, seen = PendingResponse(), []
+    outer = inner.then(lambda r: r * 2)
+    outer.listen(lambda q: seen.append(q.response))
+    assert not outer.answered and seen == []
+    inner.answer(21)
+    assert seen == [42] and outer.answered and outer.error is None
+
+
+def test_then_of_an_answered_response_is_answered_at_once():
+    outer = _answered("r").then(str.upper)
+    assert outer.answered and outer.response == "R"
+
+
+def test_then_without_a_function_relays_the_response_itself():
+    inner = PendingResponse()
+    outer = inner.then()
+    inner.answer("same")
+    assert outer.response == "same" and outer is not inner
+
+
+def test_then_keeps_why_the_answer_waits():
+    """A relayed fsync wait still waits only for the fsync (the server keeps dispatching
+    behind it); a relayed parked request still mutes the connection."""
+    assert PendingResponse(flush_only=True).then().flush_only
+    assert not PendingResponse().then(str).flush_only
+
+
+def test_then_propagates_a_failure_without_calling_the_function():
+    inner, called = PendingResponse(), []
+    outer = inner.then(called.append)
+    error = OSError(5, "Input/output error")
+    inner.fail(error)
+    assert outer.error is error and called == [] and outer.response is None
+
+
+def test_then_fails_when_the_function_raises():
+    inner = PendingResponse()
+    outer = inner.then(lambda r: 1 / r)
+    inner.answer(0)
+    assert isinstance(outer.error, ZeroDivisionError)
+
+
+def test_then_to_answers_a_response_already_handed_out():
+    """The answer of a request run later (a deferred transactional request, a delayed fault)
+    goes to the PendingResponse the server already listens to: its flush_only is its own."""
+    token, seen = PendingResponse(), []
+    token.listen(lambda q: seen.append(q.response))
+    inner = PendingResponse(flush_only=True)
+    assert inner.then(to=token) is token
+    assert seen == [] and not token.flush_only
+    inner.answer("late")
+    assert seen == ["late"]
+    failed, token2 = PendingResponse(), PendingResponse()
+    failed.fail(ValueError("no"))
+    failed.then(to=token2)
+    assert isinstance(token2.error, ValueError)

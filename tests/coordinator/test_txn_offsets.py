@@ -26,7 +26,7 @@ class TxnCtx(Ctx):
         result = self.shard.handle_txn_offset_commit(req, version, self.now, token)
         # What the runtime does: the records go in the producer's transactional batch.
         self.log.extend(("txn", pid, r.key, r.value) for r in result.records)
-        self.sent.extend(self.shard.commit_transactional(result, pid))
+        self.sent.extend(self.shard.commit(result, pid))
         assert_replay_consistent(self.shard, self.log, self.now)
         return self.answer(token)
 

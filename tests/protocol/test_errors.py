@@ -42,3 +42,30 @@ def test_a_protocol_error_takes_its_code_and_defaults_its_message_to_kafkas():
     assert e.code is ErrorCode.ILLEGAL_GENERATION and e.error_code == 22
     assert str(e) == ErrorCode.ILLEGAL_GENERATION.message
     assert str(KafkaError(ErrorCode.NOT_COORDINATOR, "moved")) == "moved"
+
+
+def test_decode_and_corrupt_data_errors_are_kafka_errors_with_a_fixed_code():
+    from kgroup.coordinator import coordinator_records as rec
+    from kgroup.protocol.primitives import DecodeError
+    from kgroup.storage.txn_index import CorruptIndexError
+    from kgroup.transaction_coordinator.transaction_log_records import TransactionLogDecodeError
+
+    raised = {
+        DecodeError("truncated varint"): ErrorCode.INVALID_REQUEST,
+        rec.RecordDecodeError("bad value"): ErrorCode.CORRUPT_MESSAGE,
+        rec.CoordinatorLoadError(3, 17, rec.RecordDecodeError("bad value")): ErrorCode.CORRUPT_MESSAGE,
+        TransactionLogDecodeError("bad key"): ErrorCode.CORRUPT_MESSAGE,
+        rec.UnknownRecordType(99): ErrorCode.UNKNOWN_SERVER_ERROR,
+        CorruptIndexError("bad entry"): ErrorCode.UNKNOWN_SERVER_ERROR,
+    }
+    for e, code in raised.items():
+        assert isinstance(e, KafkaError) and e.code is code and e.error_code == int(code)
+    assert str(DecodeError("truncated varint")) == "truncated varint"
+    assert "offset 17 of __consumer_offsets-3" in str(rec.CoordinatorLoadError(3, 17, ValueError("x")))
+    assert rec.UnknownRecordType(99).record_type == 99
+    assert issubclass(DecodeError, ValueError)       # the codecs' `except ValueError` still see it
+
+
+def test_a_decode_error_with_no_message_says_its_codes_message():
+    from kgroup.protocol.primitives import DecodeError
+    assert str(DecodeError()) == ErrorCode.INVALID_REQUEST.message

@@ -41,7 +41,7 @@ def commit_known_partitions(md, req, commit, topic_response, partition_response)
                                  for p in partitions)
         return resp
     if type(answer) is PendingResponse:
-        return PendingResponse.gather([answer], lambda responses: with_unknown(responses[0]))
+        return answer.then(with_unknown)
     return with_unknown(answer)
 
 

@@ -3,6 +3,7 @@ control batches (the runtime calls the same ``write_markers`` directly, being on
 Answered once the markers are fsynced. Unknown partitions answer UNKNOWN_TOPIC_OR_PARTITION."""
 from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages.write_txn_markers import WriteTxnMarkersResponse
+from ...storage.txn_index import CorruptIndexError
 from ..pending import PendingResponse
 
 R = WriteTxnMarkersResponse.WritableTxnMarkerResult
@@ -24,6 +25,8 @@ def handle(broker, ctx, req, version):
                     try:
                         logs |= txn.write_markers(m.producer_id, m.producer_epoch, m.transaction_result,
                                                   m.coordinator_epoch, ((t.name, p),))
+                    except CorruptIndexError:
+                        raise           # a broken index is the broker's failure, not a partition's answer
                     except KafkaError as e:
                         error = e.code
                 parts.append(R.WritableTxnMarkerTopicResult.WritableTxnMarkerPartitionResult(

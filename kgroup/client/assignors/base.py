@@ -19,7 +19,7 @@ import enum
 import functools
 import heapq
 from dataclasses import dataclass, field
-from typing import Callable, Hashable, Iterable, Mapping, NamedTuple, Sequence
+from typing import Callable, Hashable, Iterable, Mapping, NamedTuple
 
 
 class TopicPartition(NamedTuple):
@@ -61,17 +61,15 @@ class Assignment:
 
 
 class ClusterMetadata:
-    """Minimal cluster view for assignors: topic -> partition count, optionally the racks of
-    each partition's replicas (``racks[topic][partition]`` is a collection of rack ids).
+    """Minimal cluster view for assignors: topic -> partition count (the assignors ignore racks:
+    rack-aware assignment, KIP-881, is not implemented).
 
     Compatible with the two methods kafka-python's assignors call (``topics()`` and
     ``partitions_for_topic()``).
     """
 
-    def __init__(self, partitions_per_topic: Mapping[str, int] | None = None,
-                 racks: Mapping[str, Sequence[Iterable[str]]] | None = None):
+    def __init__(self, partitions_per_topic: Mapping[str, int] | None = None):
         self._counts: dict[str, int] = dict(partitions_per_topic or {})
-        self._racks = {t: [frozenset(r) for r in rs] for t, rs in (racks or {}).items()}
 
     def topics(self) -> set[str]:
         return set(self._counts)
@@ -82,12 +80,6 @@ class ClusterMetadata:
     def partitions_for_topic(self, topic: str) -> set[int] | None:
         n = self._counts.get(topic)
         return None if n is None else set(range(n))
-
-    def partition_racks(self, topic: str, partition: int) -> frozenset[str]:
-        racks = self._racks.get(topic)
-        if racks is None or partition >= len(racks):
-            return frozenset()
-        return racks[partition]
 
     def __repr__(self) -> str:
         return f"ClusterMetadata({self._counts!r})"

@@ -321,7 +321,21 @@ class Migration:
         return records, value, protocols
 
     # == classic members inside a consumer group =======================================================
-    def _member(self, group: ConsumerGroup, member_id: str, instance_id) -> ConsumerGroupMember:
+    def _validate_classic_member(self, group: ConsumerGroup, req) -> ConsumerGroupMember:
+        """What SyncGroup and Heartbeat both check first (Kafka's validateConsumerGroupMember,
+        throwIfMemberDoesNotUseClassicProtocol and throwIfGenerationIdUnmatched): the member is
+        known (UNKNOWN_MEMBER_ID / FENCED_INSTANCE_ID), uses the classic protocol
+        (UNKNOWN_MEMBER_ID), and its generation is its member epoch (ILLEGAL_GENERATION)."""
+        m = self._member(group, req.member_id, req.group_instance_id)
+        self._classic_only(m)
+        if m.member_epoch != req.generation_id:
+            raise KafkaError(ErrorCode.ILLEGAL_GENERATION,
+                             f"The request generation id {req.generation_id} is not equal to the member epoch "
+                             f"{m.member_epoch} of member {m.member_id}.")
+        return m
+
+    @staticmethod
+    def _member(group: ConsumerGroup, member_id: str, instance_id) -> ConsumerGroupMember:
         """Kafka's validateConsumerGroupMember: UNKNOWN_MEMBER_ID / FENCED_INSTANCE_ID."""
         if instance_id is None:
             m = group.members.get(member_id)
@@ -343,13 +357,6 @@ class Migration:
     def _classic_only(m: ConsumerGroupMember) -> None:
         if m.classic_member_metadata is None:
             raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {m.member_id} does not use the classic protocol.")
-
-    @staticmethod
-    def _generation(m: ConsumerGroupMember, generation_id: int) -> None:
-        if m.member_epoch != generation_id:
-            raise KafkaError(ErrorCode.ILLEGAL_GENERATION,
-                             f"The request generation id {generation_id} is not equal to the member epoch "
-                             f"{m.member_epoch} of member {m.member_id}.")
 
     def _schedule_join_timeout_if_absent(self, group_id: str, m: ConsumerGroupMember) -> None:
         key = join_timeout_key(group_id, m.member_id)
@@ -513,9 +520,7 @@ class Migration:
         """classicGroupSyncToConsumerGroup: the member's current assignment, in the consumer
         protocol at its subscription's version."""
         try:
-            m = self._member(group, req.member_id, req.group_instance_id)
-            self._classic_only(m)
-            self._generation(m, req.generation_id)
+            m = self._validate_classic_member(group, req)
             name = _classic_protocol_name(m)
             if req.protocol_type is not None and req.protocol_type != CONSUMER_PROTOCOL_TYPE:
                 raise KafkaError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
@@ -550,9 +555,7 @@ class Migration:
     def heartbeat(self, group: ConsumerGroup, req) -> ErrorCode:
         """classicGroupHeartbeatToConsumerGroup."""
         try:
-            m = self._member(group, req.member_id, req.group_instance_id)
-            self._classic_only(m)
-            self._generation(m, req.generation_id)
+            m = self._validate_classic_member(group, req)
         except KafkaError as e:
             return e.code
         gid = group.group_id
