@@ -5,8 +5,9 @@ What is measured where:
 - requests: counted exactly per API and version (``BrokerMetrics.recent`` + ``.settled``; only
   when metrics are on; by the server itself when metrics are the only operation layer, else by
   the request layer ``BrokerMetrics.dispatch``); one in SAMPLE_EVERY (every JoinGroup, SyncGroup,
-  LeaveGroup, OffsetDelete and DeleteGroups) is timed from dispatch to its answer being ready (a parked JoinGroup or a fsync-waiting OffsetCommit counts until
-  answered), so the latency histograms are sampled while the request counts are not. Kafka's
+  LeaveGroup, OffsetDelete and DeleteGroups) is timed from dispatch to its answer being ready (a
+  parked JoinGroup or a fsync-waiting OffsetCommit counts until answered), so the latency
+  histograms are sampled while the request counts are not. Kafka's
   RequestMetrics (RequestsPerSec, TotalTimeMs with request and version tags) under
   ``kafka_network_requestmetrics_*``.
 - everything else is read at scrape time from broker state, on the broker's event loop (the

@@ -1,5 +1,6 @@
 """GroupCoordinatorShard: the pure, deterministic group coordinator (classic and KIP-848 consumer
-groups, committed offsets) of one ``__consumer_offsets`` partition. This is the entry point the broker runtime drives.
+groups, committed offsets) of one ``__consumer_offsets`` partition. This is the entry point the
+broker runtime drives.
 
 Life cycle
     shard = GroupCoordinatorShard(partition, config, scheduler, uuid_factory)
