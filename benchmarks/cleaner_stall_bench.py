@@ -26,9 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -38,7 +36,7 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
-from coordinator_bench import Conn, single_member_group  # noqa: E402
+from coordinator_bench import Broker, Conn, single_member_group  # noqa: E402
 from kgroup.protocol.messages.create_topics import CreateTopicsRequest  # noqa: E402
 from kgroup.protocol.messages.heartbeat import HeartbeatRequest  # noqa: E402
 from kgroup.protocol.messages.produce import ProduceRequest  # noqa: E402
@@ -47,40 +45,6 @@ from kgroup.protocol.records import Record, build_batch  # noqa: E402
 TOPIC = "compacted"
 SEGMENT_BYTES = 8 * 1024 * 1024
 LAG_MS = 6000           # min.compaction.lag.ms: nothing is cleanable until the produce is done
-
-
-class Broker:
-    """A broker process running the kgroup of ``root``."""
-
-    def __init__(self, root: str):
-        self.dir = tempfile.mkdtemp(prefix="kgroup-cleaner-bench-")
-        self.data = os.path.join(self.dir, "data")
-        self.log_path = os.path.join(self.dir, "broker.log")
-        self._log = open(self.log_path, "wb")
-        env = dict(os.environ, PYTHONPATH=root)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "kgroup", "serve", "--override", "listeners=PLAINTEXT://127.0.0.1:0",
-             "--override", f"log.dirs={self.data}", "--override", "group.initial.rebalance.delay.ms=0",
-             "--override", "log.cleaner.backoff.ms=100"],
-            cwd=root, env=env, stdout=self._log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            with open(self.log_path, "rb") as f:
-                m = re.search(rb"serving on 127\.0\.0\.1:(\d+)", f.read())
-            if m:
-                self.port = int(m.group(1))
-                return
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.02)
-        raise RuntimeError("broker did not start:\n" + open(self.log_path).read())
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            self.proc.wait(60)
-        self._log.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def first_segment_size(broker) -> int:
@@ -110,7 +74,7 @@ async def produce(conn, records: int, keys: int) -> None:
 
 
 async def measure(root: str, records: int, keys: int) -> dict:
-    broker = Broker(root)
+    broker = Broker(overrides=["log.cleaner.backoff.ms=100"], root=root)
     try:
         conn = await Conn.open(broker.port)
         CT = CreateTopicsRequest.CreatableTopic

@@ -131,17 +131,20 @@ class EchoServer:
 
 
 class Broker:
-    """``python -m kgroup serve`` on an ephemeral port with a fresh data directory."""
+    """``python -m kgroup serve`` on an ephemeral port with a fresh data directory (``.data``);
+    the kgroup of this tree, or of the checkout at ``root`` (a benchmark's baseline)."""
 
-    def __init__(self, profile_path: str | None = None, overrides=(), hash_seed: str | None = None):
+    def __init__(self, profile_path: str | None = None, overrides=(), hash_seed: str | None = None,
+                 root: str = _ROOT):
         self.dir = tempfile.mkdtemp(prefix="kgroup-bench-")
+        self.data = os.path.join(self.dir, "data")
         self.log_path = os.path.join(self.dir, "broker.log")
         args = [sys.executable]
         if profile_path:
             args += ["-m", "cProfile", "-o", profile_path]
         args += ["-m", "kgroup", "serve",
                  "--override", "listeners=PLAINTEXT://127.0.0.1:0",
-                 "--override", f"log.dirs={os.path.join(self.dir, 'data')}",
+                 "--override", f"log.dirs={self.data}",
                  "--override", "group.initial.rebalance.delay.ms=0",
                  # A 10,000-member group's GroupMetadata record (~1.2 MB here) exceeds Kafka's default
                  # message.max.bytes (1 MB): Kafka, and kgroup, then fail the leader's SyncGroup with
@@ -150,10 +153,12 @@ class Broker:
         for o in overrides:
             args += ["--override", o]
         self._log = open(self.log_path, "wb")
-        # hash_seed: two brokers compared side by side get the same one (--metrics), so their
-        # dicts and sets are laid out alike and only what is compared differs
-        env = None if hash_seed is None else dict(os.environ, PYTHONHASHSEED=hash_seed)
-        self.proc = subprocess.Popen(args, cwd=_ROOT, stdout=self._log, stderr=subprocess.STDOUT, env=env)
+        env = dict(os.environ, PYTHONPATH=root)
+        if hash_seed is not None:
+            # two brokers compared side by side get the same one (--metrics), so their dicts and
+            # sets are laid out alike and only what is compared differs
+            env["PYTHONHASHSEED"] = hash_seed
+        self.proc = subprocess.Popen(args, cwd=root, stdout=self._log, stderr=subprocess.STDOUT, env=env)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             with open(self.log_path, "rb") as f:
