@@ -114,21 +114,19 @@ class ConsumerGroupManager:
 
     def session_timeout_ms(self, group_id: str) -> int:
         """Kafka's consumerGroupSessionTimeoutMs: the group's consumer.session.timeout.ms, else the broker's."""
-        overrides = self.group_configs.get(group_id)
-        if overrides:
-            v = overrides.get(CONSUMER_SESSION_TIMEOUT_MS)
-            if v is not None:
-                return v
-        return self.config.consumer_session_timeout_ms
+        return self._group_config(group_id, CONSUMER_SESSION_TIMEOUT_MS, self.config.consumer_session_timeout_ms)
 
     def heartbeat_interval_ms(self, group_id: str) -> int:
         """Kafka's consumerGroupHeartbeatIntervalMs: the group's consumer.heartbeat.interval.ms, else the broker's."""
+        return self._group_config(group_id, CONSUMER_HEARTBEAT_INTERVAL_MS, self.config.consumer_heartbeat_interval_ms)
+
+    def _group_config(self, group_id: str, name: str, broker_value: int) -> int:
         overrides = self.group_configs.get(group_id)
         if overrides:
-            v = overrides.get(CONSUMER_HEARTBEAT_INTERVAL_MS)
+            v = overrides.get(name)
             if v is not None:
                 return v
-        return self.config.consumer_heartbeat_interval_ms
+        return broker_value
 
     # == loading ===================================================================================
     def on_loaded(self) -> None:
