@@ -23,7 +23,7 @@ from .data_path import DataPath
 from .ops import attach_operations
 from .group_runtime import GroupRuntime
 from .connections import ConnectionQuotas, log_files_budget, raise_nofile_limit
-from .log_dir_failure import LogDirFailure
+from .log_dir_failure import LogDirFailure, is_io_error
 from .metadata import OFFSETS_TOPIC, TopicRegistry, Topic
 from .pending import PendingResponse
 from .server import RECEIVE_BUFFER_SIZE, KafkaConnection, Listener
@@ -198,8 +198,12 @@ class Broker:
                     logs.finish_clean(plan, built, abandon=self.log_dir_failure.offline)
             except asyncio.CancelledError:
                 raise
-            except Exception:
+            except Exception as e:
                 cleaned = None
+                if is_io_error(e):
+                    # Kafka's LogCleaner.cleanLog: an IOException takes the log directory offline
+                    self.log_dir_failure.failed(e, "cleaning a compacted log")
+                    return
                 log.exception("log cleaner failed")
             await asyncio.sleep(0 if cleaned else self.config["log.cleaner.backoff.ms"] / 1000.0)
 

@@ -357,9 +357,7 @@ def swap_cleaned(plan: CleanPlan, built: CleanedSegments) -> CleanerStats | None
     planned segments meanwhile: closed or deleted, a planned segment deleted by retention or
     DeleteRecords, a truncation, compaction turned off."""
     plog = plan.log
-    live = set(map(id, plog._segments))
-    if (plog._closed or not plog.config.compact or plog._truncations != plan.truncations
-            or any(id(seg) not in live or seg.size != size for seg, size in zip(plan.segments, plan.sizes))):
+    if planned_segments_changed(plan):
         built.discard()
         return None
     swapped = False
@@ -372,6 +370,16 @@ def swap_cleaned(plan: CleanPlan, built: CleanedSegments) -> CleanerStats | None
     if plan.end_offset > plog.cleaner_checkpoint:
         plog.cleaner_checkpoint = plan.end_offset
     return built.stats
+
+
+def planned_segments_changed(plan: CleanPlan) -> bool:
+    """The log changed in a way that touches the planned segments since ``plan``: closed, a
+    planned segment deleted (retention, DeleteRecords) or shortened (truncation), compaction
+    turned off."""
+    plog = plan.log
+    live = set(map(id, plog._segments))
+    return (plog._closed or not plog.config.compact or plog._truncations != plan.truncations
+            or any(id(seg) not in live or seg.size != size for seg, size in zip(plan.segments, plan.sizes)))
 
 
 def clean(plog: "PartitionLog", now_ms: int) -> CleanerStats:

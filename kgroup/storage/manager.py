@@ -346,14 +346,17 @@ class LogManager:
         return plan
 
     def finish_clean(self, plan: "cleaner.CleanPlan", built, abandon: bool = False) -> "cleaner.CleanerStats | None":
-        """Swap in what build_cleaned made for ``plan`` (or re-raise what it raised); None when
+        """Swap in what build_cleaned made for ``plan`` (or re-raise what it raised: the broker
+        takes the log directory offline for an I/O error, as Kafka's cleaner); None when
         the clean was abandoned: ``abandon`` (e.g. the log directory failed), the log closed,
         deleted or replaced meanwhile, or its planned segments changed (cleaner.swap_cleaned)."""
         if self._cleaning is plan:
             self._cleaning = None
         current = not abandon and not self._closed and self._logs.get(plan.tp) is plan.log
         if isinstance(built, BaseException):
-            if current and not isinstance(built, cleaner.CleanAborted):
+            # A build that failed while its planned segments changed (e.g. a file retention
+            # removed as it was read) met the change, not a fault: abandoned like its swap.
+            if current and not isinstance(built, cleaner.CleanAborted) and not cleaner.planned_segments_changed(plan):
                 raise built
             return None
         if not current:

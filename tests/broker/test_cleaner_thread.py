@@ -129,3 +129,21 @@ def test_shutdown_with_a_clean_in_flight(tmp_path, held_cleans):
         held_cleans.release("a")
         got = consume(running.bootstrap_servers, "a")
         assert dict(got) == latest
+
+
+def test_an_io_error_of_the_clean_takes_the_log_directory_offline(tmp_path, monkeypatch):
+    # Kafka's LogCleaner.cleanLog: an IOException marks the log directory offline (and the
+    # broker, whose only directory it is, stops taking requests)
+    import errno
+    from confluent_kafka.admin import AdminClient
+
+    def failing(plan):
+        raise OSError(errno.EIO, "Input/output error")
+    monkeypatch.setattr(broker_module, "build_cleaned", failing)
+    with kgroup.testing.broker(tmp_path / "d", {"log.cleaner.backoff.ms": 50}) as b:
+        create(AdminClient({"bootstrap.servers": b.bootstrap_servers}), "a")
+        produce(b.bootstrap_servers, "a", 4)
+        deadline = time.time() + 20
+        while not b.broker.log_dir_failure.offline and time.time() < deadline:
+            time.sleep(0.05)
+        assert b.broker.log_dir_failure.offline

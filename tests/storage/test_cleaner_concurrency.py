@@ -4,8 +4,11 @@ manager closed. The swap happens only when no planned segment changed; otherwise
 files are removed and the log is exactly as the concurrent change left it."""
 from __future__ import annotations
 
+import errno
 import os
 import threading
+
+import pytest
 
 from kgroup.protocol.records import decode_records
 from kgroup.storage import LogConfig, LogManager
@@ -202,3 +205,19 @@ def test_a_crash_before_the_swap_leaves_the_old_segments(tmp_path, clock):
     again = manager(tmp_path, clock)
     assert records(again.get("c", 0)) == before and not leftovers(again.get("c", 0).directory)
     again.close_all()
+
+
+def test_a_failed_build_is_raised_unless_its_segments_changed(tmp_path, clock):
+    # An I/O error of the build reaches the caller (the broker takes the log directory offline,
+    # as Kafka's cleaner does); the same error while a planned segment was deleted meanwhile is
+    # the deletion met mid-read, and the clean is only abandoned.
+    mgr = manager(tmp_path, clock)
+    plog = mgr.get_or_create("c", 0)
+    fill(plog, 10)
+    plan = mgr.plan_clean()
+    with pytest.raises(OSError):
+        mgr.finish_clean(plan, OSError(errno.EIO, "Input/output error"))
+    plan = mgr.plan_clean()
+    plog.delete_records_before(plan.segments[1].base_offset)    # a planned segment goes
+    assert mgr.finish_clean(plan, FileNotFoundError(errno.ENOENT, "gone")) is None
+    mgr.close_all()
