@@ -121,7 +121,8 @@ def group_metadata_tombstone(group_id: str) -> CoordinatorRecord:
     return CoordinatorRecord(key.to_versioned_bytes(GROUP_METADATA), None, GROUP_METADATA, key, None)
 
 
-def _read_version(buf, what: str) -> int:
+def read_version(buf, what: str) -> int:
+    """The int16 a key (its record type) or a value (its version) starts with."""
     if buf is None or len(buf) < 2:
         raise RecordDecodeError(f"Could not read version from {what}'s buffer.")
     return _H.unpack_from(buf, 0)[0]
@@ -131,13 +132,17 @@ def decode_record(key: bytes, value: bytes | None) -> CoordinatorRecord:
     """Decode a ``__consumer_offsets`` record. Raises UnknownRecordType for a type we do not
     know (skip it) and RecordDecodeError for bytes that do not decode (fail the load).
     Trailing bytes are tolerated, as Kafka's readers do."""
-    record_type = _read_version(key, "key")
+    record_type = read_version(key, "key")
     if record_type in (LEGACY_OFFSET_COMMIT, OFFSET_COMMIT):
-        key_cls, value_cls, key_version = OffsetCommitKey, OffsetCommitValue, record_type
-    elif record_type == GROUP_METADATA:
-        key_cls, value_cls, key_version = GroupMetadataKey, GroupMetadataValue, 2
-    else:
-        raise UnknownRecordType(record_type)
+        return decode_structs(record_type, key, OffsetCommitKey, record_type, value, OffsetCommitValue)
+    if record_type == GROUP_METADATA:
+        return decode_structs(record_type, key, GroupMetadataKey, 2, value, GroupMetadataValue)
+    raise UnknownRecordType(record_type)
+
+
+def decode_structs(record_type: int, key, key_cls, key_version: int, value, value_cls) -> CoordinatorRecord:
+    """A record of a known type: its key struct (at ``key_version``) and, unless a tombstone,
+    its value struct at the version the value starts with (every coordinator record type)."""
     try:
         key_struct, _ = key_cls.decode(memoryview(key), key_version, 2)
     except DecodeError as e:
@@ -145,13 +150,13 @@ def decode_record(key: bytes, value: bytes | None) -> CoordinatorRecord:
                                 f"buffer due to: {e}.") from None
     if value is None:
         return CoordinatorRecord(bytes(key), None, record_type, key_struct, None)
-    version = _read_version(value, "value")
+    version = read_version(value, "value")
     if record_type == LEGACY_OFFSET_COMMIT and version != 0:
         raise RecordDecodeError(f"Could not read record with version {version} from value's "
                                 f"buffer due to: legacy offset commit values only have version 0.")
     try:
         value_struct, _ = value_cls.decode(memoryview(value), version, 2)
-    except DecodeError as e:
+    except DecodeError as e:        # e.g. "<Value class> has no version N"
         raise RecordDecodeError(f"Could not read record with version {version} from value's "
                                 f"buffer due to: {e}.") from None
     return CoordinatorRecord(bytes(key), bytes(value), record_type, key_struct, value_struct)

@@ -12,8 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Mapping
 
 from ...protocol import offsets_records as R
-from ...protocol.primitives import DecodeError
-from ..coordinator_records import CoordinatorRecord, RecordDecodeError, UnknownRecordType
+from ..coordinator_records import CoordinatorRecord, UnknownRecordType, decode_structs, read_version
 from .member import Assignment, ConsumerGroupMember
 
 if TYPE_CHECKING:   # group.py imports this module
@@ -132,29 +131,9 @@ def regular_expression_tombstone(group_id: str, regex: str) -> CoordinatorRecord
 def decode_record(key, value) -> CoordinatorRecord:
     """Decode a KIP-848 record (the classic decoder hands types 3-8 and 16 here). UnknownRecordType for any
     other type; RecordDecodeError for bytes that do not decode (the load must fail)."""
-    if key is None or len(key) < 2:
-        raise RecordDecodeError("Could not read version from key's buffer.")
-    record_type = int.from_bytes(bytes(key[:2]), "big", signed=True)
+    record_type = read_version(key, "key")
     schemas = R.CONSUMER_GROUP_RECORDS.get(record_type)
     if schemas is None:
         raise UnknownRecordType(record_type)
     key_cls, value_cls = schemas
-    try:
-        key_struct, _ = key_cls.decode(memoryview(key), record_type, 2)
-    except DecodeError as e:
-        raise RecordDecodeError(f"Could not read record with version {record_type} from key's "
-                                f"buffer due to: {e}.") from None
-    if value is None:
-        return CoordinatorRecord(bytes(key), None, record_type, key_struct, None)
-    if len(value) < 2:
-        raise RecordDecodeError("Could not read version from value's buffer.")
-    version = int.from_bytes(bytes(value[:2]), "big", signed=True)
-    if not value_cls.VERSIONS[0] <= version <= value_cls.VERSIONS[1]:
-        raise RecordDecodeError(f"Could not read record with version {version} from value's buffer due to: "
-                                f"{value_cls.__name__} has no version {version}.")
-    try:
-        value_struct, _ = value_cls.decode(memoryview(value), version, 2)
-    except DecodeError as e:
-        raise RecordDecodeError(f"Could not read record with version {version} from value's "
-                                f"buffer due to: {e}.") from None
-    return CoordinatorRecord(bytes(key), bytes(value), record_type, key_struct, value_struct)
+    return decode_structs(record_type, key, key_cls, record_type, value, value_cls)
