@@ -212,7 +212,7 @@ class Admin:
         if error:
             raise error
         return {c.name: {"value": c.value, "read_only": c.read_only, "source": c.config_source,
-                         "is_sensitive": c.is_sensitive, "is_default": c.is_default or c.config_source == 5,
+                         "is_sensitive": c.is_sensitive, "is_default": c.config_source == 5,
                          "synonyms": [(s.name, s.value, s.source) for s in c.synonyms]}
                 for c in result.configs}
 
@@ -464,7 +464,7 @@ class Admin:
             by_topic: dict[str, list] = {}
             for tp, ts in parts.items():
                 by_topic.setdefault(tp.topic, []).append(ListOffsetsRequest.ListOffsetsPartition(
-                    partition_index=tp.partition, timestamp=ts, max_num_offsets=1))
+                    partition_index=tp.partition, timestamp=ts))
             req = ListOffsetsRequest(replica_id=-1, isolation_level=1 if isolation_level == "read_committed" else 0,
                                      timeout_ms=timeout_ms or self._timeout,
                                      topics=[ListOffsetsRequest.ListOffsetsTopic(name=t, partitions=p)
@@ -477,8 +477,6 @@ class Admin:
                     tp = TopicPartition(t.name, p.partition_index)
                     if p.error_code:
                         out[tp] = KafkaError(ErrorCode(p.error_code), f"ListOffsets {tp}")
-                    elif version == 0:
-                        out[tp] = (p.old_style_offsets[0] if p.old_style_offsets else -1, -1)
                     else:
                         out[tp] = (p.offset, p.timestamp)
 

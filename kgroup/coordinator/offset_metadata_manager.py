@@ -219,7 +219,7 @@ class OffsetMetadataManager:
                     req.group_id, topic.name, p.partition_index, p.committed_offset,
                     p.committed_leader_epoch if p.committed_leader_epoch >= 0 else -1,
                     NO_METADATA if metadata is None else metadata,
-                    now if p.commit_timestamp == -1 else p.commit_timestamp, expire))
+                    now, expire))
             topics.append(T(name=topic.name, partitions=parts))
         return OffsetCommitResponse(topics=topics)
 

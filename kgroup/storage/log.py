@@ -74,6 +74,7 @@ EARLIEST_TIMESTAMP = -2
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL_TIMESTAMP = -4
 LATEST_TIERED_TIMESTAMP = -5
+EARLIEST_PENDING_UPLOAD_TIMESTAMP = -6
 
 
 @dataclass(slots=True)
@@ -564,7 +565,7 @@ class PartitionLog:
             return TimestampAndOffset(NO_TIMESTAMP, self.log_start_offset, None)
         if target == LATEST_TIMESTAMP:
             return TimestampAndOffset(NO_TIMESTAMP, self._leo, self.latest_epoch())
-        if target == LATEST_TIERED_TIMESTAMP:
+        if target in (LATEST_TIERED_TIMESTAMP, EARLIEST_PENDING_UPLOAD_TIMESTAMP):
             return TimestampAndOffset(NO_TIMESTAMP, -1, -1)  # no tiered storage
         if target == MAX_TIMESTAMP:
             return self.max_timestamp_and_offset()

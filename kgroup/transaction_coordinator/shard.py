@@ -25,7 +25,10 @@ epoch -1), so a failed first write spends one producer id.
 """
 from __future__ import annotations
 
+import functools
 from typing import Callable, NamedTuple
+
+import re2
 
 from ..coordinator import Result, TimerQueue
 from ..coordinator.partitioner import group_partition
@@ -66,6 +69,23 @@ def append_error_to_response_error(error) -> ErrorCode:
     if error in (E.MESSAGE_TOO_LARGE, E.RECORD_LIST_TOO_LARGE):
         return E.UNKNOWN_SERVER_ERROR
     return error
+
+
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False     # a refused pattern is the caller's error, not the broker's log
+
+
+@functools.lru_cache(maxsize=64)
+def transactional_id_pattern(pattern: str | None):
+    """ListTransactions' transactional id pattern compiled as Kafka does (RE2/J, whole-id match);
+    None when there is none. Raises KafkaError(INVALID_REGULAR_EXPRESSION) for a bad pattern."""
+    if not pattern:
+        return None
+    try:
+        return re2.compile(pattern, _RE2_OPTIONS)
+    except re2.error as e:
+        raise KafkaError(ErrorCode.INVALID_REGULAR_EXPRESSION,
+                         f"Transaction ID pattern `{pattern}` is not a valid regular expression: {e}.") from None
 
 
 class TxnRecord(NamedTuple):
@@ -493,13 +513,19 @@ class TransactionCoordinatorShard:
                 states.add(s)
         pids = set(req.producer_id_filters)
         duration = req.duration_filter if version >= 1 else -1
+        # v2 (KIP-1152): an RE2 pattern the whole id must match (the handler refuses a bad one)
+        pattern = transactional_id_pattern(req.transactional_id_pattern if version >= 2 else None)
         out = []
         for m in sorted(self.transactions.values(), key=lambda m: m.transactional_id):
+            if m.state is S.DEAD:       # transient: on its way out (TransactionStateManager)
+                continue
             if pids and m.producer_id not in pids:
                 continue
             if req.state_filters and m.state not in states:
                 continue
             if duration >= 0 and now_ms - m.txn_start_timestamp <= duration:
+                continue
+            if pattern is not None and pattern.fullmatch(m.transactional_id) is None:
                 continue
             out.append(R.TransactionState(transactional_id=m.transactional_id, producer_id=m.producer_id,
                                           transaction_state=m.state.kafka_name))

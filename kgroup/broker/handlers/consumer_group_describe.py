@@ -1,4 +1,4 @@
-"""ConsumerGroupDescribe (69) v0: split across the shards that own the groups (KIP-848)."""
+"""ConsumerGroupDescribe (69) v0-1 (v1: each member's type, classic or consumer): split across the shards that own the groups (KIP-848)."""
 from ...coordinator import GroupCoordinatorShard as Shard
 from ...protocol.messages.consumer_group_describe import ConsumerGroupDescribeResponse
 from ..authorized_operations import with_group_operations

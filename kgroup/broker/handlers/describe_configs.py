@@ -1,4 +1,4 @@
-"""DescribeConfigs (32) v0-4 for TOPIC (2), BROKER (4) and GROUP (32) resources: every config or
+"""DescribeConfigs (32) v1-4 (v0 removed by KIP-896) for TOPIC (2), BROKER (4) and GROUP (32) resources: every config or
 the requested keys, with Kafka's config sources (TOPIC_CONFIG 1, DYNAMIC_BROKER_CONFIG 2,
 DYNAMIC_DEFAULT_BROKER_CONFIG 3, STATIC_BROKER_CONFIG 4, DEFAULT_CONFIG 5, GROUP_CONFIG 8) and,
 when asked, synonyms and documentation."""
@@ -47,7 +47,7 @@ def handle(broker, ctx, req, version):
                     source = TOPIC_CONFIG if explicit else (
                         _broker_source(broker, broker_key) if broker_key in CONFIG_DEFS else DEFAULT_CONFIG)
                     result.configs.append(Entry(
-                        name=name, value=value, read_only=False, is_default=not explicit,
+                        name=name, value=value, read_only=False,
                         config_source=source, is_sensitive=False, synonyms=synonyms,
                         config_type=_TYPES[TOPIC_CONFIGS[name][1]],
                         documentation=TOPIC_CONFIG_DEFS[name].doc if req.include_documentation else None))
@@ -63,8 +63,7 @@ def handle(broker, ctx, req, version):
                     value = None if value is None else (str(value).lower() if isinstance(value, bool) else str(value))
                     source = _broker_source(broker, name)
                     result.configs.append(Entry(
-                        name=name, value=value, read_only=name not in DYNAMIC_BROKER_CONFIGS,
-                        is_default=source == DEFAULT_CONFIG, config_source=source, is_sensitive=False,
+                        name=name, value=value, read_only=name not in DYNAMIC_BROKER_CONFIGS, config_source=source, is_sensitive=False,
                         synonyms=_broker_synonyms(broker, name) if req.include_synonyms else [],
                         config_type=_TYPES[defn.type],
                         documentation=defn.doc if req.include_documentation else None))
@@ -79,8 +78,7 @@ def handle(broker, ctx, req, version):
                         continue
                     source = group_configs.GROUP_CONFIG_SOURCE if name in overrides else DEFAULT_CONFIG
                     result.configs.append(Entry(
-                        name=name, value=str(value), read_only=False, is_default=source == DEFAULT_CONFIG,
-                        config_source=source, is_sensitive=False,
+                        name=name, value=str(value), read_only=False, config_source=source, is_sensitive=False,
                         synonyms=[Synonym(name=name, value=str(value), source=source)] if req.include_synonyms else [],
                         config_type=_TYPES["int"],
                         documentation=group_configs.GROUP_CONFIG_DEFS[name].doc if req.include_documentation

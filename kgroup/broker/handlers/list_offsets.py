@@ -1,7 +1,8 @@
-"""ListOffsets (2) v0-10: earliest (-2), latest (-1), max timestamp (-3, v7+), earliest local
-(-4, v8+, = earliest without tiered storage), latest tiered (-5, v9+, = -1 offset: nothing is
-tiered), or the first offset whose timestamp is >= the given one (time index). v0 answers in
-its old ``old_style_offsets`` array.
+"""ListOffsets (2) v1-11: earliest (-2), latest (-1), max timestamp (-3, v7+), earliest local
+(-4, v8+, = earliest without tiered storage), latest tiered (-5, v9+) and earliest pending upload
+(-6, v11+, KIP-1023), both -1 as nothing is tiered, or the first offset whose timestamp is >= the
+given one (time index). A special timestamp the request's version predates, or one Kafka does not
+know, gets UNSUPPORTED_VERSION (ReplicaManager.isListOffsetsTimestampUnsupported).
 
 ``isolation_level`` (v2+) sets the last fetchable offset as Kafka's Partition does: read_committed
 answers latest with the last stable offset, and a timestamp lookup landing at or beyond it finds
@@ -20,11 +21,13 @@ from ...protocol.errors import ErrorCode
 from ...protocol.messages.list_offsets import ListOffsetsResponse
 from ...protocol.records import RecordBatchError
 from ...storage.errors import LogError
-from ...storage.log import (EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, LATEST_TIERED_TIMESTAMP,
-                            LATEST_TIMESTAMP, MAX_TIMESTAMP, TimestampAndOffset)
+from ...storage.log import (EARLIEST_LOCAL_TIMESTAMP, EARLIEST_PENDING_UPLOAD_TIMESTAMP, EARLIEST_TIMESTAMP,
+                            LATEST_TIERED_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, TimestampAndOffset)
 
 log = logging.getLogger("kgroup.list_offsets")
-_SPECIAL = (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP, LATEST_TIMESTAMP, LATEST_TIERED_TIMESTAMP, MAX_TIMESTAMP)
+# special timestamp -> the first version that may ask for it
+_SPECIAL = {EARLIEST_TIMESTAMP: 1, LATEST_TIMESTAMP: 1, MAX_TIMESTAMP: 7, EARLIEST_LOCAL_TIMESTAMP: 8,
+            LATEST_TIERED_TIMESTAMP: 9, EARLIEST_PENDING_UPLOAD_TIMESTAMP: 11}
 TopicResponse = ListOffsetsResponse.ListOffsetsTopicResponse
 PartitionResponse = ListOffsetsResponse.ListOffsetsPartitionResponse
 _warned: set[str] = set()
@@ -43,8 +46,8 @@ def handle(broker, ctx, req, version):
             if plog is None or not 0 <= p.partition_index < topic.num_partitions:
                 pr.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue
-            if p.timestamp < 0 and p.timestamp not in _SPECIAL:
-                pr.error_code = ErrorCode.INVALID_REQUEST
+            if p.timestamp < 0 and version < _SPECIAL.get(p.timestamp, 1 << 15):
+                pr.error_code = ErrorCode.UNSUPPORTED_VERSION
                 continue
             try:
                 try:
@@ -57,7 +60,7 @@ def handle(broker, ctx, req, version):
             except LogError as e:
                 pr.error_code = e.error_code
                 continue
-            if found is not None and version >= 2 and req.isolation_level == 1 \
+            if found is not None and req.isolation_level == 1 \
                     and p.timestamp not in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
                 lso = plog.last_stable_offset
                 if p.timestamp == LATEST_TIMESTAMP:
@@ -70,8 +73,6 @@ def handle(broker, ctx, req, version):
                 offset, stamp = found.offset, found.timestamp
                 epoch = found.leader_epoch if found.leader_epoch is not None else -1
             pr.error_code = 0
-            if version == 0:
-                pr.old_style_offsets = [offset] if offset >= 0 else []
             pr.offset, pr.timestamp, pr.leader_epoch = offset, stamp, epoch
     return resp
 

@@ -1,7 +1,9 @@
-"""Produce (0) v3-11: magic-2 batches only (Kafka 4.0 dropped v0-2, KIP-896).
+"""Produce (0) v3-13: magic-2 batches only (Kafka 4.0 dropped v0-2, KIP-896).
 
 Topics must exist: as in Kafka, a produce never creates one (clients create through Metadata
 with auto.create.topics.enable); unknown topics and partitions get UNKNOWN_TOPIC_OR_PARTITION.
+v13 names topics by id (KIP-516): an unknown id gets UNKNOWN_TOPIC_ID, and the answer names the
+topic by its id.
 
 Per partition: exactly one batch (Kafka's ProduceRequest.validateRecords for v3+), validated and
 appended as received; errors are per partition with Kafka's codes. acks=-1 waits for the group
@@ -22,7 +24,8 @@ RecordError = ProduceResponse.BatchIndexAndErrorMessage
 def handle(broker, ctx, req, version):
     """Checks in Kafka's order: unknown topic/partition and ProduceRequest.validateRecords
     (KafkaApis), then acks, then the internal-topic check and the append (ReplicaManager)."""
-    if broker.control_topics and len(req.topic_data) == 1:
+    by_id = version >= 13
+    if broker.control_topics and len(req.topic_data) == 1 and not by_id:
         # a query to an operations feature (ops.py), e.g. rebalance timelines, not a write
         answer_query = broker.control_topics.get(req.topic_data[0].name)
         if answer_query is not None:
@@ -32,15 +35,23 @@ def handle(broker, ctx, req, version):
     written, to_flush = [], set()
     bad_acks = req.acks not in (-1, 0, 1)
     for td in req.topic_data:
-        tresp = TopicResponse(name=td.name, partition_responses=[])
-        resp.responses.append(tresp)
         # As in Kafka, only Metadata creates topics: a produce to an unknown one is refused.
-        topic = broker.metadata.get(td.name)
+        if by_id:
+            topic = broker.metadata.by_id(td.topic_id)
+            tresp = TopicResponse(topic_id=td.topic_id, partition_responses=[])
+            unknown = ErrorCode.UNKNOWN_TOPIC_ID if topic is None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            if topic is not None:
+                td.name = topic.name
+        else:
+            topic = broker.metadata.get(td.name)
+            tresp = TopicResponse(name=td.name, partition_responses=[])
+            unknown = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        resp.responses.append(tresp)
         for pd in td.partition_data:
             pr = PartitionResponse(index=pd.index, base_offset=-1, log_append_time_ms=-1, log_start_offset=-1)
             tresp.partition_responses.append(pr)
             if topic is None or not 0 <= pd.index < topic.num_partitions:
-                pr.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                pr.error_code = unknown
                 continue
             try:
                 _check_one_batch(pd.records, version)
