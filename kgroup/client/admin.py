@@ -352,8 +352,12 @@ class Admin:
                     except Exception:
                         log.warning("cannot decode assignment of member %s", m.member_id)
                 members.append(MemberDescription(m.member_id, m.group_instance_id, m.client_id, m.client_host, assignment))
-            out[gid] = GroupDescription(gid, g.group_state, g.protocol_type, g.protocol_data, members, node,
-                                        ErrorCode(g.error_code))
+            # DescribeGroups v6+ (KIP-1043) answers a missing group GROUP_ID_NOT_FOUND; older
+            # versions answer it Dead without an error: one shape for callers, Dead
+            error = ErrorCode(g.error_code)
+            if error == ErrorCode.GROUP_ID_NOT_FOUND:
+                error = ErrorCode.NONE
+            out[gid] = GroupDescription(gid, g.group_state, g.protocol_type, g.protocol_data, members, node, error)
         return out
 
     async def describe_consumer_groups(self, group_ids: Iterable[str]) -> dict[str, ConsumerGroupDescription]:
