@@ -15,6 +15,7 @@ from typing import Iterable, Mapping, NamedTuple
 
 from kgroup.protocol.errors import ErrorCode, KafkaError
 from kgroup.protocol.messages.alter_configs import AlterConfigsRequest
+from kgroup.protocol.messages.api_versions import ApiVersionsRequest
 from kgroup.protocol.messages.create_partitions import CreatePartitionsRequest
 from kgroup.protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
 from kgroup.protocol.messages.create_topics import CreateTopicsRequest
@@ -30,6 +31,7 @@ from kgroup.protocol.messages.list_groups import ListGroupsRequest
 from kgroup.protocol.messages.list_offsets import ListOffsetsRequest
 from kgroup.protocol.messages.offset_commit import OffsetCommitRequest
 from kgroup.protocol.messages.offset_fetch import OffsetFetchRequest
+from kgroup.protocol.messages.update_features import UpdateFeaturesRequest
 from kgroup.protocol.schema import ZERO_UUID
 
 from .assignors import TopicPartition
@@ -124,6 +126,14 @@ def _check(code: int, what: str, message: str | None = None) -> KafkaError | Non
     return None
 
 
+class FeatureMetadata(NamedTuple):
+    """Java's FeatureMetadata: {feature: (min, max)} supported, {feature: level} finalized (levels
+    above 0), and the finalized features' epoch."""
+    supported: dict[str, tuple[int, int]]
+    finalized: dict[str, int]
+    epoch: int | None
+
+
 class Admin:
     """An asyncio admin client (Java's Admin)."""
 
@@ -198,6 +208,33 @@ class Admin:
                         "brokers": [NodeInfo(b.broker_id, b.host, b.port, b.rack) for b in resp.brokers]}
         return {"cluster_id": self._client.cluster_id, "controller_id": self._client.controller_id,
                 "brokers": list(self._client.nodes.values())}
+
+    async def describe_features(self) -> FeatureMetadata:
+        """Supported and finalized feature levels (Java's Admin.describeFeatures): ApiVersions v3+
+        of the least loaded node."""
+        await self._client.refresh_metadata([])
+        conn = await self._client.connection(self._client.least_loaded_node())
+        resp = await conn.send(ApiVersionsRequest(client_software_name="kgroup-python", client_software_version="0.1.0"),
+                               min_version=3)
+        error = _check(resp.error_code, "ApiVersions")
+        if error:
+            raise error
+        return FeatureMetadata({f.name: (f.min_version, f.max_version) for f in resp.supported_features},
+                               {f.name: f.max_version_level for f in resp.finalized_features},
+                               resp.finalized_features_epoch if resp.finalized_features_epoch >= 0 else None)
+
+    async def update_features(self, updates: Mapping[str, tuple[int, int]], validate_only: bool = False) -> None:
+        """UpdateFeatures: {feature: (level, upgrade type 1 upgrade / 2 safe / 3 unsafe downgrade)},
+        all or nothing; raises the KafkaError of a refused update with the controller's message."""
+        U = UpdateFeaturesRequest.FeatureUpdateKey
+        req = UpdateFeaturesRequest(feature_updates=[U(feature=n, max_version_level=level, upgrade_type=kind,
+                                                       allow_downgrade=kind != 1)
+                                                     for n, (level, kind) in updates.items()],
+                                    validate_only=validate_only, timeout_ms=self._timeout)
+        resp = await self._client.send(await self._controller(), req)
+        error = _check(resp.error_code, "UpdateFeatures", resp.error_message)
+        if error:
+            raise error
 
     async def describe_configs(self, resource_type: int, name: str, keys: list[str] | None = None) -> dict[str, dict]:
         """{config name: {value, read_only, source, is_sensitive, is_default}} for a topic (2) or broker (4)."""

@@ -715,3 +715,98 @@ async def _delete_records(args, wanted) -> int:
             else:
                 print(f"partition: {tp.topic}-{tp.partition}\tlow_watermark: {r}")
         return status
+
+
+# --- kafka-features ----------------------------------------------------------------------------------
+
+def main_features(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="kgroup features", description="Describe or change the cluster's feature "
+                                "levels (like kafka-features.sh).")
+    p.add_argument("--bootstrap-server", required=True)
+    sub = p.add_subparsers(dest="command", required=True)
+    sub.add_parser("describe", help="supported and finalized feature levels")
+    for name, what in (("upgrade", "raise feature levels"), ("downgrade", "lower feature levels")):
+        q = sub.add_parser(name, help=what)
+        q.add_argument("--feature", action="append", metavar="NAME=LEVEL", help="repeatable")
+        q.add_argument("--release-version", help="metadata.version as a release, e.g. 4.3-IV0")
+        q.add_argument("--dry-run", action="store_true")
+        if name == "downgrade":
+            q.add_argument("--unsafe", action="store_true")
+    q = sub.add_parser("disable", help="set features to level 0")
+    q.add_argument("--feature", action="append", metavar="NAME", help="repeatable")
+    q.add_argument("--unsafe", action="store_true")
+    q.add_argument("--dry-run", action="store_true")
+    args = p.parse_args(argv)
+    return _run(_features(args))
+
+
+def _level_text(feature: str, level: int) -> str:
+    """FeatureCommand.levelToString: metadata.version by its release name."""
+    from kgroup.broker.features import METADATA_VERSION, metadata_version_name
+    if feature == METADATA_VERSION:
+        return metadata_version_name(level) if level else "UNKNOWN 0"
+    return str(level)
+
+
+async def _features(args) -> int:
+    from kgroup.broker.features import METADATA_VERSION, metadata_version_level
+    async with Admin(bootstrap_servers=args.bootstrap_server) as admin:
+        if args.command == "describe":
+            fm = await admin.describe_features()
+            for feature in sorted(fm.supported):
+                lo, hi = fm.supported[feature]
+                print(f"Feature: {feature:<40}  SupportedMinVersion: {_level_text(feature, lo):<15}  "
+                      f"SupportedMaxVersion: {_level_text(feature, hi):<15}  "
+                      f"FinalizedVersionLevel: {_level_text(feature, fm.finalized.get(feature, 0)):<15}  "
+                      f"Epoch: {'-' if fm.epoch is None else fm.epoch}")
+            return 0
+        kind = 1 if args.command == "upgrade" else (3 if args.unsafe else 2)
+        updates: dict[str, tuple[int, int]] = {}
+        if getattr(args, "release_version", None):
+            if args.feature:
+                print("Can not specify `release-version` with other feature flags.", file=sys.stderr)
+                return 1
+            level = metadata_version_level(args.release_version)
+            if level is None:
+                print(f"Unknown metadata.version {args.release_version}.", file=sys.stderr)
+                return 1
+            updates[METADATA_VERSION] = (level, kind)
+        for text in args.feature or []:
+            if args.command == "disable":
+                name, level = text.strip(), 0
+            else:
+                if "=" not in text:
+                    print(f"Can't parse feature=level string {text}: equals sign not found.", file=sys.stderr)
+                    return 1
+                name, _, value = text.partition("=")
+                name = name.strip()
+                try:
+                    level = int(value.strip())
+                except ValueError:
+                    print(f"Can't parse feature=level string {text}: unable to parse {value.strip()} as a short.",
+                          file=sys.stderr)
+                    return 1
+            if name in updates:
+                print(f"Feature {name} was specified more than once.", file=sys.stderr)
+                return 1
+            updates[name] = (level, kind)
+        if not updates:
+            print(f"You must specify at least one feature to {args.command}", file=sys.stderr)
+            return 1
+        try:
+            await admin.update_features(updates, validate_only=args.dry_run)
+            error = None
+        except KafkaError as e:
+            error = e
+        for name in sorted(updates):
+            level = updates[name][0]
+            if error is not None:
+                what = f"disable {name}" if args.command == "disable" else f"{args.command} {name} to {level}"
+                print(f"{'Can not' if args.dry_run else 'Could not'} {what}. {error}")
+            else:
+                done = "disabled." if args.command == "disable" else f"{args.command}d to {level}."
+                print(f"{name}{' can be ' if args.dry_run else ' was '}{done}")
+        if error is not None:
+            print(f"{len(updates)} out of {len(updates)} operation(s) failed.", file=sys.stderr)
+            return 1
+        return 0

@@ -25,6 +25,8 @@ from .messages import (add_offsets_to_txn, add_partitions_to_txn, alter_configs,
                        init_producer_id, join_group, leave_group, list_groups, list_offsets,
                        list_transactions, metadata, offset_commit, offset_delete, offset_fetch,
                        produce, sync_group, txn_offset_commit, write_txn_markers)
+from .messages import (describe_producers, describe_topic_partitions, get_telemetry_subscriptions,
+                       list_config_resources, offset_for_leader_epoch, push_telemetry, update_features)
 from .primitives import DecodeError
 from .schema import DECODE_FAILURES, is_flexible
 
@@ -53,6 +55,7 @@ class ApiKey(enum.IntEnum):
     DELETE_TOPICS = 20
     DELETE_RECORDS = 21
     INIT_PRODUCER_ID = 22
+    OFFSET_FOR_LEADER_EPOCH = 23
     ADD_PARTITIONS_TO_TXN = 24
     ADD_OFFSETS_TO_TXN = 25
     END_TXN = 26
@@ -64,11 +67,17 @@ class ApiKey(enum.IntEnum):
     DELETE_GROUPS = 42
     INCREMENTAL_ALTER_CONFIGS = 44
     OFFSET_DELETE = 47
+    UPDATE_FEATURES = 57
     DESCRIBE_CLUSTER = 60
+    DESCRIBE_PRODUCERS = 61
     DESCRIBE_TRANSACTIONS = 65
     LIST_TRANSACTIONS = 66
     CONSUMER_GROUP_HEARTBEAT = 68
     CONSUMER_GROUP_DESCRIBE = 69
+    GET_TELEMETRY_SUBSCRIPTIONS = 71
+    PUSH_TELEMETRY = 72
+    LIST_CONFIG_RESOURCES = 74
+    DESCRIBE_TOPIC_PARTITIONS = 75
 
 
 class Api(NamedTuple):
@@ -118,6 +127,13 @@ API_BY_KEY: dict[int, Api] = {a.key: a for a in (
     # only what the handler table answers, so these stay unadvertised until the coordinator serves them.
     _api(ApiKey.CONSUMER_GROUP_HEARTBEAT, consumer_group_heartbeat, "ConsumerGroupHeartbeat"),
     _api(ApiKey.CONSUMER_GROUP_DESCRIBE, consumer_group_describe, "ConsumerGroupDescribe"),
+    _api(ApiKey.OFFSET_FOR_LEADER_EPOCH, offset_for_leader_epoch, "OffsetForLeaderEpoch"),
+    _api(ApiKey.UPDATE_FEATURES, update_features, "UpdateFeatures"),
+    _api(ApiKey.DESCRIBE_PRODUCERS, describe_producers, "DescribeProducers"),
+    _api(ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, get_telemetry_subscriptions, "GetTelemetrySubscriptions"),
+    _api(ApiKey.PUSH_TELEMETRY, push_telemetry, "PushTelemetry"),
+    _api(ApiKey.LIST_CONFIG_RESOURCES, list_config_resources, "ListConfigResources"),
+    _api(ApiKey.DESCRIBE_TOPIC_PARTITIONS, describe_topic_partitions, "DescribeTopicPartitions"),
 )}
 
 

@@ -10,7 +10,7 @@ from . import (api_versions, create_topics, delete_groups, delete_topics, descri
                describe_configs, describe_groups, fetch, find_coordinator, heartbeat, init_producer_id,
                join_group, leave_group, list_groups, list_offsets, metadata, offset_commit, offset_delete,
                offset_fetch, produce, sync_group)
-from . import alter_configs, create_partitions, delete_records, incremental_alter_configs
+from . import alter_configs, create_partitions, delete_records, incremental_alter_configs, update_features
 from . import (add_offsets_to_txn, add_partitions_to_txn, describe_transactions, end_txn,  # transactions
                list_transactions, txn_offset_commit, write_txn_markers)
 
@@ -41,6 +41,7 @@ HANDLERS = {
     ApiKey.ALTER_CONFIGS: (alter_configs.handle, 0, 2),
     ApiKey.CREATE_PARTITIONS: (create_partitions.handle, 0, 3),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (incremental_alter_configs.handle, 0, 1),
+    ApiKey.UPDATE_FEATURES: (update_features.handle, 0, 2),
     # the consumer group protocol (KIP-848)
     ApiKey.CONSUMER_GROUP_HEARTBEAT: (consumer_group_heartbeat.handle, 0, 1),
     ApiKey.CONSUMER_GROUP_DESCRIBE: (consumer_group_describe.handle, 0, 1),

@@ -1,13 +1,18 @@
 """ApiVersions (18) v0-4: the versions this broker handles end to end (KIP-35, KIP-511).
 
 v3+ requests carry the client's software name and version (KIP-511), recorded on the connection
-for logs. An unsupported ApiVersions version is answered by the server itself in the v0 layout
+for logs; v3+ answers list the features this broker supports and the finalized levels with their
+epoch (KIP-584, features.py): a supported feature whose lowest level is 0 only from v4 (older
+clients cannot read it, KAFKA-17492), a finalized feature only at a level above 0. An unsupported ApiVersions version is answered by the server itself in the v0 layout
 (see ``unsupported_version_response``) so the client can retry at a version we know.
 """
 from ...protocol.errors import ErrorCode
 from ...protocol.messages.api_versions import ApiVersionsResponse
+from ..features import SUPPORTED
 
 ApiVersion = ApiVersionsResponse.ApiVersion
+Supported = ApiVersionsResponse.SupportedFeatureKey
+Finalized = ApiVersionsResponse.FinalizedFeatureKey
 
 
 def handle(broker, ctx, req, version):
@@ -18,7 +23,15 @@ def handle(broker, ctx, req, version):
                 not _valid_software_field(req.client_software_version):
             return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST,
                                        api_keys=_keys(advertised()))
-    return ApiVersionsResponse(error_code=0, api_keys=_keys(advertised()), throttle_time_ms=0)
+    resp = ApiVersionsResponse(error_code=0, api_keys=_keys(advertised()), throttle_time_ms=0)
+    if version >= 3:
+        features = broker.metadata.features
+        resp.supported_features = [Supported(name=n, min_version=lo, max_version=hi)
+                                   for n, (lo, hi) in sorted(SUPPORTED.items()) if version >= 4 or lo > 0]
+        resp.finalized_features_epoch = features.epoch
+        resp.finalized_features = [Finalized(name=n, max_version_level=v, min_version_level=v)
+                                   for n, v in sorted(features.finalized.items()) if v != 0]
+    return resp
 
 
 def _keys(entries):
