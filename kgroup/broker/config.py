@@ -125,6 +125,13 @@ CONFIG_DEFS: dict[str, ConfigDef] = {c.name: c for c in (
     _d("transaction.remove.expired.transaction.cleanup.interval.ms", "int", 3600000,
        "How often expired transactional ids are removed."),
     _d("producer.id.expiration.ms", "int", 86400000, "Expiry of idle producer ids."),
+    _d("producer.id.expiration.check.interval.ms", "int", 600000,
+       "How often idle producer ids are looked for and removed."),
+    _d("transaction.partition.verification.enable", "boolean", True,
+       "Verify with the transaction coordinator that a transactional produce or TxnOffsetCommit "
+       "belongs to an ongoing transaction of its producer (KIP-890 part 1)."),
+    _d("transaction.state.log.min.isr", "int", 1,
+       "min.insync.replicas of __transaction_state (one node: its only replica is always in sync)."),
     _d("num.network.threads", "int", 3, "Accepted for compatibility; kgroup uses one event loop."),
     _d("num.io.threads", "int", 8, "Accepted for compatibility; kgroup uses one event loop."),
     # kgroup's own keys (not Kafka's).

@@ -149,9 +149,13 @@ class PartitionLog:
 
     @property
     def last_stable_offset(self) -> int:
-        """READ_COMMITTED bound: the first offset of an ongoing transaction, else the HW."""
+        """READ_COMMITTED bound: the first offset of an ongoing transaction, never below the log
+        start offset (DeleteRecords may pass it: UnifiedLog.maybeIncrementFirstUnstableOffset),
+        else the HW."""
         first_unstable = self.producer_state.first_unstable_offset()
-        return self._leo if first_unstable is None else min(first_unstable, self._leo)
+        if first_unstable is None:
+            return self._leo
+        return min(max(first_unstable, self.log_start_offset), self._leo)
 
     @property
     def active_segment(self) -> LogSegment:

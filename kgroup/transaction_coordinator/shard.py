@@ -72,6 +72,9 @@ def append_error_to_response_error(error) -> ErrorCode:
     return error
 
 
+# Kafka's Topic.isInternal
+INTERNAL_TOPICS = frozenset({GROUP_METADATA_TOPIC, "__transaction_state", "__share_group_state"})
+
 _RE2_OPTIONS = re2.Options()
 _RE2_OPTIONS.log_errors = False     # a refused pattern is the caller's error, not the broker's log
 
@@ -402,9 +405,13 @@ class TransactionCoordinatorShard:
         def one(tid, pid, epoch, topics, verify_only=False) -> tuple[dict, bool]:
             """(errors by partition, whether records were written for it)."""
             wanted = [(t.name, p) for t in topics for p in t.partitions]
+            # A client (v0-3) may not add an internal topic's partition: Kafka's write
+            # authorization leaves internal topics out (TOPIC_AUTHORIZATION_FAILED).
+            refused = {tp for tp in wanted if version < 4 and tp[0] in INTERNAL_TOPICS}
             unknown = {tp for tp in wanted if partition_exists is not None and not partition_exists(*tp)}
-            if unknown:
-                return {tp: E.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else E.OPERATION_NOT_ATTEMPTED
+            if refused or unknown:
+                return {tp: E.TOPIC_AUTHORIZATION_FAILED if tp in refused else
+                        E.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else E.OPERATION_NOT_ATTEMPTED
                         for tp in wanted}, False
             if verify_only:
                 return self.verify_partitions(tid, pid, epoch, wanted), False

@@ -11,7 +11,7 @@ commit fsync (see ``data_path``); acks=1 answers once written; acks=0 sends noth
 """
 from ...protocol.errors import ErrorCode
 from ...protocol.messages.produce import ProduceResponse
-from ...protocol.records import (Compression, InvalidRecordError, RecordBatchError,
+from ...protocol.records import (BATCH_HEADER, Compression, InvalidRecordError, RecordBatchError,
                                  UnsupportedCompressionTypeError, iter_batches, read_batch_header)
 from ...storage.errors import LogError
 from ..pending import PendingResponse
@@ -25,11 +25,16 @@ def handle(broker, ctx, req, version):
     """Checks in Kafka's order: unknown topic/partition and ProduceRequest.validateRecords
     (KafkaApis), then acks, then the internal-topic check and the append (ReplicaManager)."""
     by_id = version >= 13
+    verify = req.transactional_id is not None and broker.config["transaction.partition.verification.enable"]
     if broker.control_topics and len(req.topic_data) == 1 and not by_id:
         # a query to an operations feature (ops.py), e.g. rebalance timelines, not a write
         answer_query = broker.control_topics.get(req.topic_data[0].name)
         if answer_query is not None:
             return answer_query(req)
+    if req.transactional_id is None and _has_transactional_records(req):
+        # KafkaApis: transactional records need a transactional id (authorized to write): the
+        # whole request is refused, or a hanging transaction no coordinator knows would be left
+        return _error_response(ctx, req, version, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     dp = broker.data_path
     resp = ProduceResponse(responses=[], throttle_time_ms=0)
     written, to_flush = [], set()
@@ -66,7 +71,7 @@ def handle(broker, ctx, req, version):
                 pr.error_code = ErrorCode.INVALID_TOPIC_EXCEPTION
                 pr.error_message = f"Cannot append to internal topic {topic.name}"
                 continue
-            if req.transactional_id is not None:
+            if verify:
                 error = _verify_transaction(broker, req.transactional_id, td.name, pd, version)
                 if error:
                     pr.error_code = error
@@ -109,6 +114,30 @@ def handle(broker, ctx, req, version):
     if req.acks == -1 and to_flush:
         return _after_flush(dp.wait_flushed(to_flush), resp)
     return resp
+
+
+def _has_transactional_records(req) -> bool:
+    """RequestUtils.hasTransactionalRecords: a partition's first batch is transactional."""
+    for td in req.topic_data:
+        for pd in td.partition_data:
+            # a batch too short to read is answered per partition later
+            if pd.records is not None and len(pd.records) >= BATCH_HEADER.size \
+                    and read_batch_header(pd.records).is_transactional:
+                return True
+    return False
+
+
+def _error_response(ctx, req, version, code):
+    """ProduceRequest.getErrorResponse: every partition answered ``code``; with acks=0 there is
+    no response, so the connection is closed, as Kafka does."""
+    if req.acks == 0:
+        ctx.connection.close(f"{code.name} for a produce request with acks=0")
+        return None
+    return ProduceResponse(throttle_time_ms=0, responses=[
+        TopicResponse(name=td.name, topic_id=td.topic_id, partition_responses=[
+            PartitionResponse(index=pd.index, error_code=int(code), base_offset=-1, log_append_time_ms=-1,
+                              log_start_offset=-1) for pd in td.partition_data])
+        for td in req.topic_data])
 
 
 def _after_flush(flushed, resp):

@@ -1,14 +1,65 @@
 """TxnOffsetCommit (28) v0-4: a transactional producer's offsets for a group (KIP-98;
 KIP-447's generation/member/instance fencing from v3), pending on the group's shard until the
 transaction's marker. Partitions of unknown topics get UNKNOWN_TOPIC_OR_PARTITION, as KafkaApis
-answers them (unknown_partitions.py); the rest go to the group coordinator."""
+answers them (unknown_partitions.py); the rest go to the group coordinator.
+
+Before the coordinator writes, the transaction is verified with the transaction coordinator, as
+Kafka's runtime does (CoordinatorPartitionWriter.maybeStartTransactionVerification, with
+``transaction.partition.verification.enable``): the group's ``__consumer_offsets`` partition must
+be in the producer's ongoing transaction (AddOffsetsToTxn put it there) at its current producer
+id and epoch. A refusal answers every partition: a stale or future epoch INVALID_PRODUCER_EPOCH,
+an unknown producer INVALID_PRODUCER_ID_MAPPING, a partition not in the transaction
+TRANSACTION_ABORTABLE (INVALID_TXN_STATE below v4, AddPartitionsToTxnManager). Below v2
+COORDINATOR_LOAD_IN_PROGRESS is answered COORDINATOR_NOT_AVAILABLE, which clients before 2.0
+expect (KafkaApis.handleTxnOffsetCommitRequest)."""
+from ...coordinator.responses import txn_offset_commit_error_response
+from ...protocol.errors import ErrorCode
 from ...protocol.messages.txn_offset_commit import TxnOffsetCommitResponse
+from ..metadata import OFFSETS_TOPIC
+from ..pending import PendingResponse
 from .unknown_partitions import commit_known_partitions
 
 T = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
 P = T.TxnOffsetCommitResponsePartition
 
+# CoordinatorOperationExceptionHelper.handleOperationException's translation of a failed step
+_OPERATION_ERRORS = {ErrorCode.NETWORK_EXCEPTION: ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+                     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                     ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                     ErrorCode.REQUEST_TIMED_OUT: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                     ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
+                     ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR}
+
 
 def handle(broker, ctx, req, version):
-    return commit_known_partitions(
-        broker.metadata, req, lambda r: broker.group_coordinator.execute_txn_offset_commit(r, version), T, P)
+    def commit(r):
+        if r.topics and broker.config["transaction.partition.verification.enable"]:
+            error = _verify(broker, r, version)
+            if error:
+                return txn_offset_commit_error_response(r, error)
+        return broker.group_coordinator.execute_txn_offset_commit(r, version)
+    answer = commit_known_partitions(broker.metadata, req, commit, T, P)
+    if version >= 2:
+        return answer
+    if type(answer) is PendingResponse:
+        return answer.then(_not_loading)
+    return _not_loading(answer)
+
+
+def _verify(broker, req, version) -> ErrorCode:
+    tp = (OFFSETS_TOPIC, broker.group_coordinator.shard_for(req.group_id))
+    error = ErrorCode(broker.transaction_coordinator.verify_partitions(
+        req.transactional_id, req.producer_id, req.producer_epoch, (tp,))[tp])
+    if error == ErrorCode.PRODUCER_FENCED:
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    if error == ErrorCode.TRANSACTION_ABORTABLE and version < 4:
+        return ErrorCode.INVALID_TXN_STATE
+    return _OPERATION_ERRORS.get(error, error)
+
+
+def _not_loading(resp):
+    for t in resp.topics:
+        for p in t.partitions:
+            if p.error_code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+                p.error_code = int(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    return resp
