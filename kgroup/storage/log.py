@@ -43,6 +43,7 @@ from kgroup.storage.config import LogConfig
 from kgroup.storage.errors import (
     InvalidTimestampError,
     KafkaStorageError,
+    LogClosedError,
     OffsetOutOfRangeError,
     RecordBatchTooLargeError,
     RecordTooLargeError,
@@ -768,7 +769,7 @@ class PartitionLog:
 
     def _check_open(self) -> None:
         if self._closed:
-            raise ValueError(f"log {self.directory} is closed")
+            raise LogClosedError(f"log {self.directory} is closed")
 
 
 

@@ -13,7 +13,7 @@ from ...protocol.errors import ErrorCode
 from ...protocol.messages.produce import ProduceResponse
 from ...protocol.records import (BATCH_HEADER, Compression, InvalidRecordError, RecordBatchError,
                                  UnsupportedCompressionTypeError, iter_batches, read_batch_header)
-from ...storage.errors import LogError
+from ...storage.errors import LogClosedError, LogError
 from ..pending import PendingResponse
 
 TopicResponse = ProduceResponse.TopicProduceResponse
@@ -142,17 +142,20 @@ def _error_response(ctx, req, version, code):
 
 def _after_flush(flushed, resp):
     """The response, answered once the appends are on disk; a failed flush fails the appended
-    partitions with KAFKA_STORAGE_ERROR (the request is answered, the connection stays)."""
+    partitions with KAFKA_STORAGE_ERROR, or UNKNOWN_TOPIC_OR_PARTITION when the partition was
+    deleted meanwhile (the request is answered, the connection stays)."""
     # flush_only: the records are appended and below the high watermark already, as Kafka's
     # acks=-1 answer with one replica; only the answer waits for the fsync (see pending.py).
     answered = PendingResponse(flush_only=True)
 
     def on_flushed(f):
         if f.error is not None:
+            # a log closed meanwhile is a partition deleted, not a disk fault
+            code = f.error.code if isinstance(f.error, LogClosedError) else ErrorCode.KAFKA_STORAGE_ERROR
             for t in resp.responses:
                 for p in t.partition_responses:
                     if p.error_code == 0:
-                        p.error_code = ErrorCode.KAFKA_STORAGE_ERROR
+                        p.error_code = code
                         p.base_offset = -1
         answered.answer(resp)
     flushed.listen(on_flushed)
