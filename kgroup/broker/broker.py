@@ -150,10 +150,13 @@ class Broker:
         log.info("kgroup broker %d stopped", self.config.node_id)
 
     async def _housekeeping_loop(self) -> None:
-        """Retention every log.retention.check.interval.ms; flush.ms checks every second
+        """Retention every log.retention.check.interval.ms, idle producer ids' expiry every
+        producer.id.expiration.check.interval.ms; flush.ms checks every second
         (Kafka's log.flush.scheduler.interval.ms is also coarse). Compaction is the cleaner's."""
         interval = self.config["log.retention.check.interval.ms"] / 1000.0
         next_retention = self.loop.time() + interval
+        producer_check = self.config["producer.id.expiration.check.interval.ms"] / 1000.0
+        next_producer_check = self.loop.time() + producer_check
         while True:
             await asyncio.sleep(1.0)
             if self.log_dir_failure.offline:
@@ -172,6 +175,9 @@ class Broker:
                 if self.loop.time() >= next_retention:
                     next_retention = self.loop.time() + interval
                     self.data_path.logs.delete_old_segments()
+                if self.loop.time() >= next_producer_check:
+                    next_producer_check = self.loop.time() + producer_check
+                    self.data_path.logs.remove_expired_producers()
             except Exception:
                 log.exception("log housekeeping failed")
 

@@ -335,10 +335,14 @@ class ProducerStateManager:
     def update_map_end_offset(self, offset: int) -> None:
         self.last_map_offset = offset
 
-    def remove_expired_producers(self, now_ms: int) -> None:
+    def remove_expired_producers(self, now_ms: int) -> int:
+        """ProducerStateManager.removeExpiredProducers: forget producers idle for
+        producer.id.expiration.ms (by their last batch's timestamp) with no open transaction;
+        their next batch starts afresh (any sequence at a new epoch). Returns how many."""
         expired = [pid for pid, e in self.producers.items() if self._is_expired(now_ms, e)]
         for pid in expired:
             del self.producers[pid]
+        return len(expired)
 
     def _is_expired(self, now_ms: int, entry: ProducerStateEntry) -> bool:
         return (entry.current_txn_first_offset is None

@@ -118,3 +118,29 @@ def test_add_partitions_to_txn_refuses_internal_topics(broker):
     assert _add(c, "tx-i", pid, epoch, "t", 0) == {("t", 0): 0}
     assert c.request(EndTxnRequest(transactional_id="tx-i", producer_id=pid, producer_epoch=epoch,
                                    committed=False), 3).error_code == 0
+
+
+def test_idle_producer_ids_expire(tmp_path):
+    """producer.id.expiration.ms, checked every producer.id.expiration.check.interval.ms
+    (ProducerStateManager.removeExpiredProducers): an idle producer is forgotten, so its next
+    batch is taken as a new producer's (any sequence); before expiry a gap is out of order."""
+    from tests.broker.test_data_path import produce
+    from tests.harness import BrokerProcess
+    b = BrokerProcess(tmp_path / "d", ["producer.id.expiration.ms=1500",
+                                       "producer.id.expiration.check.interval.ms=500"]).start()
+    try:
+        c = RawClient(b.port)
+        create(c, "t", 1)
+
+        def idempotent(seq):
+            return build_batch([Record(value=b"v", timestamp=int(time.time() * 1000))], producer_id=77,
+                               producer_epoch=0, base_sequence=seq)
+        assert produce(c, "t", idempotent(0)).error_code == 0
+        assert produce(c, "t", idempotent(5)).error_code == E.OUT_OF_ORDER_SEQUENCE_NUMBER
+        deadline = time.monotonic() + 15
+        while produce(c, "t", idempotent(5)).error_code == E.OUT_OF_ORDER_SEQUENCE_NUMBER:
+            assert time.monotonic() < deadline, "the idle producer id never expired"
+            time.sleep(0.3)
+        assert produce(c, "t", idempotent(6)).error_code == 0      # known again, in sequence
+    finally:
+        b.stop()
