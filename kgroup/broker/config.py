@@ -1,8 +1,9 @@
 """Broker configuration: Kafka's own keys, types and defaults.
 
 ``BrokerConfig.load(path, overrides)`` mirrors ``kafka-server-start.sh server.properties
---override k=v``: a Java-style properties file, then overrides; an unknown key is an error naming
-it. ``DescribeConfigs`` for the broker resource reads the same table, so what we accept is what we
+--override k=v``: a Java-style properties file, then overrides. Every Kafka 4.3 broker key is
+accepted: those kgroup applies are below, the rest (kafka_broker_keys.py) are kept and reported
+as not applied; any other key is an error naming it. ``DescribeConfigs`` for the broker resource reads the same table, so what we accept is what we
 describe.
 """
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..coordinator.config import validate_migration_policy
+from .kafka_broker_keys import KAFKA_KEYS_NOT_APPLIED
 
 INT_MAX = 2**31 - 1
 LONG_MAX = 2**63 - 1
@@ -192,9 +194,14 @@ class BrokerConfig:
 
     def __init__(self, explicit: dict[str, str] | None = None):
         self.explicit: dict[str, Any] = {}
+        # Kafka keys accepted but not applied here (kafka_broker_keys.py): kept as given
+        self.not_applied: dict[str, str] = {}
         for key, raw in (explicit or {}).items():
             defn = CONFIG_DEFS.get(key)
             if defn is None:
+                if key in KAFKA_KEYS_NOT_APPLIED:
+                    self.not_applied[key] = raw
+                    continue
                 raise ConfigError(f"Unknown configuration '{key}'")
             self.explicit[key] = _parse(defn, raw)
         # Dynamic broker configs (AlterConfigs on a BROKER resource): this node's, then the
