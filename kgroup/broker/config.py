@@ -134,6 +134,8 @@ CONFIG_DEFS: dict[str, ConfigDef] = {c.name: c for c in (
        "belongs to an ongoing transaction of its producer (KIP-890 part 1)."),
     _d("transaction.state.log.min.isr", "int", 1,
        "min.insync.replicas of __transaction_state (one node: its only replica is always in sync)."),
+    _d("max.request.partition.size.limit", "int", 2000,
+       "Most partitions a DescribeTopicPartitions answer carries before its cursor."),
     _d("num.network.threads", "int", 3, "Accepted for compatibility; kgroup uses one event loop."),
     _d("num.io.threads", "int", 8, "Accepted for compatibility; kgroup uses one event loop."),
     # kgroup's own keys (not Kafka's).

@@ -59,7 +59,7 @@ KAFKA_KEYS_NOT_APPLIED = frozenset({
     "log.cleaner.threads", "log.dir.failure.timeout.ms", "log.flush.offset.checkpoint.interval.ms",
     "log.flush.start.offset.checkpoint.interval.ms", "log.initial.task.delay.ms",
     "max.connection.creation.rate", "max.connections.per.ip.overrides",
-    "max.incremental.fetch.session.cache.slots", "max.request.partition.size.limit", "metadata.log.dir",
+    "max.incremental.fetch.session.cache.slots", "metadata.log.dir",
     "metadata.log.max.record.bytes.between.snapshots", "metadata.log.max.snapshot.interval.ms",
     "metadata.log.segment.bytes", "metadata.log.segment.ms", "metadata.max.idle.interval.ms",
     "metadata.max.retention.bytes", "metadata.max.retention.ms", "metric.reporters", "metrics.num.samples",

@@ -13,6 +13,7 @@ from . import (api_versions, create_topics, delete_groups, delete_topics, descri
 from . import alter_configs, create_partitions, delete_records, incremental_alter_configs, update_features
 from . import (add_offsets_to_txn, add_partitions_to_txn, describe_transactions, end_txn,  # transactions
                list_transactions, txn_offset_commit, write_txn_markers)
+from . import describe_producers, describe_topic_partitions, list_config_resources, offset_for_leader_epoch
 
 # api key -> (handler, min version, max version)
 HANDLERS = {
@@ -53,6 +54,10 @@ HANDLERS = {
     ApiKey.TXN_OFFSET_COMMIT: (txn_offset_commit.handle, 0, 4),
     ApiKey.DESCRIBE_TRANSACTIONS: (describe_transactions.handle, 0, 0),
     ApiKey.LIST_TRANSACTIONS: (list_transactions.handle, 0, 2),
+    ApiKey.DESCRIBE_PRODUCERS: (describe_producers.handle, 0, 0),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: (offset_for_leader_epoch.handle, 2, 4),
+    ApiKey.LIST_CONFIG_RESOURCES: (list_config_resources.handle, 0, 1),
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: (describe_topic_partitions.handle, 0, 0),
 }
 
 
