@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from ..protocol.errors import ErrorCode, KafkaError
 from .config import BrokerConfig
+from .client_metrics import ClientMetrics
 from .features import Features
 # Topic-level configs (name -> (broker synonym, type)) live in topic_configs.py with Kafka's
 # validation; DescribeConfigs reports the broker value as the default, as Kafka does.
@@ -90,6 +91,7 @@ class TopicRegistry:
         self.creating: set[str] = set()
         self._load_topics()
         self.features = Features(data_dir, config.node_id)     # finalized feature levels (KIP-584)
+        self.client_metrics = ClientMetrics(data_dir)          # KIP-714 subscriptions and pushes
 
     # -- identity ---------------------------------------------------------------------------
     def _load_or_create_cluster_id(self) -> str:

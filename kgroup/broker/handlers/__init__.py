@@ -14,6 +14,7 @@ from . import alter_configs, create_partitions, delete_records, incremental_alte
 from . import (add_offsets_to_txn, add_partitions_to_txn, describe_transactions, end_txn,  # transactions
                list_transactions, txn_offset_commit, write_txn_markers)
 from . import describe_producers, describe_topic_partitions, list_config_resources, offset_for_leader_epoch
+from . import get_telemetry_subscriptions, push_telemetry
 
 # api key -> (handler, min version, max version)
 HANDLERS = {
@@ -58,6 +59,9 @@ HANDLERS = {
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (offset_for_leader_epoch.handle, 2, 4),
     ApiKey.LIST_CONFIG_RESOURCES: (list_config_resources.handle, 0, 1),
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: (describe_topic_partitions.handle, 0, 0),
+    # client metrics (KIP-714): advertised only with a metrics listener (api_versions.py)
+    ApiKey.GET_TELEMETRY_SUBSCRIPTIONS: (get_telemetry_subscriptions.handle, 0, 0),
+    ApiKey.PUSH_TELEMETRY: (push_telemetry.handle, 0, 0),
 }
 
 

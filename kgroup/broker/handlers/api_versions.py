@@ -12,18 +12,22 @@ from ..features import SUPPORTED
 
 ApiVersion = ApiVersionsResponse.ApiVersion
 Supported = ApiVersionsResponse.SupportedFeatureKey
+_TELEMETRY_APIS = (71, 72)          # GetTelemetrySubscriptions, PushTelemetry
 Finalized = ApiVersionsResponse.FinalizedFeatureKey
 
 
 def handle(broker, ctx, req, version):
     from . import advertised  # the table lives next to the handlers
+    entries = advertised()
+    if broker.config["metrics.listener"] is None:
+        # Kafka offers the client metrics APIs only with a telemetry exporter: here, the listener
+        entries = [e for e in entries if e[0] not in _TELEMETRY_APIS]
     if version >= 3:
         ctx.connection.client_software = (req.client_software_name, req.client_software_version)
         if not _valid_software_field(req.client_software_name) or \
                 not _valid_software_field(req.client_software_version):
-            return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST,
-                                       api_keys=_keys(advertised()))
-    resp = ApiVersionsResponse(error_code=0, api_keys=_keys(advertised()), throttle_time_ms=0)
+            return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST, api_keys=_keys(entries))
+    resp = ApiVersionsResponse(error_code=0, api_keys=_keys(entries), throttle_time_ms=0)
     if version >= 3:
         features = broker.metadata.features
         resp.supported_features = [Supported(name=n, min_version=lo, max_version=hi)

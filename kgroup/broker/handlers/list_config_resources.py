@@ -2,8 +2,7 @@
 resources that have configs. v0 lists CLIENT_METRICS resources only, v1 those of the asked types
 (all five when none is asked): groups with config overrides, client metrics subscriptions, this
 broker (BROKER and BROKER_LOGGER) and every topic; a type it does not know makes the whole answer
-UNSUPPORTED_VERSION (KafkaApis.handleListConfigResources). This broker has no CLIENT_METRICS
-resources: IncrementalAlterConfigs does not create them."""
+UNSUPPORTED_VERSION (KafkaApis.handleListConfigResources)."""
 from ...protocol.errors import ErrorCode
 from ...protocol.messages.list_config_resources import ListConfigResourcesResponse
 
@@ -20,6 +19,9 @@ def handle(broker, ctx, req, version):
     out = []
     if GROUP in types:
         out += [Resource(resource_name=g, resource_type=GROUP) for g in broker.metadata.group_configs]
+    if CLIENT_METRICS in types:
+        out += [Resource(resource_name=n, resource_type=CLIENT_METRICS)
+                for n in sorted(broker.metadata.client_metrics.subscriptions)]
     node = str(broker.config.node_id)
     if BROKER_LOGGER in types:
         out.append(Resource(resource_name=node, resource_type=BROKER_LOGGER))
