@@ -43,17 +43,17 @@ current assignment, a follower's JoinGroup with unchanged metadata returns the c
 Iteration order: Kafka keeps members in a HashMap; "the first member" (new leader when the leader
 leaves) is whatever the hash order yields. We use join order (insertion order), which is one of the
 orders Kafka can produce. The protocol vote's tie-break does follow Java's HashMap iteration order
-over protocol names (see ``java_hashmap_order``), so ties resolve as Kafka resolves them.
+over protocol names (``java_compat.string_map_order``), so ties resolve as Kafka resolves them.
 """
 from __future__ import annotations
 
 import enum
 
+from ..java_compat import string_map_order
 from ..protocol.consumer_protocol import ConsumerProtocolSubscription
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.offsets_records import GroupMetadataValue
 from ..protocol.primitives import DecodeError
-from .partitioner import java_string_hash_code
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
@@ -77,21 +77,6 @@ VALID_PREVIOUS_STATES = {
     S.STABLE: frozenset({S.COMPLETING_REBALANCE}),
     S.DEAD: frozenset(S),
 }
-
-
-def java_hashmap_order(keys: list[str]) -> list[str]:
-    """The iteration order of a ``java.util.HashMap<String, _>`` filled with ``keys`` in order:
-    by bucket ``(h ^ h >>> 16) & (capacity - 1)``, insertion order within a bucket; capacity
-    starts at 16 and doubles while size > 0.75 * capacity."""
-    cap = 16
-    while len(keys) > cap * 3 // 4:
-        cap *= 2
-
-    def bucket(k: str) -> int:
-        h = java_string_hash_code(k) & 0xFFFFFFFF
-        return (h ^ (h >> 16)) & (cap - 1)
-
-    return sorted(keys, key=bucket)
 
 
 class ClassicGroupMember:
@@ -355,7 +340,7 @@ class ClassicGroup:
             name = member.vote(candidates)
             votes[name] = votes.get(name, 0) + 1
         best = None
-        for name in java_hashmap_order(list(votes)):
+        for name in string_map_order(votes):
             if best is None or votes[name] > votes[best]:
                 best = name
         return best

@@ -17,7 +17,7 @@ from ..protocol.messages.offset_delete import OffsetDeleteResponse
 from ..protocol.messages.txn_offset_commit import TxnOffsetCommitResponse
 from . import coordinator_records as rec
 from .classic_group import ClassicGroupState as S
-from .partitioner import utf16_length
+from ..java_compat import utf16_length
 from .responses import FetchGroup
 
 INVALID_OFFSET = -1

@@ -24,8 +24,9 @@ import enum
 from collections import Counter
 from typing import Mapping, NamedTuple
 
+from ...java_compat import string_map_order
 from ...protocol.errors import ErrorCode, KafkaError
-from ..assignor import SubscriptionType, hash_map_put_order
+from ..assignor import SubscriptionType
 from ..coordinator_records import CoordinatorRecord
 from . import consumer_group_records as rec
 from .member import ConsumerGroupMember, MemberState, freeze
@@ -260,7 +261,7 @@ class ConsumerGroup:
 
 
 def _string_map_order(keys) -> list[str]:
-    return hash_map_put_order(sorted(keys))
+    return string_map_order(sorted(keys))
 
 
 def _classic(value) -> tuple | None:
