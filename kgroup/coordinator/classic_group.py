@@ -50,7 +50,7 @@ from __future__ import annotations
 import enum
 
 from ..java_compat import string_map_order
-from ..protocol.consumer_protocol import ConsumerProtocolSubscription
+from ..protocol.consumer_protocol import decode_subscription
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.offsets_records import GroupMetadataValue
 from ..protocol.primitives import DecodeError
@@ -370,11 +370,7 @@ class ClassicGroup:
         topics: set[str] = set()
         try:
             for member in self.members.values():
-                buf = memoryview(member.metadata(self.protocol_name))
-                if len(buf) < 2 or int.from_bytes(buf[:2], "big", signed=True) < 0:
-                    return None
-                sub, _ = ConsumerProtocolSubscription.decode(buf, 0, 2)
-                topics.update(sub.topics)
+                topics.update(decode_subscription(member.metadata(self.protocol_name), version=0).topics)
         except (DecodeError, ValueError):
             return None
         return topics

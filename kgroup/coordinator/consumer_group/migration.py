@@ -28,7 +28,8 @@ built by replaying the conversion records into a scratch map, so live and loaded
 """
 from __future__ import annotations
 
-from ...protocol.consumer_protocol import ConsumerProtocolAssignment, ConsumerProtocolSubscription
+from ...protocol import consumer_protocol as cp
+from ...protocol.consumer_protocol import ConsumerProtocolAssignment, decode_subscription
 from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.primitives import DecodeError
 from .. import coordinator_records as classic_rec
@@ -43,34 +44,15 @@ from .manager import (_assignment_state, _preferred_assignor, join_timeout_key, 
 from .member import ConsumerGroupMember, MemberState, freeze
 from .target_assignment import build_target_assignment
 
-_ASSIGNMENT_V = ConsumerProtocolAssignment.VERSIONS[1]
-
 
 # == the embedded consumer protocol ====================================================================
-
-def _version(metadata: bytes) -> int:
-    """ConsumerProtocol.deserializeVersion: the int16 prefix (negative is malformed)."""
-    if len(metadata) < 2:
-        raise DecodeError("the embedded consumer protocol is too short for its version")
-    v = int.from_bytes(bytes(metadata[:2]), "big", signed=True)
-    if v < 0:
-        raise DecodeError(f"the embedded consumer protocol has a negative version {v}")
-    return v
-
-
-def decode_subscription(metadata: bytes):
-    _version(metadata)
-    sub, _ = ConsumerProtocolSubscription.from_versioned_bytes(bytes(metadata), newest_known=True)
-    return sub
-
 
 def decode_assignment(data: bytes, ids_by_name) -> dict[bytes, frozenset]:
     """A ConsumerProtocolAssignment as {topic id: partitions}; topics not in the metadata image
     are left out, as Kafka's toTopicPartitionMap does."""
     if not data:
         return {}
-    _version(data)
-    a, _ = ConsumerProtocolAssignment.from_versioned_bytes(bytes(data), newest_known=True)
+    a = cp.decode_assignment(data)
     out: dict = {}
     for tp in a.assigned_partitions:
         tid = ids_by_name.get(tp.topic)
@@ -82,7 +64,7 @@ def decode_assignment(data: bytes, ids_by_name) -> dict[bytes, frozenset]:
 def encode_assignment(assignment, names_by_id, metadata: bytes) -> bytes:
     """ConsumerProtocol.serializeAssignment at the version of the member's subscription (capped at
     the newest we know, as Kafka caps it); topics no longer in the image are left out."""
-    version = min(_version(metadata), _ASSIGNMENT_V)
+    version = cp.deserialize_version(metadata)
     A = ConsumerProtocolAssignment
     return A(assigned_partitions=[A.TopicPartition(topic=names_by_id[t], partitions=sorted(p))
                                   for t, p in sorted(assignment.items()) if t in names_by_id]
