@@ -25,7 +25,7 @@ TARGET_ASSIGNMENT_METADATA = 6
 TARGET_ASSIGNMENT_MEMBER = 7
 CURRENT_MEMBER_ASSIGNMENT = 8
 REGULAR_EXPRESSION = 16
-RECORD_TYPES = frozenset(R.CONSUMER_GROUP_RECORDS)
+RECORD_TYPES = R.CONSUMER_GROUP_RECORD_TYPES
 
 
 def _record(record_type: int, key, value) -> CoordinatorRecord:
@@ -132,8 +132,6 @@ def decode_record(key, value) -> CoordinatorRecord:
     """Decode a KIP-848 record (the classic decoder hands types 3-8 and 16 here). UnknownRecordType for any
     other type; RecordDecodeError for bytes that do not decode (the load must fail)."""
     record_type = read_version(key, "key")
-    schemas = R.CONSUMER_GROUP_RECORDS.get(record_type)
-    if schemas is None:
+    if record_type not in RECORD_TYPES:
         raise UnknownRecordType(record_type)
-    key_cls, value_cls = schemas
-    return decode_structs(record_type, key, key_cls, record_type, value, value_cls)
+    return decode_structs(record_type, key, value)
