@@ -142,7 +142,7 @@ def test_group_configs_set_the_heartbeat_interval_and_session_timeout():
     """Kafka 4.0's GROUP configs (GroupConfigManager): a group's consumer.heartbeat.interval.ms is
     answered and its consumer.session.timeout.ms fences a silent member; a group without them
     keeps the broker's (5 s, 45 s). A change applies from each member's next heartbeat on."""
-    from kgroup.coordinator.consumer_group.manager import session_key
+    from kgroup.coordinator.timer import session_key
     from .support import fresh_shard
     c = CgCtx({"a": 2})
     c.group_configs["g"] = {"consumer.heartbeat.interval.ms": 8000, "consumer.session.timeout.ms": 50000}

@@ -32,6 +32,7 @@ from typing import Callable, Mapping
 from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse
 from ..config import CONSUMER_HEARTBEAT_INTERVAL_MS, CONSUMER_SESSION_TIMEOUT_MS, GroupConfigs
+from ..timer import join_timeout_key, rebalance_key, session_key, sync_timeout_key
 from . import consumer_group_records as rec
 from .current_assignment import reconcile
 from .describe import describe_group, group_not_found
@@ -47,24 +48,6 @@ Topics = Callable[[], Mapping[str, TopicMetadata]]
 REGEX_BATCH_REFRESH_INTERVAL_MS = 10_000
 _HbAssignment = ConsumerGroupHeartbeatResponse.Assignment
 _HbTopicPartitions = ConsumerGroupHeartbeatResponse.TopicPartitions
-
-
-def session_key(group_id: str, member_id: str) -> str:
-    return f"consumer-group-session-timeout-{group_id}-{member_id}"
-
-
-def rebalance_key(group_id: str, member_id: str) -> str:
-    return f"consumer-group-rebalance-timeout-{group_id}-{member_id}"
-
-
-def join_timeout_key(group_id: str, member_id: str) -> str:
-    """A classic member inside a consumer group told to rejoin must do so within its rebalance timeout."""
-    return f"consumer-group-join-timeout-{group_id}-{member_id}"
-
-
-def sync_timeout_key(group_id: str, member_id: str) -> str:
-    """A classic member inside a consumer group must sync within its rebalance timeout of its join."""
-    return f"consumer-group-sync-timeout-{group_id}-{member_id}"
 
 
 def heartbeat_error(code, message=None, member_id=None, member_epoch=0) -> ConsumerGroupHeartbeatResponse:

@@ -39,8 +39,8 @@ from . import group as group_model
 from . import consumer_group_records as rec
 from .current_assignment import reconcile
 from .group import ConsumerGroup, IllegalReplayState, group_deletion_records, member_removal_records
-from .manager import (_assignment_state, _preferred_assignor, join_timeout_key, subscription_metadata,
-                      sync_timeout_key)
+from ..timer import join_timeout_key, sync_timeout_key
+from .manager import _assignment_state, _preferred_assignor, subscription_metadata
 from .member import ConsumerGroupMember, MemberState, freeze
 from .target_assignment import build_target_assignment
 
