@@ -213,9 +213,9 @@ class CleanPlan:
     thread (plan_clean), built from this plan alone on the cleaner's thread (build_cleaned:
     reads the closed segments through its own descriptors, writes ``.cleaned`` segments beside
     them, never touches the PartitionLog), then swapped in on the owner thread
-    (PartitionLog.replace_segments,
-    Kafka's replaceSegments), only if none of the planned segments changed meanwhile. Until
-    then the log keeps serving reads and taking appends (the active segment is never cleaned)."""
+    (PartitionLog.replace_segments, Kafka's replaceSegments), only if none of the planned
+    segments changed meanwhile. Until then the log keeps serving reads and taking appends (the
+    active segment is never cleaned)."""
     log: PartitionLog
     directory: str
     segments: list[LogSegment]          # the segments to clean (read only through their paths)
