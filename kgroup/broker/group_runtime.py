@@ -44,7 +44,7 @@ from ..protocol.records import (ControlRecordType, Record, build_batch, build_en
                                control_record_type, decode_records)
 from ..storage.errors import KafkaStorageError
 from ..storage.producer_state import AppendOrigin
-from ..coordinator.consumer_group.group import TopicMetadata
+from ..coordinator.topic_metadata import TopicMetadata
 from . import group_configs
 from .metadata import OFFSETS_TOPIC
 from .offsets_loader import load_steps

@@ -9,14 +9,12 @@ Values are version 0. Builders return the same ``CoordinatorRecord`` as the clas
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Mapping
+from typing import Mapping
 
 from ...protocol import offsets_records as R
 from ..coordinator_records import CoordinatorRecord, UnknownRecordType, decode_structs, read_version
+from ..topic_metadata import TopicMetadata
 from .member import Assignment, ConsumerGroupMember
-
-if TYPE_CHECKING:   # group.py imports this module
-    from .group import TopicMetadata
 
 GROUP_METADATA = 3
 PARTITION_METADATA = 4
@@ -47,7 +45,7 @@ def group_epoch_tombstone(group_id: str) -> CoordinatorRecord:
     return _record(GROUP_METADATA, R.ConsumerGroupMetadataKey(group_id=group_id), None)
 
 
-def subscription_metadata_record(group_id: str, topics: Mapping[str, "TopicMetadata"]) -> CoordinatorRecord:
+def subscription_metadata_record(group_id: str, topics: Mapping[str, TopicMetadata]) -> CoordinatorRecord:
     V = R.ConsumerGroupPartitionMetadataValue
     P = V.TopicMetadata.PartitionMetadata
     value = V(topics=[V.TopicMetadata(topic_id=t.topic_id, topic_name=t.name, num_partitions=t.num_partitions,

@@ -28,6 +28,7 @@ from ...java_compat import string_map_order
 from ...protocol.errors import ErrorCode, KafkaError
 from ..assignor import SubscriptionType
 from ..coordinator_records import CoordinatorRecord
+from ..topic_metadata import TopicMetadata
 from . import consumer_group_records as rec
 from .member import ConsumerGroupMember, MemberState, freeze
 
@@ -44,15 +45,6 @@ class ConsumerGroupState(enum.Enum):
     RECONCILING = "Reconciling"
     STABLE = "Stable"
     DEAD = "Dead"
-
-
-class TopicMetadata(NamedTuple):
-    """A subscribed topic as the group saw it (PartitionMetadata record): racks per partition."""
-
-    topic_id: bytes
-    name: str
-    num_partitions: int
-    racks: tuple = ()       # ((partition, (rack, ...)), ...)
 
 
 class ResolvedRegex(NamedTuple):

@@ -33,10 +33,11 @@ from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse
 from ..config import CONSUMER_HEARTBEAT_INTERVAL_MS, CONSUMER_SESSION_TIMEOUT_MS, GroupConfigs
 from ..timer import join_timeout_key, rebalance_key, session_key, sync_timeout_key
+from ..topic_metadata import TopicMetadata
 from . import consumer_group_records as rec
 from .current_assignment import reconcile
 from .describe import describe_group, group_not_found
-from .group import (EMPTY_RESOLVED_REGEX, ConsumerGroup, ResolvedRegex, TopicMetadata, group_deletion_records,
+from .group import (EMPTY_RESOLVED_REGEX, ConsumerGroup, ResolvedRegex, group_deletion_records,
                     member_removal_records)
 from .member import ConsumerGroupMember, MemberState, freeze
 from .target_assignment import build_target_assignment

@@ -15,7 +15,8 @@ from ...java_compat import string_map_order
 from ..assignor import ASSIGNORS, GroupSpec, MemberSpec, SubscriptionType
 from ..coordinator_records import CoordinatorRecord
 from . import consumer_group_records as rec
-from .group import ConsumerGroup, ResolvedRegex, TopicMetadata
+from ..topic_metadata import TopicMetadata
+from .group import ConsumerGroup, ResolvedRegex
 from .member import ConsumerGroupMember, freeze
 
 
