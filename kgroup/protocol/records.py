@@ -521,11 +521,6 @@ def set_max_timestamp(batch, timestamp_type: int, max_timestamp: int, pos: int =
     return True
 
 
-def set_log_append_time(batch, timestamp: int, pos: int = 0) -> bool:
-    """What a LogAppendTime topic does to every appended batch."""
-    return set_max_timestamp(batch, TimestampType.LOG_APPEND_TIME, timestamp, pos)
-
-
 # --- compression --------------------------------------------------------------------------
 
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"

@@ -109,10 +109,6 @@ class ProducerStateEntry:
         return self.batch_metadata[-1].last_seq if self.batch_metadata else NO_SEQUENCE
 
     @property
-    def first_data_offset(self) -> int:
-        return self.batch_metadata[0].first_offset if self.batch_metadata else -1
-
-    @property
     def last_data_offset(self) -> int:
         return self.batch_metadata[-1].last_offset if self.batch_metadata else -1
 
@@ -453,6 +449,3 @@ class ProducerStateManager:
         except FileNotFoundError:
             pass
 
-    def delete_snapshots_before(self, offset: int) -> None:
-        for snap in [s for s in self.snapshots if s < offset]:
-            self.delete_snapshot(snap)
