@@ -61,4 +61,4 @@ bench: install-test
 	$(PY) benchmarks/transactions_bench.py
 	$(PY) benchmarks/spark_read_bench.py
 	$(PY) benchmarks/footprint_bench.py
-	$(PY) benchmarks/cleaner_stall_bench.py --baseline-rev 6cf30e3
+	$(PY) benchmarks/cleaner_stall_bench.py $(if $(BASELINE_REV),--baseline-rev $(BASELINE_REV))

@@ -8,8 +8,8 @@ previous target and one new member joining (one rebalance of a running group), a
 benchmark. Times are the best of --rounds runs of assign() alone (spec built beforehand).
 
 Kafka's figure, printed alongside: the Java UniformAssignor assigns 10k members x 10 partitions each
-(100k partitions) in about 4 ms; that number is the one issue 12 quotes for Kafka's JMH benchmark above.
-It was not re-measured here (running it needs a Gradle build of Apache Kafka); our goal is <= 1 s.
+(100k partitions) in about 4 ms in Kafka's JMH benchmark above (running it needs a Gradle build of
+Apache Kafka, so it is quoted, not run); our goal is <= 1 s.
 
     .venv/bin/python benchmarks/server_assignor_bench.py [--quick]
 """
@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kgroup.coordinator.assignor import ASSIGNORS, GroupSpec, MemberSpec  # noqa: E402
 
-KAFKA_JAVA_MS = 4.0     # UniformAssignor, 10k members x 10 partitions each (issue 12's figure)
+KAFKA_JAVA_MS = 4.0     # UniformAssignor, 10k members x 10 partitions each (Kafka's JMH figure)
 
 
 def build(members: int, partitions: int, topics: int, heterogeneous: bool):

@@ -5,8 +5,8 @@ Flow (one shard, one operation at a time)::
     result = shard.handle_xxx(request, version, now_ms, token, ...)   # or shard.poll_timers(now_ms)
     if result.records:
         try:
-            log.append([(r.key, r.value) for r in result.records])
-        except AppendFailure as e:
+            plog.append(build_batch([Record(key=r.key, value=r.value) for r in result.records]))
+        except LogError as e:                    # nothing was written
             to_send = shard.abort(result, e.code)
         else:
             to_send = shard.commit(result)

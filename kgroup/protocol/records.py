@@ -22,7 +22,7 @@ Error mapping (what Kafka 4.0 answers, see ``ByteBufferLogInputStream``,
   (raised by the produce handler).
 
 All four codecs are dependencies (pyproject.toml), as Kafka ships its codec jars: gzip from the
-standard library, snappy from cramjam (the engine python-snappy itself now wraps), lz4 frames from
+standard library, snappy from cramjam (the engine python-snappy wraps), lz4 frames from
 lz4, zstd from zstandard.
 """
 from __future__ import annotations

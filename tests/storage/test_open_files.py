@@ -1,4 +1,4 @@
-"""Issue 17, finding 1: a LogManager keeps at most ``max_open_files`` segment and index
+"""A LogManager keeps at most ``max_open_files`` segment and index
 descriptors open (least recently used closed first, reopened on use), so a broker with 10,000
 partitions does not hold 30,000 descriptors. Everything a log does is unchanged under a budget
 far smaller than its files: appends across rolls, reads, a scan interrupted by other logs' I/O,
