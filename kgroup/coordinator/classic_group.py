@@ -339,9 +339,10 @@ class ClassicGroup:
         for member in self.members.values():
             name = member.vote(candidates)
             votes[name] = votes.get(name, 0) + 1
-        best = None
-        for name in string_map_order(votes):
-            if best is None or votes[name] > votes[best]:
+        order = string_map_order(votes)     # not empty: every member votes
+        best = order[0]
+        for name in order[1:]:
+            if votes[name] > votes[best]:
                 best = name
         return best
 

@@ -17,7 +17,7 @@ What Kafka writes, and so what we write:
 from __future__ import annotations
 
 import struct
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ..protocol.errors import ErrorCode, FixedCodeError
 from ..protocol.offsets_records import (CLASSIC_RECORD_TYPES, RECORD_SCHEMAS, GroupMetadataKey,
@@ -68,8 +68,8 @@ class CoordinatorRecord(NamedTuple):
     key: bytes
     value: bytes | None
     record_type: int
-    key_struct: object
-    value_struct: object | None
+    key_struct: Any             # a generated message class of offsets_records (its fields vary)
+    value_struct: Any | None
 
 
 _commit_keys: dict[tuple[str, str, int], tuple[bytes, object]] = {}

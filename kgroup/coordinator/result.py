@@ -24,6 +24,8 @@ of other members, each paired with the opaque token the runtime gave when it par
 """
 from __future__ import annotations
 
+from typing import Callable
+
 from ..protocol.errors import ErrorCode
 from .coordinator_records import OFFSET_COMMIT
 
@@ -57,11 +59,13 @@ class Result:
 
     def __init__(self, now_ms: int = 0):
         self.now_ms = now_ms
-        self.records = []           # kgroup.coordinator.coordinator_records.CoordinatorRecord
-        self._answers = []          # (token, response), in reply order
-        self._on_failure = None     # {index in _answers: fn(error) -> response}, once there is one
-        self._on_commit = ()        # fn(Result) -> None, after replay (a list once there is one)
-        self._on_abort = ()         # fn(Result, ErrorCode) -> None
+        self.records: list = []            # coordinator_records.CoordinatorRecord (or the transaction log's)
+        self._answers: list[tuple] = []     # (token, response), in reply order
+        # {index in _answers: fn(error) -> response}, once there is one
+        self._on_failure: dict[int, Callable] | None = None
+        # fn(Result) -> None, after replay; fn(Result, ErrorCode) -> None (lists once there is one)
+        self._on_commit: list[Callable] | tuple[()] = ()
+        self._on_abort: list[Callable] | tuple[()] = ()
 
     # -- building ---------------------------------------------------------------------------
     def add_record(self, record) -> None:
@@ -92,13 +96,13 @@ class Result:
         return found
 
     def on_commit(self, fn) -> None:
-        if self._on_commit:
+        if isinstance(self._on_commit, list):
             self._on_commit.append(fn)
         else:
             self._on_commit = [fn]
 
     def on_abort(self, fn) -> None:
-        if self._on_abort:
+        if isinstance(self._on_abort, list):
             self._on_abort.append(fn)
         else:
             self._on_abort = [fn]

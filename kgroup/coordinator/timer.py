@@ -152,7 +152,7 @@ class TimerQueue:
         return self._heap[0][0] if self._heap else None
 
     def poll_expired(self, now_ms: int) -> list[str]:
-        out = []
+        out: list[str] = []
         while True:
             self._drop_stale()
             if not self._heap or self._heap[0][0] > now_ms:

@@ -228,7 +228,7 @@ class CleanPlan:
     index_interval_bytes: int
     max_index_size: int
     abort: threading.Event = field(default_factory=threading.Event)
-    tp: tuple | None = None             # (topic, partition) for the LogManager
+    tp: tuple[str, int] = ("", -1)       # (topic, partition), set by the LogManager that planned it
 
 
 @dataclass(slots=True)
@@ -304,6 +304,7 @@ def _clean_segment(reader: LogSegment, plan: CleanPlan, offset_map, stats: Clean
     def flush_parts() -> None:
         nonlocal pending
         if headers:
+            assert out is not None      # made before the first add()
             out.append(b"".join(parts), headers)
         parts.clear()
         headers.clear()

@@ -117,7 +117,8 @@ class PlannedClean(Protocol):
 class BuiltClean(Protocol):
     """A clean built off to the side (``cleaner.CleanedSegments``): per planned segment its
     cleaned copy, None when unchanged."""
-    cleaned: Sequence[LogSegment | None]
+    @property
+    def cleaned(self) -> Sequence[LogSegment | None]: ...
 
     def discard(self) -> None: ...
 
@@ -349,8 +350,8 @@ class PartitionLog:
         psm = self.producer_state
         for (pos, _), header in zip(found, headers):
             if header.has_producer_id:
-                batch = memoryview(buf)[pos:pos + header.size] if header.is_control else None
-                duplicate = psm.check(header, origin, pending, batch)
+                control = memoryview(buf)[pos:pos + header.size] if header.is_control else None
+                duplicate = psm.check(header, origin, pending, control)
                 if duplicate is not None:
                     # Kafka answers with the original batch's offsets and its timestamp.
                     return AppendResult(duplicate.first_offset, duplicate.last_offset, duplicate.timestamp,
@@ -381,7 +382,7 @@ class PartitionLog:
                 segment.txn_index.append(AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset,
                                                     psm.last_stable_offset(txn)))
 
-    def _validate_batch_records(self, buf: bytearray, pos: int, header: BatchHeader, origin: AppendOrigin,
+    def _validate_batch_records(self, buf: bytearray | memoryview, pos: int, header: BatchHeader, origin: AppendOrigin,
                                 now: int) -> int:
         """LogValidator's per-batch checks; returns the batch's max record timestamp."""
         cfg = self.config

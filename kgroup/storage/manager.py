@@ -129,7 +129,7 @@ class LogManager:
         self._checkpointed_state: tuple | None = None   # the offsets it holds (checkpoint_contents)
         self.had_clean_shutdown: dict[str, bool] = {}
         self._closed = False
-        self._cleaning = None       # the CleanPlan being built (plan_clean .. finish_clean)
+        self._cleaning: cleaner.CleanPlan | None = None    # being built (plan_clean .. finish_clean)
         for d in self.log_dirs:
             os.makedirs(d, exist_ok=True)
             self._load_dir(d)
@@ -299,6 +299,7 @@ class LogManager:
         plan = self.plan_clean(now_ms)
         if plan is None:
             return None
+        built: cleaner.CleanedSegments | Exception
         try:
             built = cleaner.build_cleaned(plan)
         except Exception as e:

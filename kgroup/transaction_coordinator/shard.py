@@ -397,8 +397,10 @@ class TransactionCoordinatorShard:
         if not self.is_loaded:
             return {tp: E.COORDINATOR_LOAD_IN_PROGRESS for tp in partitions}
         m = self.transactions.get(tid)
+        if m is None:
+            return {tp: E.INVALID_PRODUCER_ID_MAPPING for tp in partitions}
         error = None
-        if m is None or m.producer_id != pid:
+        if m.producer_id != pid:
             error = E.INVALID_PRODUCER_ID_MAPPING
         elif m.producer_epoch != epoch:
             error = E.PRODUCER_FENCED

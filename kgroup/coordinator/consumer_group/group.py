@@ -111,9 +111,10 @@ class ConsumerGroup:
         HashMap order (Stream.max keeps the first of equal maxima)."""
         if not self.server_assignors:
             return default
-        best = None
-        for name in _string_map_order(self.server_assignors):
-            if best is None or self.server_assignors[name] > self.server_assignors[best]:
+        order = _string_map_order(self.server_assignors)
+        best = order[0]
+        for name in order[1:]:
+            if self.server_assignors[name] > self.server_assignors[best]:
                 best = name
         return best
 
@@ -128,7 +129,7 @@ class ConsumerGroup:
 
     # -- offsets of a consumer-protocol group (Kafka's ConsumerGroup.validateOffset*) ---------------
     def _member_or_unknown(self, member_id: str | None) -> ConsumerGroupMember:
-        m = self.members.get(member_id)
+        m = self.members.get(member_id) if member_id is not None else None
         if m is None:
             raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group "
                                                           f"{self.group_id}.")

@@ -27,7 +27,7 @@ gets its partitions one heartbeat earlier. A regex no member uses any more is to
 """
 from __future__ import annotations
 
-from typing import Callable, Mapping
+from typing import Any, Callable, Mapping
 
 from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse
@@ -90,7 +90,7 @@ class ConsumerGroupManager:
         self.groups: dict[str, ConsumerGroup] = {}
         # online migration (migration.Migration), set by the shard: upgrades classic groups
         # joined by a consumer-protocol member and downgrades when the last one leaves
-        self.migration = None
+        self.migration: Any = None
 
     @property
     def default_assignor(self) -> str:
@@ -439,7 +439,7 @@ class ConsumerGroupManager:
         def expire(res, group_id=group_id, member_id=member_id):
             group = self.groups.get(group_id)
             member = group.members.get(member_id) if group is not None else None
-            if member is not None:
+            if group is not None and member is not None:
                 self._remove_member(group, member, res)
         self.timer.schedule(session_key(group_id, member_id),
                             self.session_timeout_ms(group_id) if timeout_ms is None else timeout_ms, expire)
@@ -451,7 +451,8 @@ class ConsumerGroupManager:
             # the member did not revoke in time: fenced only if it is still revoking at that epoch
             group = self.groups.get(group_id)
             m = group.members.get(member_id) if group is not None else None
-            if m is not None and m.state is MemberState.UNREVOKED_PARTITIONS and m.member_epoch == epoch:
+            if group is not None and m is not None and m.state is MemberState.UNREVOKED_PARTITIONS \
+                    and m.member_epoch == epoch:
                 self._remove_member(group, m, res)
         timeout = member.rebalance_timeout_ms if member.rebalance_timeout_ms > 0 else 0
         self.timer.schedule(rebalance_key(group_id, member.member_id), timeout, expire)

@@ -84,11 +84,11 @@ def _owned_from_subscription(sub, ids_by_name) -> list:
 def _classic_protocol_name(member: ConsumerGroupMember) -> str:
     """The protocol a classic member inside a consumer group is told: its first one (Kafka's
     supportedClassicProtocols().iterator().next())."""
-    return member.classic_member_metadata[1][0][0]
+    return member.classic[1][0][0]
 
 
 def _classic_metadata(member: ConsumerGroupMember) -> bytes:
-    return member.classic_member_metadata[1][0][1]
+    return member.classic[1][0][1]
 
 
 def supports_classic_protocols(group: ConsumerGroup, protocol_type, names) -> bool:
@@ -164,6 +164,7 @@ class Migration:
             raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND,
                              f"Cannot upgrade the classic group {group_id} to consumer group because the "
                              f"embedded consumer protocol is malformed: {e}.") from None
+        assert group is not None        # the conversion records always hold the group's epoch
         # Members parked in a rebalance rejoin the new group (completeAllJoin/SyncFutures)
         for m in classic.members.values():
             self.classic.complete_join(classic, m, lambda v, m=m: join_response(
@@ -174,7 +175,7 @@ class Migration:
         # Session timeouts of the converted members (their own); the classic timers go once the
         # conversion is written (if it is not, the group stays classic and they still apply).
         for m in group.members.values():
-            self.consumer._schedule_session(group_id, m.member_id, m.classic_member_metadata[0])
+            self.consumer._schedule_session(group_id, m.member_id, m.classic[0])
 
         def committed(r):
             if self.classic.groups.get(group_id) is not classic:     # the tombstone was replayed
@@ -243,7 +244,7 @@ class Migration:
         protocols = {}
         others = [m for mid, m in group.members.items() if mid != leaving_id]
         for m in others + ([joining] if joining is not None else []):
-            session, protos = m.classic_member_metadata
+            session, protos = m.classic
             classic.add(ClassicGroupMember(m.member_id, m.instance_id, m.client_id, m.client_host,
                                            m.rebalance_timeout_ms, session, CONSUMER_PROTOCOL_TYPE, list(protos)))
             protocols[m.member_id] = list(protos)
@@ -518,7 +519,7 @@ class Migration:
             return
         gid = group.group_id
         self.timer.cancel(sync_timeout_key(gid, m.member_id))
-        self.consumer._schedule_session(gid, m.member_id, m.classic_member_metadata[0])
+        self.consumer._schedule_session(gid, m.member_id, m.classic[0])
         _image, _ids, names_by_id = self._image()
         res.reply(token, sync_response(version, protocol_type=req.protocol_type, protocol_name=req.protocol_name,
                                        assignment=encode_assignment(m.assigned_partitions, names_by_id,
@@ -541,7 +542,7 @@ class Migration:
         except KafkaError as e:
             return e.code
         gid = group.group_id
-        self.consumer._schedule_session(gid, m.member_id, m.classic_member_metadata[0])
+        self.consumer._schedule_session(gid, m.member_id, m.classic[0])
         # rejoin when the group epoch moved on, when it must revoke, or when partitions it waits
         # for are free now
         if m.member_epoch < group.group_epoch or m.state is MemberState.UNREVOKED_PARTITIONS or \

@@ -60,8 +60,8 @@ def build_target_assignment(group: ConsumerGroup, group_epoch: int, assignor: st
 
     records = []
     for member_id in specs:
-        new = new_assignment.get(member_id, {})
-        if group.target_assignment.get(member_id) != new:
-            records.append(rec.target_assignment_record(group.group_id, member_id, new))
+        target = new_assignment.get(member_id, {})
+        if group.target_assignment.get(member_id) != target:
+            records.append(rec.target_assignment_record(group.group_id, member_id, target))
     records.append(rec.target_assignment_epoch_record(group.group_id, group_epoch))
     return records, {m: new_assignment.get(m, {}) for m in specs}
