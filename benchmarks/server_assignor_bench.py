@@ -67,7 +67,7 @@ def main() -> None:
         for hetero in (False, True):
             specs, counts = build(members, partitions, topics, hetero)
             group = GroupSpec.of(specs)
-            full_s, first = best(lambda: assign(group, counts), rounds)
+            full_s, first = best(lambda a=assign, g=group, c=counts: a(g, c), rounds)
             lo, hi = check(first, counts)
             kafka_row = name == "uniform" and not hetero and not args.quick
             java = f"~{KAFKA_JAVA_MS:g} ms (10k x 10 each)" if kafka_row else ""
@@ -77,7 +77,7 @@ def main() -> None:
             held = {m: s._replace(assignment=first[m]) for m, s in specs.items()}
             held["member-new"] = MemberSpec(next(iter(specs.values())).subscribed_topic_ids)
             group2 = GroupSpec.of(held)
-            inc_s, second = best(lambda: assign(group2, counts), rounds)
+            inc_s, second = best(lambda a=assign, g=group2, c=counts: a(g, c), rounds)
             lo, hi = check(second, counts)
             print(f"{name:8} {kind:14} {'INCREMENTAL':12} {inc_s * 1000:9.1f}  {lo:>8}/{hi:<9}")
     print("goal: uniform, homogeneous, 10,000 x 100,000 FULL <= 1000 ms")

@@ -352,7 +352,7 @@ class GroupRuntime:
             # error maps to NOT_COORDINATOR); what has none fails and its connection closes.
             error = append_error_to_response_error(ErrorCode.KAFKA_STORAGE_ERROR)
             failure = {id(t): r for res in results for t, r in res.failure_responses(error)}
-            for token, response in out:
+            for token, _response in out:
                 r = failure.get(id(token))
                 if r is None:
                     token.fail(failed)

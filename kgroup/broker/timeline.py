@@ -186,7 +186,7 @@ class GroupTimelines:
                 self._add(gid, "member-joined", member_id=mid, client_id=client_id, group_instance_id=instance_id,
                           protocols=list(protocols), reason=reason)
                 causes.append(f"member {mid} ({client_id}) joined" + (f": {reason}" if reason else ""))
-        for mid, (client_id, instance_id, _) in seen.members.items():
+        for mid, (client_id, _instance_id, _) in seen.members.items():
             if mid in current:
                 continue
             reason = self.leave_reasons.pop((gid, mid), None)

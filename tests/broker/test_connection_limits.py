@@ -125,7 +125,7 @@ def test_queued_max_request_bytes_bounds_requests_being_read(tmp_path):
         create_topic(RawClient(b.port), "t")
         before = settle_rss(b.proc.pid, 0.2)
         hogs = []
-        for i in range(6):      # each announces 90 MB and sends 3 MB of it
+        for _i in range(6):      # each announces 90 MB and sends 3 MB of it
             s = connect(b.port)
             s.sendall(struct.pack(">i", 90_000_000) + b"\0" * 3_000_000)
             hogs.append(s)

@@ -455,7 +455,7 @@ def test_list_offsets(c):
 def test_retention_deletes_old_segments(server, c):
     t = new_topic(c, segment_bytes=2000, retention_bytes=4000)
     payload = os.urandom(700)
-    for i in range(20):
+    for _i in range(20):
         produce(c, t, build_batch([Record(value=payload, timestamp=now_ms())]))
     seg_dir = os.path.join(server.data_dir, f"{t}-0")
 

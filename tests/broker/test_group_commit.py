@@ -202,7 +202,7 @@ def test_a_log_closing_fails_only_its_own_waiters(tmp_path, monkeypatch, use_syn
         await asyncio.gather(response_of(waiters["a"]), response_of(waiters["b"]))
         assert (a.recovery_point, b.recovery_point) == (1, 1)
         for w in (waiters["doomed"], both):         # those waiting on the deleted log fail
-            with pytest.raises(Exception):
+            with pytest.raises(ValueError, match="is closed"):
                 await response_of(w)
         dp.close()
 

@@ -442,7 +442,7 @@ def test_reassignment_with_random_subscriptions_and_changes(flavor):
         ppt = {t: i + 1 for i, t in enumerate(topics)}
         num_consumers = rnd.randrange(20, 40)
 
-        def sublist():
+        def sublist(topics=topics):
             chosen = list(topics)
             for _ in range(rnd.randrange(len(topics))):
                 chosen.pop(rnd.randrange(len(chosen)))

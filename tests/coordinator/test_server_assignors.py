@@ -357,7 +357,7 @@ def any_groups(draw):
 @given(group=any_groups())
 def test_every_subscribed_partition_assigned_exactly_once(group):
     topics, members = group
-    for name, assign in ASSIGNORS.items():
+    for _name, assign in ASSIGNORS.items():
         check_valid_and_balanced(members, assign(GroupSpec.of(members), topics), topics, balanced=False)
 
 

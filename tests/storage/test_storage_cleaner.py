@@ -40,7 +40,7 @@ def test_keeps_the_last_record_per_key_in_closed_segments(tmp_path, clock):
     assert got[-1] == (12, b"k0", b"active") and plog.active_segment.size == active_before
     # the latest value of every key is still there
     latest = {}
-    for o, k, v in got:
+    for _o, k, v in got:
         latest[k] = v
     assert latest == {b"k0": b"active", b"k1": b"v10", b"k2": b"v11"}
     still = {h.base_offset: bytes(b) for h, b in plog.iter_batches()}

@@ -18,7 +18,6 @@ from kgroup.protocol.records import (
     InvalidRecordError,
     Record,
     TimestampType,
-    UnsupportedCompressionTypeError,
     build_batch,
     decode_records,
     iter_batches,

@@ -102,7 +102,7 @@ class ConsumerPartitionAssignor(abc.ABC):
                group_subscription: Mapping[str, Subscription]) -> dict[str, Assignment]:
         """Return an :class:`Assignment` for every member of ``group_subscription``."""
 
-    def on_assignment(self, assignment: Assignment, generation_id: int) -> None:
+    def on_assignment(self, assignment: Assignment, generation_id: int) -> None:  # noqa: B027 (an optional hook)
         """Called on every member once the leader's assignment reaches it."""
 
 

@@ -85,7 +85,7 @@ class ConsumerGroupManager:
         self.group_configs: GroupConfigs = {} if group_configs is None else group_configs
         self.timer = timer
         self.uuid_factory = uuid_factory
-        self.topics: Topics = topics or (lambda: {})
+        self.topics: Topics = topics or dict
         self.topics_version: Callable[[], int] = topics_version or (lambda: -1)
         self.groups: dict[str, ConsumerGroup] = {}
         # online migration (migration.Migration), set by the shard: upgrades classic groups
