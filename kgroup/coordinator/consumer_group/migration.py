@@ -153,7 +153,7 @@ class Migration:
         conversion records to ``res`` and returns the consumer group they describe, or None when
         the policy, the protocol type or the size refuse it. KafkaError when a member's embedded
         consumer protocol does not decode."""
-        classic = self.classic.groups.get(group_id)
+        classic = self.classic.classic_group(group_id)
         if classic is None or not classic.members or not self.validate_online_upgrade(classic):
             return None
         records = [classic_rec.group_metadata_tombstone(group_id)]
@@ -178,7 +178,7 @@ class Migration:
             self.consumer._schedule_session(group_id, m.member_id, m.classic[0])
 
         def committed(r):
-            if self.classic.groups.get(group_id) is not classic:     # the tombstone was replayed
+            if self.classic.classic_group(group_id) is not classic:     # the tombstone was replayed
                 self.classic.cancel_group_timers(classic)
         res.on_commit(committed)
         return group
@@ -264,7 +264,7 @@ class Migration:
         res.add_record(classic_rec.group_metadata_record(gid, value))
 
         def committed(r):
-            classic = self.classic.groups.get(gid)
+            classic = self.classic.classic_group(gid)
             if classic is None:
                 return
             for mid, member in classic.members.items():
@@ -349,7 +349,7 @@ class Migration:
 
     def _fence(self, group_id: str, member_id: str, res) -> None:
         """consumerGroupFenceMemberOperation: the classic member did not rejoin or sync in time."""
-        group = self.consumer.groups.get(group_id)
+        group = self.consumer.consumer_group(group_id)
         m = group.members.get(member_id) if group is not None else None
         if m is not None:
             self.consumer._remove_member(group, m, res)
