@@ -133,12 +133,6 @@ class ConsumerGroupManager:
                 if m.state is MemberState.UNREVOKED_PARTITIONS:
                     self._schedule_rebalance(group.group_id, m)
 
-    def cancel_timers(self) -> None:
-        for group in self.consumer_groups():
-            for member_id in group.members:
-                self.timer.cancel(session_key(group.group_id, member_id))
-                self.timer.cancel(rebalance_key(group.group_id, member_id))
-
     # == ConsumerGroupHeartbeat ======================================================================
     def heartbeat(self, req, version: int, res, client_id: str = "", client_host: str = ""):
         """Returns the response (records are added to ``res``); KafkaError for a refused request."""

@@ -179,7 +179,7 @@ class Migration:
 
         def committed(r):
             if self.classic.classic_group(group_id) is not classic:     # the tombstone was replayed
-                self.classic.cancel_group_timers(classic)
+                classic.cancel_timers(self.timer)
         res.on_commit(committed)
         return group
 
