@@ -17,7 +17,8 @@ MESSAGES += [(header_defs.RequestHeader, "messages"), (header_defs.ResponseHeade
 MESSAGES += [(getattr(offsets_records, n), "records") for n in
              ("OffsetCommitKey", "OffsetCommitValue", "GroupMetadataKey", "GroupMetadataValue",
               "TransactionLogKey", "TransactionLogValue")]
-MESSAGES += [(cls, "records") for pair in offsets_records.CONSUMER_GROUP_RECORDS.values() for cls in pair]
+MESSAGES += [(cls, "records") for t in sorted(offsets_records.CONSUMER_GROUP_RECORD_TYPES)
+             for cls in offsets_records.RECORD_SCHEMAS[t]]
 
 
 def _default(spec_field):
