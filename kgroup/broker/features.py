@@ -8,8 +8,8 @@ counting the updates as Kafka's metadata offset does.
 
 Supported, as a Kafka 4.3 broker but only where the behaviour behind a level exists here:
 ``metadata.version`` 7 (3.3-IV3) to 30 (4.3-IV0); ``group.version`` 0-1 (KIP-848's consumer
-group protocol); ``transaction.version`` 0-1 (KIP-890 part 1's verification and the flexible
-transaction log value). Share (KIP-932) and streams (KIP-1071) groups are not served, and
+group protocol); ``transaction.version`` 0-2 (2: KIP-890 part 2, an epoch bump per transaction and
+partitions added by the broker, which clients use only when it is finalized). Share (KIP-932) and streams (KIP-1071) groups are not served, and
 ``eligible.leader.replicas.version`` / ``kraft.version`` mean nothing on one node without a
 quorum, so they are not listed, as Kafka lists no feature whose highest level is 0.
 """
@@ -39,7 +39,7 @@ MINIMUM_METADATA_VERSION = 7
 SUPPORTED: dict[str, tuple[int, int]] = {
     METADATA_VERSION: (MINIMUM_METADATA_VERSION, 30),
     GROUP_VERSION: (0, 1),
-    TRANSACTION_VERSION: (0, 1),
+    TRANSACTION_VERSION: (0, 2),
 }
 
 # What a new cluster is formatted with: each feature's highest supported level (BrokerFeatures

@@ -71,6 +71,7 @@ class BrokerConnection:
         self.connect_timeout_ms = connect_timeout_ms
         self.max_versions = {**CLIENT_MAX_VERSIONS, **(max_versions or {})}
         self.broker_versions: dict[int, tuple[int, int]] = {}
+        self.finalized_features: dict[str, int] = {}     # from ApiVersions v3+ (KIP-584)
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
         self._read_task: asyncio.Task | None = None
@@ -113,6 +114,7 @@ class BrokerConnection:
             if resp.error_code:
                 raise KafkaError(ErrorCode(resp.error_code), "ApiVersions failed")
             self.broker_versions = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
+            self.finalized_features = {f.name: f.max_version_level for f in resp.finalized_features or ()}
             return
         raise UnsupportedVersionError(f"node {self.node_id} rejected every ApiVersions version")
 

@@ -22,8 +22,8 @@ def _features(c, version=4):
 def test_api_versions_lists_features(broker):
     c = RawClient(broker.port)
     supported, finalized, epoch = _features(c)
-    assert supported == {"metadata.version": (7, 30), "group.version": (0, 1), "transaction.version": (0, 1)}
-    assert finalized == {"metadata.version": (30, 30), "group.version": (1, 1), "transaction.version": (1, 1)}
+    assert supported == {"metadata.version": (7, 30), "group.version": (0, 1), "transaction.version": (0, 2)}
+    assert finalized == {"metadata.version": (30, 30), "group.version": (1, 1), "transaction.version": (2, 2)}
     assert epoch == 0
     # v3: a feature whose lowest level is 0 is left out (KAFKA-17492); v0-2 carry no features
     assert _features(c, 3)[0] == {"metadata.version": (7, 30)}
@@ -39,15 +39,15 @@ def test_update_features_checks_and_persists(tmp_path):
             ups = [U(feature=n.replace("_", "."), max_version_level=lv, upgrade_type=t, allow_downgrade=t != 1)
                    for n, (lv, t) in levels.items()]
             return c.request(UpdateFeaturesRequest(feature_updates=ups, validate_only=validate_only), version)
-        r = update(transaction_version=(0, 1))
+        r = update(transaction_version=(1, 1))
         assert r.error_code == ErrorCode.INVALID_UPDATE_VERSION
         assert r.error_message == (
-            "The update failed for all features since the following feature had an error: Invalid update version 0 "
+            "The update failed for all features since the following feature had an error: Invalid update version 1 "
             "for feature transaction.version. Can't downgrade the version of this feature without setting the "
             "upgrade type to either safe or unsafe downgrade.")
         r = update(transaction_version=(3, 1))
         assert r.error_message.endswith("Invalid update version 3 for feature transaction.version. "
-                                        "Local controller 1 only supports versions 0-1")
+                                        "Local controller 1 only supports versions 0-2")
         r = update(share_version=(1, 1))
         assert r.error_message.endswith("Local controller 1 does not support this feature.")
         r = update(metadata_version=(29, 2))
@@ -98,17 +98,17 @@ def test_features_cli(broker):
         f"FinalizedVersionLevel: {'1':<15}  Epoch: 0",
         f"Feature: {'metadata.version':<40}  SupportedMinVersion: {'3.3-IV3':<15}  SupportedMaxVersion: "
         f"{'4.3-IV0':<15}  FinalizedVersionLevel: {'4.3-IV0':<15}  Epoch: 0",
-        f"Feature: {'transaction.version':<40}  SupportedMinVersion: {'0':<15}  SupportedMaxVersion: {'1':<15}  "
-        f"FinalizedVersionLevel: {'1':<15}  Epoch: 0"]
+        f"Feature: {'transaction.version':<40}  SupportedMinVersion: {'0':<15}  SupportedMaxVersion: {'2':<15}  "
+        f"FinalizedVersionLevel: {'2':<15}  Epoch: 0"]
     r = kgroup("features", "--bootstrap-server", bs, "downgrade", "--feature", "group.version=0", "--dry-run")
     assert (r.returncode, r.stdout.strip()) == (0, "group.version can be downgraded to 0."), r.stderr
     r = kgroup("features", "--bootstrap-server", bs, "downgrade", "--feature", "group.version=0")
     assert (r.returncode, r.stdout.strip()) == (0, "group.version was downgraded to 0."), r.stderr
-    r = kgroup("features", "--bootstrap-server", bs, "upgrade", "--feature", "transaction.version=2")
+    r = kgroup("features", "--bootstrap-server", bs, "upgrade", "--feature", "transaction.version=3")
     assert r.returncode == 1
-    assert r.stdout.strip() == ("Could not upgrade transaction.version to 2. The update failed for all features "
-                                "since the following feature had an error: Invalid update version 2 for feature "
-                                "transaction.version. Local controller 1 only supports versions 0-1"), r.stderr
+    assert r.stdout.strip() == ("Could not upgrade transaction.version to 3. The update failed for all features "
+                                "since the following feature had an error: Invalid update version 3 for feature "
+                                "transaction.version. Local controller 1 only supports versions 0-2"), r.stderr
     r = kgroup("features", "--bootstrap-server", bs, "upgrade", "--feature", "group.version=1")
     assert (r.returncode, r.stdout.strip()) == (0, "group.version was upgraded to 1."), r.stderr
     r = kgroup("features", "--bootstrap-server", bs, "describe")

@@ -56,7 +56,7 @@ def kafka_43_advertised(name: str) -> tuple[int, int]:
 
 
 # APIs served below Kafka 4.3's range, and why
-BELOW_KAFKA = {26: "EndTxn v5 is transaction version 2", 28: "TxnOffsetCommit v5 is transaction version 2"}
+BELOW_KAFKA: dict[int, str] = {}
 
 
 def test_advertised_versions_only_implemented(broker):
@@ -67,7 +67,7 @@ def test_advertised_versions_only_implemented(broker):
                    11: (0, 9), 12: (0, 4), 13: (0, 5), 14: (0, 5), 15: (0, 6), 16: (0, 5), 18: (0, 4),
                    19: (2, 7), 20: (1, 6), 21: (0, 2), 22: (0, 5), 32: (1, 4), 33: (0, 2), 37: (0, 3),
                    42: (0, 2), 44: (0, 1), 47: (0, 0), 57: (0, 2), 60: (0, 2), 68: (0, 1), 69: (0, 1),
-                   24: (0, 5), 25: (0, 4), 26: (0, 4), 27: (1, 2), 28: (0, 4), 65: (0, 0), 66: (0, 2),
+                   24: (0, 5), 25: (0, 4), 26: (0, 5), 27: (1, 2), 28: (0, 5), 65: (0, 0), 66: (0, 2),
                    23: (2, 4), 61: (0, 0), 74: (0, 1), 75: (0, 0)}  # 71/72 need metrics.listener
     # every range is Kafka 4.3's (KIP-896's removals included), but for the few listed
     for key, rng in got.items():

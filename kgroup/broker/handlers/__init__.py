@@ -50,9 +50,9 @@ HANDLERS = {
     # transactions (the transaction coordinator, broker/transaction_runtime.py)
     ApiKey.ADD_PARTITIONS_TO_TXN: (add_partitions_to_txn.handle, 0, 5),
     ApiKey.ADD_OFFSETS_TO_TXN: (add_offsets_to_txn.handle, 0, 4),
-    ApiKey.END_TXN: (end_txn.handle, 0, 4),
+    ApiKey.END_TXN: (end_txn.handle, 0, 5),
     ApiKey.WRITE_TXN_MARKERS: (write_txn_markers.handle, 1, 2),
-    ApiKey.TXN_OFFSET_COMMIT: (txn_offset_commit.handle, 0, 4),
+    ApiKey.TXN_OFFSET_COMMIT: (txn_offset_commit.handle, 0, 5),
     ApiKey.DESCRIBE_TRANSACTIONS: (describe_transactions.handle, 0, 0),
     ApiKey.LIST_TRANSACTIONS: (list_transactions.handle, 0, 2),
     ApiKey.DESCRIBE_PRODUCERS: (describe_producers.handle, 0, 0),

@@ -21,9 +21,12 @@ PartitionResponse = ProduceResponse.PartitionProduceResponse
 RecordError = ProduceResponse.BatchIndexAndErrorMessage
 
 
-def handle(broker, ctx, req, version):
+def handle(broker, ctx, req, version, _added=False):
     """Checks in Kafka's order: unknown topic/partition and ProduceRequest.validateRecords
-    (KafkaApis), then acks, then the internal-topic check and the append (ReplicaManager)."""
+    (KafkaApis), then acks, then the internal-topic check and the append (ReplicaManager).
+    From v12 a transactional batch's partition not yet in its transaction is added to it first
+    (KIP-890 part 2, transaction version 2: AddPartitionsToTxnManager's ADD_PARTITION), then the
+    request is handled as if it had been added by the producer."""
     by_id = version >= 13
     verify = req.transactional_id is not None and broker.config["transaction.partition.verification.enable"]
     if broker.control_topics and len(req.topic_data) == 1 and not by_id:
@@ -35,6 +38,11 @@ def handle(broker, ctx, req, version):
         # KafkaApis: transactional records need a transactional id (authorized to write): the
         # whole request is refused, or a hanging transaction no coordinator knows would be left
         return _error_response(ctx, req, version, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    if version >= 12 and not _added and req.transactional_id is not None \
+            and broker.config["transaction.partition.verification.enable"]:
+        added = _add_partitions_implicitly(broker, req, version)
+        if added is not None:
+            return chain(added, lambda: handle(broker, ctx, req, version, _added=True))
     dp = broker.data_path
     resp = ProduceResponse(responses=[], throttle_time_ms=0)
     written, to_flush = [], set()
@@ -114,6 +122,67 @@ def handle(broker, ctx, req, version):
     if req.acks == -1 and to_flush:
         return _after_flush(dp.wait_flushed(to_flush), resp)
     return resp
+
+
+def _add_partitions_implicitly(broker, req, version):
+    """The transaction's partitions this request writes to that are not in it yet, added through
+    the transaction coordinator (AddPartitionsToTxn v5 as a broker sends it): a PendingResponse
+    answered once they are (or once refused: the append's own verification then answers the
+    partition), None when there is nothing to add."""
+    from ...protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest
+    from ...transaction_coordinator import TransactionCoordinatorShard as Shard
+    txn = broker.transaction_coordinator
+    wanted: dict[tuple[int, int], dict[str, list[int]]] = {}
+    for td in req.topic_data:
+        topic = broker.metadata.by_id(td.topic_id) if version >= 13 else broker.metadata.get(td.name)
+        if topic is None or topic.is_internal:
+            continue
+        for pd in td.partition_data:
+            if not 0 <= pd.index < topic.num_partitions or pd.records is None or len(pd.records) < BATCH_HEADER.size:
+                continue
+            header = read_batch_header(pd.records)
+            if not header.is_transactional:
+                continue
+            tp = (topic.name, pd.index)
+            error = txn.verify_partitions(req.transactional_id, header.producer_id, header.producer_epoch, (tp,))[tp]
+            if error == ErrorCode.TRANSACTION_ABORTABLE:
+                wanted.setdefault((header.producer_id, header.producer_epoch), {}).setdefault(
+                    topic.name, []).append(pd.index)
+    if len(wanted) != 1:        # nothing to add, or batches of several producers: verified as they are
+        return None
+    (pid, epoch), topics = next(iter(wanted.items()))
+    T = AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction
+    add = AddPartitionsToTxnRequest(transactions=[T(
+        transactional_id=req.transactional_id, producer_id=pid, producer_epoch=epoch, verify_only=False,
+        topics=[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name=t, partitions=ps)
+                for t, ps in topics.items()])])
+    answer = txn.run(req.transactional_id, Shard.handle_add_partitions_to_txn, add, 5, txn.partition_exists)
+    if type(answer) is PendingResponse:
+        return answer
+    done = PendingResponse()
+    done.answer(answer)
+    return done
+
+
+def chain(first: PendingResponse, then) -> PendingResponse:
+    """The answer of ``then()`` (a response or a PendingResponse), run once ``first`` is answered."""
+    out = PendingResponse()
+
+    def run(answered):
+        if answered.error is not None:
+            out.fail(answered.error)
+            return
+        try:
+            answer = then()
+        except Exception as e:         # noqa: BLE001 - the request fails as a handler error would
+            out.fail(e)
+            return
+        if type(answer) is PendingResponse:
+            answer.then(to=out)
+        else:
+            out.answer(answer)
+    first.listen(run)
+    return out
 
 
 def _has_transactional_records(req) -> bool:
