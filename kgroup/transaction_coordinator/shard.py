@@ -514,6 +514,8 @@ class TransactionCoordinatorShard:
             nxt = m.next_producer_id
             return E.NONE, (nxt if nxt != NO_PRODUCER_ID else m.producer_id), (0 if nxt != NO_PRODUCER_ID
                                                                                 else m.producer_epoch)
+        if retry and m.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT, S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
+            return E.INVALID_TXN_STATE, NO_PRODUCER_ID, NO_PRODUCER_EPOCH     # a retry of the other outcome
         if pid != m.producer_id:
             return E.INVALID_PRODUCER_ID_MAPPING, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         if epoch != m.producer_epoch:
@@ -523,7 +525,9 @@ class TransactionCoordinatorShard:
         if m.state is not S.ONGOING:
             return E.INVALID_TXN_STATE, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         bumped = epoch + 1
-        nxt = self._new_producer_id() if is_epoch_exhausted(bumped) else NO_PRODUCER_ID
+        # TransactionMetadata.isProducerEpochExhausted on the current epoch: the bump itself may
+        # still reach Short.MaxValue, then the next producer id takes over
+        nxt = self._new_producer_id() if is_epoch_exhausted(epoch) else NO_PRODUCER_ID
         new = m.transit(prepare, now_ms=now_ms, producer_epoch=bumped, next_producer_id=nxt,
                         client_transaction_version=2)
         self._write(res, new)

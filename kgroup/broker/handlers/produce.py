@@ -38,8 +38,8 @@ def handle(broker, ctx, req, version, _added=False):
         # KafkaApis: transactional records need a transactional id (authorized to write): the
         # whole request is refused, or a hanging transaction no coordinator knows would be left
         return _error_response(ctx, req, version, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-    if version >= 12 and not _added and req.transactional_id is not None \
-            and broker.config["transaction.partition.verification.enable"]:
+    # (with or without transaction.partition.verification.enable: TV2 producers never add themselves)
+    if version >= 12 and not _added and req.transactional_id is not None:
         added = _add_partitions_implicitly(broker, req, version)
         if added is not None:
             return chain(added, lambda: handle(broker, ctx, req, version, _added=True))

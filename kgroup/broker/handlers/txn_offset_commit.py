@@ -35,12 +35,14 @@ _OPERATION_ERRORS = {ErrorCode.NETWORK_EXCEPTION: ErrorCode.COORDINATOR_LOAD_IN_
 
 
 def handle(broker, ctx, req, version):
+    verifying = broker.config["transaction.partition.verification.enable"]
+
     def commit(r, added=False):
-        if r.topics and broker.config["transaction.partition.verification.enable"]:
+        if r.topics and (verifying or version >= 5):
             error = _verify(broker, r, version)
             if error == ErrorCode.TRANSACTION_ABORTABLE and version >= 5 and not added:
                 return chain(_add_offsets_partition(broker, r), lambda: commit(r, added=True))
-            if error:
+            if error and verifying:
                 return txn_offset_commit_error_response(r, error)
         return broker.group_coordinator.execute_txn_offset_commit(r, version)
     answer = commit_known_partitions(broker.metadata, req, commit, T, P)
