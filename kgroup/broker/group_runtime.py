@@ -36,7 +36,6 @@ import copy
 import logging
 import time
 
-from ..clock import now_ms
 from ..coordinator import CoordinatorLoadError, GroupCoordinatorConfig, GroupCoordinatorShard, group_partition
 from ..coordinator.result import append_error_to_response_error
 from ..protocol.errors import ErrorCode, KafkaError
@@ -90,6 +89,7 @@ class GroupRuntime:
 
     def __init__(self, broker):
         self.broker = broker
+        self.now_ms = broker.clock.now_ms      # the broker's clock (time travel moves it)
         self.config = GroupCoordinatorConfig.from_props(broker.config.values)
         self.num_partitions = broker.config["offsets.topic.num.partitions"]
         self.shards: dict[int, GroupCoordinatorShard] = {}
@@ -105,6 +105,9 @@ class GroupRuntime:
         # GroupConfigManager); one dict shared by every shard, updated in place
         self.group_configs: dict[str, dict[str, int]] = group_configs.overrides(broker)
         self.write_observer = None      # fn(results) after their records are appended (metrics), or None
+        # fn(shard or None) after an operation changed what a shard shows (committed, timers
+        # fired; None: the topics changed): what the test waits are woken by (test_control.py)
+        self.state_observer = None
 
     # -- topic and shards -----------------------------------------------------------------------
     def start(self) -> None:
@@ -122,7 +125,7 @@ class GroupRuntime:
         if self.broker.metadata.get(self.topic) is not None:
             return
         self.broker.create_topic(self.topic, self.num_partitions, 1, self._topic_configs())
-        now = now_ms()
+        now = self.now_ms()
         for p in range(self.num_partitions):
             shard = self.shards[p] = self._new_shard(p)
             self._run(shard, shard.on_loaded(now))
@@ -159,7 +162,7 @@ class GroupRuntime:
             except CoordinatorLoadError as e:
                 log.error("cannot load %s: %s", f"{self.topic}-{p}", e)
                 raise
-            self._run(shard, shard.on_loaded(now_ms()))
+            self._run(shard, shard.on_loaded(self.now_ms()))
             self.partition_load_ms[p] = (clock() - shard_started) * 1000  # (includes yields to requests)
             await asyncio.sleep(0)
         log.info("loaded %d partition(s) of %s in %.2f s", len(self.shards), self.topic,
@@ -197,11 +200,13 @@ class GroupRuntime:
         """The broker created or deleted a topic: consumer groups subscribed to it (by name or
         regex) get a new group epoch (Kafka's onNewMetadataImage)."""
         self._topic_image = None
-        self._topics_version = max(self._topics_version + 1, now_ms())
+        self._topics_version = max(self._topics_version + 1, self.now_ms())
         for p, shard in self.shards.items():
             if shard.is_loaded and shard.consumer_group_manager.groups:
                 self._write_held(p)
-                self._run(shard, shard.handle_topics_changed(now_ms()))
+                self._run(shard, shard.handle_topics_changed(self.now_ms()))
+        if self.state_observer is not None:
+            self.state_observer(None)
 
     # -- operations -----------------------------------------------------------------------------
     def execute(self, group_id: str, handle, req, version: int, *extra, offset_commit: bool = False):
@@ -219,7 +224,7 @@ class GroupRuntime:
         if p in self._held and not (offset_commit and (group_id in shard.group_metadata_manager.groups
                                                        or group_id in shard.consumer_group_manager.groups)):
             self._write_held(p)
-        if self._run(shard, handle(shard, req, version, now_ms(), token, *extra), may_hold=offset_commit):
+        if self._run(shard, handle(shard, req, version, self.now_ms(), token, *extra), may_hold=offset_commit):
             token.flush_only = True     # held to be written: it waits only for its write and fsync
         return token.response if token.answered else token
 
@@ -249,7 +254,7 @@ class GroupRuntime:
             token = PendingResponse()
             self._write_held(p)
             shard = self.shards[p]
-            self._run(shard, handle(shard, sub, version, now_ms(), token))
+            self._run(shard, handle(shard, sub, version, self.now_ms(), token))
             tokens.append(token)
         return PendingResponse.gather(tokens, merge)
 
@@ -265,6 +270,8 @@ class GroupRuntime:
         else:
             self._write(shard, [result])
         self._reschedule(shard)
+        if self.state_observer is not None:
+            self.state_observer(shard)
         return held
 
     # -- writing ------------------------------------------------------------------------------
@@ -294,6 +301,8 @@ class GroupRuntime:
         held = self._held.pop(p, None)
         if held is not None:
             self._write(self.shards[p], held.results, held.records)
+            if self.state_observer is not None:
+                self.state_observer(self.shards[p])
 
     def _write(self, shard: GroupCoordinatorShard, results: list, offset_commits: int = 0) -> None:
         """Append the records of ``results`` as one batch, then commit (or abort) each in order.
@@ -372,7 +381,7 @@ class GroupRuntime:
         self._write_held(p)
         shard = self.shards[p]
         token = PendingResponse()
-        result = shard.handle_txn_offset_commit(req, version, now_ms(), token)
+        result = shard.handle_txn_offset_commit(req, version, self.now_ms(), token)
         if not result.records:
             out = shard.commit(result)
         else:
@@ -424,13 +433,15 @@ class GroupRuntime:
         self.ensure_offsets_topic()
         self._write_held(p)
         plog = self.broker.data_path.log(OFFSETS_TOPIC, p)
-        now = now_ms()
+        now = self.now_ms()
         plog.append(b"".join(build_end_txn_marker_batch(pid, epoch, committed, coordinator_epoch, now)
                              for pid, epoch, committed, coordinator_epoch in markers),
                     origin=AppendOrigin.COORDINATOR)
         shard = self.shards[p]
         for pid, _, committed, _ in markers:
             shard.replay_end_transaction_marker(pid, committed)
+        if self.state_observer is not None:
+            self.state_observer(shard)
         return plog
 
     # -- timers ---------------------------------------------------------------------------------
@@ -449,7 +460,7 @@ class GroupRuntime:
             armed.handle.cancel()
         loop = asyncio.get_running_loop()
         # +1 ms: a timer must not fire before its millisecond deadline, or it would spin
-        delay = max(0.0, (deadline - now_ms() + 1) / 1000.0)
+        delay = max(0.0, (deadline - self.now_ms() + 1) / 1000.0)
         self._timers[shard.partition] = _ArmedTimer(deadline, loop.call_later(delay, self._fire, shard), pushes)
 
     def _fire(self, shard: GroupCoordinatorShard) -> None:
@@ -457,7 +468,24 @@ class GroupRuntime:
         p = shard.partition
         if p in self._held:
             self._write_held(p)
-        self._run(shard, shard.poll_timers(now_ms()))
+        self._run(shard, shard.poll_timers(self.now_ms()))
+
+    def fire_due_timers(self) -> int | None:
+        """Run every loaded shard's timers due at the clock's time now, each shard's in
+        deadline order (time travel: test_control.py moves the clock, then calls this). Returns
+        the earliest deadline still scheduled on any shard, or None."""
+        now = self.now_ms()
+        for p, shard in list(self.shards.items()):
+            if not shard.is_loaded:
+                continue
+            deadline = shard.next_deadline()
+            if deadline is not None and deadline <= now:
+                if p in self._held:
+                    self._write_held(p)
+                self._run(shard, shard.poll_timers(now))
+        pending = [d for shard in self.shards.values() if shard.is_loaded
+                   for d in (shard.next_deadline(),) if d is not None]
+        return min(pending, default=None)
 
     def close(self) -> None:
         for armed in self._timers.values():

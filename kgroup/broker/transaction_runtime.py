@@ -29,7 +29,6 @@ import asyncio
 import logging
 import os
 
-from ..clock import now_ms
 from ..protocol.records import build_end_txn_marker_batch
 from ..storage.producer_state import AppendOrigin
 from ..transaction_coordinator import (TransactionCoordinatorConfig, TransactionCoordinatorShard,
@@ -214,7 +213,7 @@ class TransactionRuntime(GroupRuntime):
             return
         for m in markers:
             if shard.is_loaded and self.shards.get(shard.partition) is shard:
-                self._run(shard, shard.complete_transaction(m, now_ms()))
+                self._run(shard, shard.complete_transaction(m, self.now_ms()))
             self._resume(m.transactional_id)
 
     def write_markers(self, producer_id: int, producer_epoch: int, committed: bool, coordinator_epoch: int,
@@ -241,7 +240,7 @@ class TransactionRuntime(GroupRuntime):
             plog = dp.log(topic, p)
             if plog is None:
                 return None
-            now = now_ms()
+            now = self.now_ms()
             plog.append(b"".join(build_end_txn_marker_batch(pid, epoch, committed, coordinator_epoch, now)
                                  for pid, epoch, committed, coordinator_epoch in markers),
                         origin=AppendOrigin.COORDINATOR)
