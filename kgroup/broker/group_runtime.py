@@ -472,10 +472,14 @@ class GroupRuntime:
 
     def fire_due_timers(self) -> int | None:
         """Run every loaded shard's timers due at the clock's time now, each shard's in
-        deadline order (time travel: test_control.py moves the clock, then calls this). Returns
-        the earliest deadline still scheduled on any shard, or None."""
+        deadline order, and re-arm every shard's loop timer from the clock's time (time travel:
+        test_control.py moves the clock, then calls this). Returns the earliest deadline still
+        scheduled on any shard, or None."""
         now = self.now_ms()
         for p, shard in list(self.shards.items()):
+            armed = self._timers.pop(p, None)
+            if armed is not None:       # armed in real time from before the clock moved
+                armed.handle.cancel()
             if not shard.is_loaded:
                 continue
             deadline = shard.next_deadline()
@@ -483,6 +487,8 @@ class GroupRuntime:
                 if p in self._held:
                     self._write_held(p)
                 self._run(shard, shard.poll_timers(now))
+            else:
+                self._reschedule(shard)
         pending = [d for shard in self.shards.values() if shard.is_loaded
                    for d in (shard.next_deadline(),) if d is not None]
         return min(pending, default=None)

@@ -123,9 +123,12 @@ class TestControl:
         return {**self.clock_state(), "advanced_ms": ms, "deadlines": steps,
                 "segments_deleted": deleted, "producers_expired": expired}
 
-    @staticmethod
-    def _fire(runtimes) -> int | None:
+    def _fire(self, runtimes) -> int | None:
         nexts = [d for rt in runtimes for d in (rt.fire_due_timers(),) if d is not None]
+        timelines = self.broker.timelines
+        if timelines is not None:       # what the timers did, at the time they did it (its tick's work)
+            for gid in list(timelines.seen):
+                timelines.observe(gid, None)
         return min(nexts, default=None)
 
     def _runtimes(self):
