@@ -234,3 +234,20 @@ def test_the_http_api(tmp_path):
         assert http(b, "GET", "/admin/transactions")[1] == {"transactions": []}
     with KafkaBroker(tmp_path / "e", {"kgroup.fault.injection.enable": "false"}, metrics=True) as b:
         assert http(b, "POST", "/admin/reset")[0] == 403
+
+
+def test_the_cli(kafka_broker, capsys):
+    from kgroup.cli import main
+    b = kafka_broker
+    bs = ["inject", "--bootstrap-server", b.bootstrap_servers]
+    b.create_topic("t")
+    assert main(bs + ["advance-time", "--ms", "5000"]) == 0
+    assert json.loads(capsys.readouterr().out)["offset_ms"] >= 4000
+    assert main(bs + ["wait", "--for", "topic", "--topic", "t"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"ok": True, "state": {"name": "t", "partitions": 1}}
+    assert main(bs + ["wait", "--for", "group", "--group", "g", "--timeout-ms", "100"]) == 1
+    assert "timed out after 100 ms" in capsys.readouterr().out
+    assert main(bs + ["reset"]) == 0
+    assert json.loads(capsys.readouterr().out)["topics_deleted"] == ["t"]
+    assert main(bs + ["topics"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"topics": []}
