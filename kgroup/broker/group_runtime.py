@@ -202,7 +202,7 @@ class GroupRuntime:
         self._topic_image = None
         self._topics_version = max(self._topics_version + 1, self.now_ms())
         for p, shard in self.shards.items():
-            if shard.is_loaded and shard.consumer_group_manager.groups:
+            if shard.is_loaded and shard.consumer_group_manager.consumer_groups():
                 self._write_held(p)
                 self._run(shard, shard.handle_topics_changed(self.now_ms()))
         if self.state_observer is not None:
@@ -221,8 +221,7 @@ class GroupRuntime:
         if p is None:
             p = self.shard_for(group_id)
         shard = self.shards[p]
-        if p in self._held and not (offset_commit and (group_id in shard.group_metadata_manager.groups
-                                                       or group_id in shard.consumer_group_manager.groups)):
+        if p in self._held and not (offset_commit and group_id in shard.groups)):
             self._write_held(p)
         if self._run(shard, handle(shard, req, version, self.now_ms(), token, *extra), may_hold=offset_commit):
             token.flush_only = True     # held to be written: it waits only for its write and fsync

@@ -37,7 +37,8 @@ from ..protocol.messages.heartbeat import HeartbeatResponse
 from ..protocol.messages.list_groups import ListGroupsResponse
 from ..protocol.messages.offset_delete import OffsetDeleteResponse
 from . import coordinator_records as rec
-from .classic_group import ClassicGroupState, live_view, record_view
+from .classic_group import ClassicGroup, live_view, record_view
+from .group import Group, GroupType
 from .config import GroupCoordinatorConfig
 from .consumer_group import group as consumer_group
 from .consumer_group import consumer_group_records
@@ -66,19 +67,22 @@ class GroupCoordinatorShard:
         self.config = config or GroupCoordinatorConfig()
         self.scheduler = scheduler if scheduler is not None else TimerQueue()
         self.timer = CoordinatorTimer(self.scheduler)
-        self.group_metadata_manager = GroupMetadataManager(self.config, self.timer, uuid_factory or _default_uuid)
-        self.offset_metadata_manager = OffsetMetadataManager(self.config, self.timer, self.group_metadata_manager)
-        # consumer-protocol groups (KIP-848) share the group id namespace with the classic ones;
+        uuids = uuid_factory or _default_uuid
+        # ONE map of every group of the partition, whatever its type (Kafka's GroupMetadataManager.groups);
+        # each manager acts on it for its protocol
+        self.groups: dict[str, Group] = {}
+        self.group_metadata_manager = GroupMetadataManager(self.config, self.timer, uuids, self.groups)
+        self.offset_metadata_manager = OffsetMetadataManager(self.config, self.timer, self.groups,
+                                                             self.group_metadata_manager)
         # ``topics()`` is the broker's topic metadata image (name -> TopicMetadata), ``topics_version()``
         # the version of the image that last brought new topics (regex resolution); ``group_configs``
         # the groups' GROUP config overrides (config.GroupConfigs), configuration kept current by the runtime
-        self.consumer_group_manager = ConsumerGroupManager(self.config, self.timer, uuid_factory or _default_uuid,
+        self.consumer_group_manager = ConsumerGroupManager(self.config, self.timer, uuids, self.groups,
                                                            topics, topics_version, group_configs)
-        self.offset_metadata_manager.consumer_groups = self.consumer_group_manager.groups
         # online migration between the two protocols (KIP-848), and classic members inside
         # consumer groups
-        self.migration = Migration(self.config, self.timer, uuid_factory or _default_uuid,
-                                   self.group_metadata_manager, self.consumer_group_manager)
+        self.migration = Migration(self.config, self.timer, uuids, self.group_metadata_manager,
+                                   self.consumer_group_manager)
         self.consumer_group_manager.migration = self.migration
         self.is_loaded = False
         self.skipped_records = 0
@@ -112,14 +116,8 @@ class GroupCoordinatorShard:
             self.offset_metadata_manager.replay_offset_commit(k.group, k.topic, k.partition, record.value_struct)
 
     def _apply_consumer_group(self, record) -> None:
-        consumer_group.replay(self.consumer_group_manager.groups, record)
-        # an empty classic group (offsets only) with this id became the consumer group, as in
-        # Kafka's getOrMaybeCreatePersistedConsumerGroup
-        gid = record.key_struct.group_id
-        classic = self.group_metadata_manager.groups.get(gid)
-        if classic is not None and record.value is not None and gid in self.consumer_group_manager.groups and \
-                classic.state is ClassicGroupState.EMPTY:
-            del self.group_metadata_manager.groups[gid]
+        consumer_group.replay(self.groups, record)
+
     def replay_transactional(self, producer_id: int, key: bytes, value: bytes | None, offset=None) -> None:
         """A record of a transactional batch of ``producer_id`` (TxnOffsetCommit's offsets):
         pending until the producer's marker; other record types never come transactional."""
@@ -156,14 +154,16 @@ class GroupCoordinatorShard:
         return res
 
     def on_unloaded(self, now_ms: int) -> list:
+        """The partition moves away (or the broker stops serving it): every group's timers stop,
+        parked requests are answered NOT_COORDINATOR, and the groups are dropped (Kafka's
+        GroupMetadataManager.onUnloaded)."""
         res = self._begin(now_ms)
         self.is_loaded = False
         self.timer.cancel(EXPIRE_GROUP_METADATA_KEY)
-        for group in self.group_metadata_manager.groups.values():
-            self.group_metadata_manager.cancel_group_timers(group)
+        for group in self.groups.values():
+            group.cancel_timers(self.timer)
         self.group_metadata_manager.on_unloaded(res)
-        self.consumer_group_manager.cancel_timers()
-        self.consumer_group_manager.groups.clear()
+        self.groups.clear()
         return res.responses
 
     # == write protocol ==========================================================================
@@ -205,12 +205,13 @@ class GroupCoordinatorShard:
                             self._cleanup_group_metadata)
 
     def _cleanup_group_metadata(self, res: Result) -> None:
-        """Expire offsets (KIP-211); an Empty group left without offsets is deleted."""
-        for group_id in list(self.group_metadata_manager.groups):
-            if self.offset_metadata_manager.cleanup_expired_offsets(group_id, res):
-                group = self.group_metadata_manager.groups[group_id]
-                if group.state is ClassicGroupState.EMPTY:
-                    self.group_metadata_manager.delete_group(group, res)
+        """Expire offsets (KIP-211); an empty group left without offsets is deleted, whatever its
+        type (Kafka's GroupCoordinatorShard.cleanupGroupMetadata)."""
+        for group_id, group in list(self.groups.items()):
+            if group.should_expire() and self.offset_metadata_manager.cleanup_expired_offsets(group_id, res):
+                if group.is_empty():
+                    group.create_group_tombstone_records(res.records)
+                    group.cancel_timers(self.timer)
         self._schedule_expiration()
 
     def _begin(self, now_ms: int) -> Result:
@@ -231,7 +232,7 @@ class GroupCoordinatorShard:
             if version == 0 and req.rebalance_timeout_ms != req.session_timeout_ms:
                 req = copy.copy(req)
                 req.rebalance_timeout_ms = req.session_timeout_ms
-            consumer_group = self.consumer_group_manager.groups.get(req.group_id)
+            consumer_group = self.consumer_group_manager.consumer_group(req.group_id)
             if consumer_group is not None:
                 if consumer_group.members:
                     # a classic member joins a consumer group with members (KIP-848 online migration)
@@ -251,8 +252,7 @@ class GroupCoordinatorShard:
             res.reply(token, sync_response(version, ErrorCode.INVALID_GROUP_ID))
         elif not self.is_loaded:
             res.reply(token, sync_response(version, LOADING))
-        elif req.group_id in self.consumer_group_manager.groups:
-            consumer_group = self.consumer_group_manager.groups[req.group_id]
+        elif (consumer_group := self.consumer_group_manager.consumer_group(req.group_id)) is not None:
             if consumer_group.members:
                 self.migration.sync(consumer_group, req, version, token, res)
             else:
@@ -267,8 +267,8 @@ class GroupCoordinatorShard:
             error = ErrorCode.INVALID_GROUP_ID
         elif not self.is_loaded:
             error = ErrorCode.NONE       # Kafka: "the group is still loading, so blindly respond"
-        elif req.group_id in self.consumer_group_manager.groups:
-            error = self.migration.heartbeat(self.consumer_group_manager.groups[req.group_id], req)
+        elif (consumer_group := self.consumer_group_manager.consumer_group(req.group_id)) is not None:
+            error = self.migration.heartbeat(consumer_group, req)
         else:
             error = self.group_metadata_manager.heartbeat(req)
         res.reply(token, HeartbeatResponse(error_code=int(error)))
@@ -285,7 +285,7 @@ class GroupCoordinatorShard:
                 members = [(req.member_id, None, None)]
             else:
                 members = [(m.member_id, m.group_instance_id, m.reason) for m in req.members]
-            consumer_group = self.consumer_group_manager.groups.get(req.group_id)
+            consumer_group = self.consumer_group_manager.consumer_group(req.group_id)
             if consumer_group is not None:
                 top, out = ErrorCode.NONE, self.migration.leave(consumer_group, members, res)
             else:
@@ -385,8 +385,7 @@ class GroupCoordinatorShard:
             res.reply(token, ListGroupsResponse(error_code=int(LOADING)))
         else:
             states, types = req.states_filter if version >= 4 else [], req.types_filter if version >= 5 else []
-            groups = self.group_metadata_manager.list_groups(states, types)
-            groups += self.consumer_group_manager.list_groups(states, types)
+            groups = self.list_groups(states, types)
             res.reply(token, ListGroupsResponse(groups=groups))
         return res
 
@@ -397,44 +396,31 @@ class GroupCoordinatorShard:
             if not self.is_loaded:
                 results.append((group_id, LOADING))
                 continue
-            consumer_group = self.consumer_group_manager.groups.get(group_id)
-            if consumer_group is not None:
-                # a consumer-protocol group: deletable when Empty; every record is tombstoned
-                try:
-                    consumer_group.validate_delete_group()
-                except KafkaError as e:
-                    results.append((group_id, e.code))
-                    continue
-                self.offset_metadata_manager.delete_all_offsets(group_id, res)
-                self.consumer_group_manager.delete_group(consumer_group, res)
-                results.append((group_id, ErrorCode.NONE))
-                continue
+            group = self.groups.get(group_id)
             try:
-                group = self.group_metadata_manager.validate_delete_group(group_id)
+                if group is None:
+                    raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND)
+                group.validate_delete_group()
             except KafkaError as e:
                 results.append((group_id, e.code))
                 continue
+            # offsets first, then the group's own records (Kafka's GroupCoordinatorShard.deleteGroups)
             self.offset_metadata_manager.delete_all_offsets(group_id, res)
-            self.group_metadata_manager.delete_group(group, res)
+            group.create_group_tombstone_records(res.records)
+            group.cancel_timers(self.timer)
             results.append((group_id, ErrorCode.NONE))
         res.reply(token, delete_groups_response(results),
                   lambda e: delete_groups_response([(g, e) for g in req.groups_names]))
         return res
 
     # == the consumer group protocol (KIP-848) =====================================================
-    def _is_classic_group(self, group_id: str) -> bool:
-        """A classic group that is not just offsets (an empty one becomes a consumer group)."""
-        g = self.group_metadata_manager.groups.get(group_id)
-        return g is not None and g.state is not ClassicGroupState.EMPTY
-
     def handle_consumer_group_heartbeat(self, req, version, now_ms, token, client_id="", client_host="") -> Result:
         res = self._begin(now_ms)
         if not self.is_loaded:
             res.reply(token, heartbeat_error(LOADING))
             return res
         try:
-            response = self.consumer_group_manager.heartbeat(req, version, res, client_id, client_host,
-                                                             self._is_classic_group)
+            response = self.consumer_group_manager.heartbeat(req, version, res, client_id, client_host)
         except KafkaError as e:
             del res.records[:]          # a refused request writes nothing
             res.reply(token, heartbeat_error(e.code, str(e)))  # as Kafka: no member id
@@ -453,7 +439,7 @@ class GroupCoordinatorShard:
                 groups.append(ConsumerGroupDescribeResponse.DescribedGroup(
                     error_code=int(ErrorCode.INVALID_GROUP_ID), group_id=group_id))
             else:
-                groups.append(self.consumer_group_manager.describe(group_id, self._is_classic_group))
+                groups.append(self.consumer_group_manager.describe(group_id))
         res.reply(token, ConsumerGroupDescribeResponse(groups=groups))
         return res
 
@@ -465,6 +451,14 @@ class GroupCoordinatorShard:
             self.consumer_group_manager.on_topics_changed(res)
         return res
 
+    def list_groups(self, states_filter, types_filter) -> list:
+        """ListGroups over every group, whatever its type (Kafka's GroupMetadataManager.listGroups):
+        filters are case-insensitive; an unknown type matches nothing."""
+        states = {s.strip().lower() for s in states_filter}
+        types = {GroupType.parse(t) for t in types_filter}
+        return [g.as_listed_group() for g in self.groups.values()
+                if (not states or g.is_in_states(states)) and (not types or g.type in types)]
+
     # == views for tests and operators ===========================================================
     def durable_state(self) -> dict:
         """What the log says: offsets and each group's last GroupMetadata image."""
@@ -472,9 +466,10 @@ class GroupCoordinatorShard:
                                o.expire_timestamp_ms) for p, o in parts.items()}
                        for t, parts in topics.items()}
                    for g, topics in self.offset_metadata_manager.offsets.items()}
-        groups = {g: record_view(group.record) for g, group in self.group_metadata_manager.groups.items()}
-        consumer_groups = {g: group.durable_view()
-                           for g, group in self.consumer_group_manager.groups.items()}
+        groups = {g: record_view(group.record) for g, group in self.groups.items()
+                  if isinstance(group, ClassicGroup)}
+        consumer_groups = {g: group.durable_view() for g, group in self.groups.items()
+                           if isinstance(group, consumer_group.ConsumerGroup)}
         state = {"offsets": offsets, "groups": groups, "consumer_groups": consumer_groups}
         pending = self.offset_metadata_manager.pending_transactional_offsets
         if pending:
@@ -487,8 +482,8 @@ class GroupCoordinatorShard:
         """In-memory groups that are Stable or Empty and written at least once, as record views;
         for those, memory must equal the durable image."""
         out = {}
-        for g, group in self.group_metadata_manager.groups.items():
-            if group.record is not None:
+        for g, group in self.groups.items():
+            if isinstance(group, ClassicGroup) and group.record is not None:
                 view = live_view(group)
                 if view is not None:
                     out[g] = view

@@ -111,7 +111,7 @@ class Ctx:
         return self.run(self.shard.poll_timers(self.now))
 
     def group(self, group_id):
-        return self.shard.group_metadata_manager.groups.get(group_id)
+        return self.shard.group_metadata_manager.classic_group(group_id)
 
     def state(self, group_id) -> str:
         g = self.group(group_id)
@@ -276,7 +276,7 @@ class CgCtx(Ctx):
         return self.run(self.shard.handle_topics_changed(self.now))
 
     def cg(self, group_id):
-        return self.shard.consumer_group_manager.groups.get(group_id)
+        return self.shard.consumer_group_manager.consumer_group(group_id)
 
     def hb(self, group_id, member_id, epoch, *, topics=None, regex=None, owned=None, instance_id=None,
            rebalance=30000, assignor=None, version=1, rack=None, full=False):

@@ -66,7 +66,7 @@ def test_restart_rebuilds_last_acknowledged_state():
     c.commit("simple", {("u", 0): 1})
     restarted = fresh_shard(c.shard, c.log, c.now + 500)
     assert restarted.durable_state() == c.shard.durable_state()
-    g = restarted.group_metadata_manager.groups["g"]
+    g = restarted.group_metadata_manager.classic_group("g")
     assert str(g.state) == "Stable" and g.generation_id == gen and set(g.members) == {a, b}
     assert g.leader_id == leader and g.protocol_name == "range"
     # consumption resumes at the committed offsets
@@ -99,7 +99,7 @@ def test_oversized_group_rebalances_after_load():
     for i, (k, v) in enumerate(c.log):
         shard.replay(k, v, i)
     shard.on_loaded(0)
-    assert str(shard.group_metadata_manager.groups["g"].state) == "PreparingRebalance"
+    assert str(shard.group_metadata_manager.classic_group("g").state) == "PreparingRebalance"
 
 
 # -- replay robustness --------------------------------------------------------------------------

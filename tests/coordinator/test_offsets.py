@@ -171,7 +171,7 @@ def test_offsets_expire_retention_after_group_became_empty():
     assert c.fetched("g", {"t": [0]}) == {("t", 0): (5, 0)}
     c.heartbeat("g", a, gen)                  # (sessions expired long ago; the group is Empty now)
     assert c.state("g") == "Empty"
-    emptied_at = c.shard.group_metadata_manager.groups["g"].current_state_timestamp
+    emptied_at = c.shard.group_metadata_manager.classic_group("g").current_state_timestamp
     c.advance(emptied_at + RETENTION - c.now - 1)
     assert c.fetched("g", {"t": [0]}) == {("t", 0): (5, 0)}
     c.advance(CHECK)
