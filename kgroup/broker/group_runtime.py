@@ -221,7 +221,7 @@ class GroupRuntime:
         if p is None:
             p = self.shard_for(group_id)
         shard = self.shards[p]
-        if p in self._held and not (offset_commit and group_id in shard.groups)):
+        if p in self._held and not (offset_commit and group_id in shard.groups):
             self._write_held(p)
         if self._run(shard, handle(shard, req, version, self.now_ms(), token, *extra), may_hold=offset_commit):
             token.flush_only = True     # held to be written: it waits only for its write and fsync
@@ -469,16 +469,19 @@ class GroupRuntime:
             self._write_held(p)
         self._run(shard, shard.poll_timers(self.now_ms()))
 
-    def fire_due_timers(self) -> int | None:
+    def fire_due_timers(self, rearm: bool = True) -> int | None:
         """Run every loaded shard's timers due at the clock's time now, each shard's in
-        deadline order, and re-arm every shard's loop timer from the clock's time (time travel:
-        test_control.py moves the clock, then calls this). Returns the earliest deadline still
-        scheduled on any shard, or None."""
+        deadline order (time travel: test_control.py moves the clock, then calls this), and,
+        with ``rearm``, re-arm every shard's loop timer from the clock's time (one armed before
+        the clock moved would fire late). Returns the earliest deadline still scheduled on any
+        shard, or None."""
         now = self.now_ms()
+        earliest = None
         for p, shard in list(self.shards.items()):
-            armed = self._timers.pop(p, None)
-            if armed is not None:       # armed in real time from before the clock moved
-                armed.handle.cancel()
+            if rearm:
+                armed = self._timers.pop(p, None)
+                if armed is not None:
+                    armed.handle.cancel()
             if not shard.is_loaded:
                 continue
             deadline = shard.next_deadline()
@@ -486,11 +489,12 @@ class GroupRuntime:
                 if p in self._held:
                     self._write_held(p)
                 self._run(shard, shard.poll_timers(now))
-            else:
+                deadline = shard.next_deadline()
+            elif rearm:
                 self._reschedule(shard)
-        pending = [d for shard in self.shards.values() if shard.is_loaded
-                   for d in (shard.next_deadline(),) if d is not None]
-        return min(pending, default=None)
+            if deadline is not None and (earliest is None or deadline < earliest):
+                earliest = deadline
+        return earliest
 
     def close(self) -> None:
         for armed in self._timers.values():

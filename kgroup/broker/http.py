@@ -170,7 +170,7 @@ class BrokerHttpServer:
         elif parts == ["transactions"] and method == "GET":
             cmd = {"op": "transactions"}
         elif parts == ["topics"] and method == "GET":
-            cmd = {"op": "topics"}
+            cmd = {"op": "topics", "internal": query.get("internal") in ("true", "1")}
         elif parts == ["wait"]:
             cmd = {"op": "wait", **{k: _query_value(v) if k in JSON_PARAMS else v for k, v in query.items()}, **body}
         if cmd is None:

@@ -464,8 +464,10 @@ class KafkaBroker:
     def transactions(self) -> list[dict]:
         return self.control({"op": "transactions"})["transactions"]
 
-    def topics(self) -> list[dict]:
-        return self.control({"op": "topics"})["topics"]
+    def topics(self, internal: bool = False) -> list[dict]:
+        """Every topic with its partitions' log start offsets and high watermarks (the internal
+        ones too with ``internal``)."""
+        return self.control({"op": "topics", "internal": internal})["topics"]
 
     def _wait(self, cmd: dict, timeout: float) -> dict:
         cmd = {"op": "wait", **{k: v for k, v in cmd.items() if v is not None}, "timeout_ms": int(timeout * 1000)}
