@@ -181,6 +181,24 @@ def test_idle_producer_ids_expire(kafka_broker):
     assert b.call(lambda broker: dict(plog.producer_state.producers)) == {}
 
 
+@pytest.mark.kafka_broker_config(producer_id_expiration_ms=60000, producer_id_expiration_check_interval_ms=500)
+def test_the_broker_removes_expired_producer_ids_every_check_interval(kafka_broker):
+    from confluent_kafka import Producer
+    b = kafka_broker
+    b.create_topic("t")
+    p = Producer({"bootstrap.servers": b.bootstrap_servers, "enable.idempotence": True})
+    p.produce("t", b"v")
+    p.flush(10)
+    plog = b.broker.data_path.log("t", 0)
+    time.sleep(1.2)                             # checks ran: not expired before its time
+    assert len(b.call(lambda broker: plog.producer_state.producers)) == 1
+    b.call(lambda broker: broker.clock.advance(61000))     # the clock alone: no check run by it
+    deadline = time.monotonic() + 10
+    while b.call(lambda broker: len(plog.producer_state.producers)) and time.monotonic() < deadline:
+        time.sleep(0.1)                         # the broker's housekeeping (every second) removes it
+    assert b.call(lambda broker: dict(plog.producer_state.producers)) == {}
+
+
 def test_the_clock_is_per_broker(tmp_path):
     with KafkaBroker(tmp_path / "a") as a, KafkaBroker(tmp_path / "b") as b:
         a.advance_time(3600)
