@@ -259,3 +259,24 @@ def test_the_cli(kafka_broker, capsys):
     assert json.loads(capsys.readouterr().out)["topics_deleted"] == ["t"]
     assert main(bs + ["topics"]) == 0
     assert json.loads(capsys.readouterr().out) == {"topics": []}
+
+
+def test_a_failing_test_report_carries_the_broker_log_and_timelines(tmp_path):
+    import os
+    import subprocess
+    import sys
+    (tmp_path / "test_fails.py").write_text(
+        "def test_it(kafka_broker):\n"
+        "    kafka_broker.create_topic('t')\n"
+        "    kafka_broker.produce('t', ['a'])\n"
+        "    kafka_broker.consume('t', 1, group='billing')\n"
+        "    assert kafka_broker.group('billing')['state'] == 'Stable'\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_fails.py"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 1, out.stdout + out.stderr
+    text = out.stdout
+    assert "kgroup broker (kafka_broker): log tail" in text
+    assert "created topic t with 1 partition(s)" in text
+    assert "kgroup broker (kafka_broker): groups and rebalance timelines" in text
+    assert "group billing (classic): Empty" in text and "member-joined" in text and "stable generation=1" in text
