@@ -505,8 +505,11 @@ class KafkaBroker:
         """Wait until the transaction is in ``state`` (Ongoing, CompleteCommit, CompleteAbort, ...)."""
         return self._wait({"for": "transaction", "transactional_id": transactional_id, "state": state}, timeout)
 
-    def wait_for_topic(self, name: str, partitions: int | None = None, timeout: float = 10.0) -> dict:
-        return self._wait({"for": "topic", "topic": name, "partitions": partitions}, timeout)
+    def wait_for_topic(self, name: str, partitions: int | None = None, *, deleted: bool = False,
+                       timeout: float = 10.0) -> dict | None:
+        """Wait until topic ``name`` exists (with ``partitions``), or, with ``deleted``, is gone."""
+        return self._wait({"for": "topic", "topic": name, "partitions": partitions, "deleted": deleted or None},
+                          timeout)
 
     def log_tail(self, lines: int = 50) -> str:
         """The last ``lines`` of the broker's log (the subprocess's output, or what the in-process

@@ -176,6 +176,8 @@ def test_wait_for_transaction_and_topic(kafka_broker):
     assert b.wait_for_topic("t", timeout=10) == {"name": "t", "partitions": 1}
     with pytest.raises(BrokerWaitTimeout, match="waiting for topic"):
         b.wait_for_topic("t", partitions=2, timeout=0.2)
+    with pytest.raises(BrokerWaitTimeout, match="waiting for topic"):
+        b.wait_for_topic("t", deleted=True, timeout=0.2)
     p = Producer({"bootstrap.servers": b.bootstrap_servers, "transactional.id": "tx"})
     p.init_transactions(10)
     p.begin_transaction()
@@ -186,6 +188,11 @@ def test_wait_for_transaction_and_topic(kafka_broker):
         b.wait_for_transaction("tx", "CompleteCommit", timeout=0.2)
     later(0.2, lambda: p.commit_transaction(10))
     assert b.wait_for_transaction("tx", "CompleteCommit", timeout=10)["state"] == "CompleteCommit"
+    def delete():
+        with b.admin() as admin:
+            admin.delete_topics(["t"])
+    later(0.2, delete)
+    assert b.wait_for_topic("t", deleted=True, timeout=10) is None
 
 
 def test_over_the_wire_with_a_broker_process(kafka_broker_process):
