@@ -13,8 +13,9 @@ control topic in faults.py), and answers a dict or a PendingResponse (a wait).
   later, share groups included); then the logs' time checks run (retention by time, producer-id
   expiry; a segment rolls by ``segment.ms`` at its next append). No client acts during the jump:
   a member still heartbeating is expired when the jump passes its session timeout.
-- **Reset**: back to an empty broker without a restart — every topic deleted, both coordinator
-  topics dropped with their shards (groups, offsets, transactions; recreated on first use), the
+- **Reset**: back to an empty broker without a restart — every shard of both coordinator
+  runtimes unloaded, its partition emptied and loaded again (groups, offsets, transactions gone;
+  the partitions kept, which is what makes it take milliseconds), every other topic deleted, the
   dynamic broker and group configs, fault rules, timelines and the clock's offset cleared.
   Producer id allocation goes on (ids never repeat in a broker's life).
 - **Waits**: a condition on a group, its assignment, its committed offsets or lag, a
