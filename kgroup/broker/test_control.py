@@ -60,8 +60,8 @@ class TestControl:
     def __init__(self, broker):
         self.broker = broker
         self.waiters: list[_Waiter] = []
-        broker.group_coordinator.state_observer = self._on_group_change
-        broker.transaction_coordinator.state_observer = self._on_transaction_change
+        broker.group_coordinator.runtime.state_observer = self._on_group_change
+        broker.transaction_coordinator.runtime.state_observer = self._on_transaction_change
 
     # -- the one entry point ---------------------------------------------------------------------
     def command(self, cmd: dict):
@@ -142,26 +142,18 @@ class TestControl:
         md = b.metadata
         for w in list(self.waiters):
             self._finish(w, False, "the broker was reset")
-        # The coordinators first: their shards unload (parked requests answered as by a moved
-        # coordinator: NOT_COORDINATOR), their loop timers stop, held commits are written; then
-        # their partitions are emptied (kept, not deleted: a new __consumer_offsets costs 50
-        # partitions' files) and loaded again, empty, below.
+        # The coordinators first: each partition unloads (parked requests answered as by a moved
+        # coordinator: NOT_COORDINATOR; its timers stop; what it held is written), its log is
+        # emptied (kept, not deleted: a new __consumer_offsets costs 50 partitions' files), and
+        # it is loaded again, empty, below.
         groups = 0
         for rt in self._runtimes():
-            rt.close()
-            for tid in list(getattr(rt, "_completing", ())):   # requests waiting for a transaction's markers
-                rt._resume(tid, ConnectionResetError("the broker was reset"))
-            for shard in rt.shards.values():
-                if not shard.is_loaded:
-                    continue
-                if rt is b.group_coordinator:
+            runtime = rt.runtime
+            for p in list(runtime.shards):
+                shard = runtime.shards[p]
+                if rt is b.group_coordinator and runtime.is_active(p):
                     groups += len(shard.groups)
-                    for token, response in shard.on_unloaded(b.clock.now_ms()):
-                        token.answer(response)
-                else:
-                    shard.on_unloaded()
-            rt.shards.clear()
-            rt.partition_load_ms.clear()
+                runtime.unload(p)
             topic = md.get(rt.topic)
             for p in range(topic.num_partitions if topic is not None else 0):
                 plog = b.data_path.log(rt.topic, p)
@@ -185,12 +177,10 @@ class TestControl:
             b.timelines.leave_reasons.clear()
             b.timelines.join_reasons.clear()
         b.clock.offset_ms = 0
-        now = b.clock.now_ms()
         for rt in self._runtimes():     # the emptied coordinator partitions, loaded again
             topic = md.get(rt.topic)
             for p in range(topic.num_partitions if topic is not None else 0):
-                shard = rt.shards[p] = rt._new_shard(p)
-                rt._run(shard, shard.on_loaded(now))
+                rt.runtime.load_empty(p)
         b.group_coordinator.on_topics_changed()
         log.warning("reset: %d topic(s) and %d group(s) removed", len(topics), groups)
         return {"topics_deleted": topics, "groups_deleted": groups}
@@ -212,14 +202,12 @@ class TestControl:
 
     def _shard(self, gid: str):
         rt = self.broker.group_coordinator
-        shard = rt.shards.get(rt.shard_for(gid)) if rt.shards else None
-        return shard if shard is not None and shard.is_loaded else None
+        p = rt.shard_for(gid)
+        return rt.shards[p] if rt.runtime.is_active(p) else None
 
     def groups(self) -> list[dict]:
         out = []
-        for shard in self.broker.group_coordinator.shards.values():
-            if not shard.is_loaded:
-                continue
+        for shard in self.broker.group_coordinator.runtime.active_shards():
             for gid in list(shard.groups):
                 g = self.group(gid)
                 if g is not None:
@@ -276,15 +264,15 @@ class TestControl:
 
     def transactions(self) -> list[dict]:
         out = []
-        for shard in self.broker.transaction_coordinator.shards.values():
+        for shard in self.broker.transaction_coordinator.runtime.active_shards():
             for m in shard.transactions.values():
                 out.append(self._transaction(m))
         return sorted(out, key=lambda t: t["transactional_id"])
 
     def transaction(self, tid: str) -> dict | None:
         rt = self.broker.transaction_coordinator
-        shard = rt.shards.get(rt.shard_for(tid)) if rt.shards else None
-        m = shard.transactions.get(tid) if shard is not None else None
+        p = rt.shard_for(tid)
+        m = rt.shards[p].transactions.get(tid) if rt.runtime.is_active(p) else None
         return None if m is None else self._transaction(m)
 
     @staticmethod
