@@ -192,7 +192,8 @@ class KafkaBroker:
             loop.call_soon(ready.set)
             loop.run_forever()
 
-        thread = threading.Thread(target=main, name=f"kgroup-broker-{self.port or 'new'}", daemon=True)
+        thread = threading.Thread(target=main, name=f"kgroup-broker-{self.port or 'new'}-{id(self):x}",
+                                  daemon=True)     # unique: log_tail keeps this broker's records
         self._capture_log(thread.name)
         thread.start()
         ready.wait()

@@ -204,3 +204,4 @@ def test_the_clock_is_per_broker(tmp_path):
         a.advance_time(3600)
         assert a.clock()["offset_ms"] >= 3599_000
         assert b.clock()["offset_ms"] == 0
+        assert "time travel" in a.log_tail() and "time travel" not in b.log_tail()     # a log each
