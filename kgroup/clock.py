@@ -1,5 +1,5 @@
-"""The one place that reads the clocks (architecture rule 2). Everything else is handed
-``now_ms`` or a clock callable, so tests drive time with a fake clock.
+"""The one place that reads the clocks (README's rule 3, injected time). Everything else is
+handed ``now_ms`` or a clock callable, so tests drive time with a fake clock.
 
 A broker owns one ``BrokerClock``: wall time plus an offset that only a test moves forward
 (``advance``, time travel: kgroup/broker/test_control.py). One per broker rather than one per

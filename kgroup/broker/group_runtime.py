@@ -16,7 +16,7 @@ from __future__ import annotations
 import copy
 
 from ..coordinator import GroupCoordinatorConfig, GroupCoordinatorShard, group_partition
-from ..coordinator.consumer_group.group import TopicMetadata
+from ..coordinator.topic_metadata import TopicMetadata
 from ..coordinator.result import gate
 from . import group_configs
 from .coordinator_runtime import CoordinatorRuntime

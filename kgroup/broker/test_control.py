@@ -392,7 +392,7 @@ class TestControl:
             return False, None
         want = p["assignment"]
         seen = {}
-        for key, parts in want.items():
+        for key in want:
             member = next((m for m in g["members"] if key in (m["member_id"], m["client_id"], m["instance_id"])),
                           None)
             seen[key] = None if member is None else member["assignment"]
