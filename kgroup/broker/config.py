@@ -128,7 +128,7 @@ CONFIG_DEFS: dict[str, ConfigDef] = {c.name: c for c in (
        "How often expired transactional ids are removed."),
     _d("producer.id.expiration.ms", "int", 86400000, "Expiry of idle producer ids."),
     _d("producer.id.expiration.check.interval.ms", "int", 600000,
-       "How often idle producer ids are looked for and removed."),
+       "How often producer ids idle longer than producer.id.expiration.ms are removed."),
     _d("transaction.partition.verification.enable", "boolean", True,
        "Verify with the transaction coordinator that a transactional produce or TxnOffsetCommit "
        "belongs to an ongoing transaction of its producer (KIP-890 part 1)."),

@@ -287,12 +287,6 @@ class LogManager:
     def delete_old_segments(self, now_ms: int | None = None) -> int:
         return self._each("retention", lambda plog: plog.delete_old_segments(now_ms))
 
-    def remove_expired_producers(self, now_ms: int | None = None) -> int:
-        """Kafka's PeriodicProducerExpirationCheck (every producer.id.expiration.check.interval.ms):
-        each log forgets its producers idle for producer.id.expiration.ms. Returns how many."""
-        now = (self._clock or _wall_ms)() if now_ms is None else now_ms
-        return self._each("producer expiration", lambda plog: plog.producer_state.remove_expired_producers(now))
-
     def compact_logs(self, now_ms: int | None = None) -> int:
         """Clean every compacted log; returns the number of segments rewritten."""
         return self._each("compaction", lambda plog: cleaner.clean(plog, now_ms).segments_rewritten,

@@ -332,9 +332,8 @@ class ProducerStateManager:
         self.last_map_offset = offset
 
     def remove_expired_producers(self, now_ms: int) -> int:
-        """ProducerStateManager.removeExpiredProducers: forget producers idle for
-        producer.id.expiration.ms (by their last batch's timestamp) with no open transaction;
-        their next batch starts afresh (any sequence at a new epoch). Returns how many."""
+        """Kafka's ProducerStateManager.removeExpiredProducers: forget the producers idle for
+        producer.id.expiration.ms with no transaction open; returns how many."""
         expired = [pid for pid, e in self.producers.items() if self._is_expired(now_ms, e)]
         for pid in expired:
             del self.producers[pid]
