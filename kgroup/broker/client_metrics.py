@@ -248,7 +248,7 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
 
 
 def _any_value(buf: bytes) -> str:
-    for field, wire, value in _fields(buf):
+    for field, _, value in _fields(buf):
         if field == 1:
             return value.decode()
         if field in (2, 3):
