@@ -326,10 +326,13 @@ def test_describe_reports_epochs_states_and_both_assignments():
     assert [(tp.topic_name, tp.partitions) for tp in m1.assignment.topic_partitions] == [
         ("a", sorted(c.group.members["m1"].assigned_partitions[topic("a", 0).topic_id]))]
     assert len(m1.target_assignment.topic_partitions[0].partitions) == 2
-    # it encodes as the v0 response
-    raw = ConsumerGroupDescribeResponse(groups=[d, group_not_found("x"), group_not_found("cls", True)]).to_bytes(0)
-    back = ConsumerGroupDescribeResponse.from_bytes(raw, 0)
+    assert [m.member_type for m in d.members] == [1, 1]     # consumer-protocol members (v1, KIP-1099)
+    # it encodes as the v1 response (v0 has no member type)
+    raw = ConsumerGroupDescribeResponse(groups=[d, group_not_found("x"), group_not_found("cls", True)]).to_bytes(1)
+    back = ConsumerGroupDescribeResponse.from_bytes(raw, 1)
     assert back.groups[0] == d
+    v0 = ConsumerGroupDescribeResponse.from_bytes(ConsumerGroupDescribeResponse(groups=[d]).to_bytes(0), 0)
+    assert [m.member_type for m in v0.groups[0].members] == [-1, -1]
     assert [(g.error_code, g.error_message) for g in back.groups[1:]] == [
         (69, "Group x not found."), (69, "Group cls is not a consumer group.")]
 
