@@ -6,8 +6,6 @@ Kafka's ``Utils.abs`` maps ``Integer.MIN_VALUE`` to 0 (``n & 0x7fffffff``) inste
 """
 from __future__ import annotations
 
-from functools import lru_cache
-
 _MASK = 0xFFFFFFFF
 
 
@@ -29,8 +27,18 @@ def utf16_length(s: str) -> int:
     return len(s.encode("utf-16-le", "surrogatepass")) // 2
 
 
-@lru_cache(maxsize=65536)
+# id -> Utils.abs(hashCode), emptied when full. A dict entry and an int per id: an lru_cache
+# entry would add its argument tuple and a link node, a few hundred bytes per group held.
+_ABS_HASH: dict[str, int] = {}
+_ABS_HASH_MAX = 65536
+
+
 def group_partition(group_id: str, n: int = 50) -> int:
     # Cached: every transactional request and marker looks its id's shard up again, and the
     # hash walks the id's UTF-16 code units in Python.
-    return java_utils_abs(java_string_hash_code(group_id)) % n
+    h = _ABS_HASH.get(group_id)
+    if h is None:
+        if len(_ABS_HASH) >= _ABS_HASH_MAX:
+            _ABS_HASH.clear()
+        h = _ABS_HASH[group_id] = java_utils_abs(java_string_hash_code(group_id))
+    return h % n

@@ -13,19 +13,11 @@ Keys (Kafka's, plus two of ours for what Kafka folds into ``heartbeat-``/``join-
 """
 from __future__ import annotations
 
+import functools
 import heapq
 import itertools
-from typing import Callable, NamedTuple
 
 EXPIRE_GROUP_METADATA_KEY = "expire-group-metadata"
-
-
-class MemberTimer(NamedTuple):
-    """A member's timer key and the operation it runs, made once: each heartbeat reschedules
-    the same pair instead of formatting the key and making a closure again."""
-
-    key: str
-    op: Callable
 
 
 def heartbeat_key(group_id: str, member_id: str) -> str:
@@ -59,7 +51,9 @@ class TimerQueue:
     pushing a session deadline) only updates the dict: the heap entry, which sorts no later than
     the truth, is re-filed when it surfaces. So a member's heartbeats cost a dict update, and a
     heap push once per session timeout. A new key, or one moved earlier, pushes a fresh entry
-    (the old one goes stale and is dropped when it surfaces, or by ``_compact``)."""
+    (the old one goes stale and is dropped when it surfaces, or by ``_compact`` once stale entries
+    are a quarter of the live ones: a cancelled key's entry would otherwise hold its key and
+    deadline until that deadline, a session timeout away)."""
 
     def __init__(self):
         self._deadlines: dict[str, tuple[int, int, int]] = {}
@@ -79,7 +73,8 @@ class TimerQueue:
         heap = self._heap
         heapq.heappush(heap, (deadline_ms, seq, key))
         self.pushes += 1
-        if len(heap) > 2 * len(self._deadlines) + 1024:
+        live = len(self._deadlines)
+        if len(heap) > live + (live >> 2) + 16:
             self._compact()
 
     def _compact(self) -> None:
@@ -136,19 +131,25 @@ class TimerQueue:
 
 
 class CoordinatorTimer:
-    """The shard's view of the scheduler: the operation and deadline behind every key."""
+    """The shard's view of the scheduler: the operation and deadline behind every key.
+
+    A timer that every member has (a session) passes a long-lived function and the member's
+    ``args`` rather than a closure made per member, so its entry is one small tuple,
+    ``(deadline, op, *args)``, instead of a function object with its cells."""
 
     def __init__(self, scheduler):
         self.scheduler = scheduler
         self.now = 0
-        self._ops: dict[str, tuple[int, int, object]] = {}
-        self._seq = 0
+        self._ops: dict[str, tuple] = {}       # key -> (deadline, op, *args)
+        # While pop_expired runs: the keys (re)scheduled since it started, which wait for the next poll.
+        self._rescheduled: set[str] | None = None
 
-    def schedule(self, key: str, delay_ms: int, op) -> None:
-        """Run ``op(result)`` at ``now + delay_ms``; replaces any timer under ``key``."""
+    def schedule(self, key: str, delay_ms: int, op, args: tuple = ()) -> None:
+        """Run ``op(*args, result)`` at ``now + delay_ms``; replaces any timer under ``key``."""
         deadline = self.now + max(0, delay_ms)
-        self._seq += 1
-        self._ops[key] = (deadline, self._seq, op)
+        self._ops[key] = (deadline, op, *args)
+        if self._rescheduled is not None:
+            self._rescheduled.add(key)
         self.scheduler.schedule(key, deadline)
 
     def cancel(self, key: str) -> None:
@@ -160,29 +161,33 @@ class CoordinatorTimer:
         return None if e is None else e[0]
 
     def pop_expired(self, now_ms: int):
-        """Yield ``(key, op)`` for the operations due at ``now_ms``, one at a time, so an operation
-        that cancels or reschedules another key takes effect before that key would run. A timer
-        (re)scheduled while this poll runs waits for the next poll, so a zero delay cannot spin."""
-        start = self._seq
-        while True:
-            keys = self.scheduler.poll_expired(now_ms)
-            if not keys:
-                return
-            fired = False
-            deferred = []
-            for key in keys:
-                entry = self._ops.get(key)
-                if entry is None or entry[0] > now_ms:
-                    continue  # cancelled, or rescheduled later by an earlier operation
-                if entry[1] > start:
-                    deferred.append(key)
-                    continue
-                del self._ops[key]
-                fired = True
-                yield key, entry[2]
-            for key in deferred:
-                entry = self._ops.get(key)
-                if entry is not None and entry[1] > start:
-                    self.scheduler.schedule(key, entry[0])
-            if not fired:
-                return
+        """Yield ``(key, op)`` for the operations due at ``now_ms`` (``op(result)`` runs one, its
+        ``args`` bound), one at a time, so an operation that cancels or reschedules another key
+        takes effect before that key would run. A timer (re)scheduled while this poll runs waits
+        for the next poll, so a zero delay cannot spin."""
+        rescheduled = self._rescheduled = set()
+        try:
+            while True:
+                keys = self.scheduler.poll_expired(now_ms)
+                if not keys:
+                    return
+                fired = False
+                deferred = []
+                for key in keys:
+                    entry = self._ops.get(key)
+                    if entry is None or entry[0] > now_ms:
+                        continue  # cancelled, or rescheduled later by an earlier operation
+                    if key in rescheduled:
+                        deferred.append(key)
+                        continue
+                    del self._ops[key]
+                    fired = True
+                    yield key, functools.partial(entry[1], *entry[2:]) if len(entry) > 2 else entry[1]
+                for key in deferred:
+                    entry = self._ops.get(key)
+                    if entry is not None and key in rescheduled:
+                        self.scheduler.schedule(key, entry[0])
+                if not fired:
+                    return
+        finally:
+            self._rescheduled = None
