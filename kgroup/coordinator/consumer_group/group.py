@@ -28,7 +28,7 @@ from ...protocol.errors import ErrorCode, KafkaError
 from ..assignor import SubscriptionType, hash_map_put_order
 from ..coordinator_records import CoordinatorRecord
 from . import consumer_group_records as rec
-from .member import ConsumerGroupMember, MemberState, freeze
+from .member import ConsumerGroupMember, MemberState, freeze, shared_frozenset, shared_name
 
 LEAVE_GROUP_MEMBER_EPOCH = -1
 
@@ -289,10 +289,11 @@ def replay(groups: dict[str, ConsumerGroup], record: CoordinatorRecord) -> None:
         if value is not None:
             base = old if old is not None else ConsumerGroupMember(key.member_id)
             group._update_member(base.replace(
-                instance_id=value.instance_id, rack_id=value.rack_id, client_id=value.client_id,
-                client_host=value.client_host, subscribed_topic_names=frozenset(value.subscribed_topic_names),
+                instance_id=value.instance_id, rack_id=value.rack_id, client_id=shared_name(value.client_id),
+                client_host=shared_name(value.client_host),
+                subscribed_topic_names=shared_frozenset(value.subscribed_topic_names),
                 subscribed_topic_regex=value.subscribed_topic_regex, rebalance_timeout_ms=value.rebalance_timeout_ms,
-                server_assignor_name=value.server_assignor, classic_member_metadata=_classic(value)))
+                server_assignor_name=shared_name(value.server_assignor), classic_member_metadata=_classic(value)))
         elif old is not None:
             if old.member_epoch != LEAVE_GROUP_MEMBER_EPOCH:
                 raise IllegalReplayState(f"Received a tombstone record to delete member {key.member_id} but did "

@@ -104,6 +104,7 @@ class ConsumerGroupManager:
         self.topics: Topics = topics or (lambda: {})
         self.topics_version: Callable[[], int] = topics_version or (lambda: -1)
         self.groups: dict[str, ConsumerGroup] = {}
+        self._expire_session = self._expire_session    # one bound method for every session timer
         # online migration (migration.Migration), set by the shard: upgrades classic groups
         # joined by a consumer-protocol member and downgrades when the last one leaves
         self.migration = None
@@ -452,13 +453,15 @@ class ConsumerGroupManager:
     # -- timers -----------------------------------------------------------------------------------
     def _schedule_session(self, group_id: str, member_id: str, timeout_ms: int | None = None) -> None:
         """``timeout_ms``: a classic member's own session timeout (else the group's)."""
-        def expire(res, group_id=group_id, member_id=member_id):
-            group = self.groups.get(group_id)
-            member = group.members.get(member_id) if group is not None else None
-            if member is not None:
-                self._remove_member(group, member, res)
         self.timer.schedule(session_key(group_id, member_id),
-                            self.session_timeout_ms(group_id) if timeout_ms is None else timeout_ms, expire)
+                            self.session_timeout_ms(group_id) if timeout_ms is None else timeout_ms,
+                            self._expire_session, (group_id, member_id))
+
+    def _expire_session(self, group_id: str, member_id: str, res) -> None:
+        group = self.groups.get(group_id)
+        member = group.members.get(member_id) if group is not None else None
+        if member is not None:
+            self._remove_member(group, member, res)
 
     def _schedule_rebalance(self, group_id: str, member: ConsumerGroupMember) -> None:
         epoch = member.member_epoch
