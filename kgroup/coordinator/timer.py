@@ -40,6 +40,33 @@ def sync_key(group_id: str) -> str:
     return f"sync-{group_id}"
 
 
+def session_key(group_id: str, member_id: str) -> str:
+    """A consumer group member's session (KIP-848)."""
+    return f"consumer-group-session-timeout-{group_id}-{member_id}"
+
+
+def rebalance_key(group_id: str, member_id: str) -> str:
+    """A consumer group member must revoke within its rebalance timeout."""
+    return f"consumer-group-rebalance-timeout-{group_id}-{member_id}"
+
+
+def join_timeout_key(group_id: str, member_id: str) -> str:
+    """A classic member inside a consumer group told to rejoin must do so within its rebalance timeout."""
+    return f"consumer-group-join-timeout-{group_id}-{member_id}"
+
+
+def sync_timeout_key(group_id: str, member_id: str) -> str:
+    """A classic member inside a consumer group must sync within its rebalance timeout of its join."""
+    return f"consumer-group-sync-timeout-{group_id}-{member_id}"
+
+
+def cancel_member_timers(timer, group_id: str, member_id: str) -> None:
+    """Every timer of a consumer group member."""
+    for key in (session_key(group_id, member_id), rebalance_key(group_id, member_id),
+                join_timeout_key(group_id, member_id), sync_timeout_key(group_id, member_id)):
+        timer.cancel(key)
+
+
 class TimerQueue:
     """The default scheduler: ``schedule(key, deadline_ms)``, ``cancel(key)``,
     ``poll_expired(now_ms)`` (expired keys, earliest deadline first, then in scheduling order,
@@ -141,15 +168,16 @@ class CoordinatorTimer:
         self.scheduler = scheduler
         self.now = 0
         self._ops: dict[str, tuple] = {}       # key -> (deadline, op, *args)
-        # While pop_expired runs: the keys (re)scheduled since it started, which wait for the next poll.
-        self._rescheduled: set[str] | None = None
+        # One set per pop_expired running: the keys (re)scheduled since it started, which wait
+        # for the next poll.
+        self._polls: list[set[str]] = []
 
     def schedule(self, key: str, delay_ms: int, op, args: tuple = ()) -> None:
         """Run ``op(*args, result)`` at ``now + delay_ms``; replaces any timer under ``key``."""
         deadline = self.now + max(0, delay_ms)
         self._ops[key] = (deadline, op, *args)
-        if self._rescheduled is not None:
-            self._rescheduled.add(key)
+        for rescheduled in self._polls:
+            rescheduled.add(key)
         self.scheduler.schedule(key, deadline)
 
     def cancel(self, key: str) -> None:
@@ -165,7 +193,8 @@ class CoordinatorTimer:
         ``args`` bound), one at a time, so an operation that cancels or reschedules another key
         takes effect before that key would run. A timer (re)scheduled while this poll runs waits
         for the next poll, so a zero delay cannot spin."""
-        rescheduled = self._rescheduled = set()
+        rescheduled: set[str] = set()
+        self._polls.append(rescheduled)
         try:
             while True:
                 keys = self.scheduler.poll_expired(now_ms)
@@ -190,4 +219,4 @@ class CoordinatorTimer:
                 if not fired:
                     return
         finally:
-            self._rescheduled = None
+            self._polls = [r for r in self._polls if r is not rescheduled]
