@@ -56,6 +56,7 @@ from ..protocol.offsets_records import GroupMetadataValue
 from ..protocol.primitives import DecodeError
 from . import coordinator_records as rec
 from .group import Group, GroupType
+from .empty import NO_ENTRIES
 from .partitioner import java_string_hash_code
 from .timer import heartbeat_key, initial_delay_key, join_key, pending_key, sync_key
 
@@ -139,22 +140,6 @@ def _protocols(protocols) -> tuple:
             _SHARED_PROTOCOLS.clear()
         _SHARED_PROTOCOLS[protocols] = protocols
     return protocols
-
-
-class _NoEntries(dict):
-    """The one empty map every group starts its static and pending members from: reads, ``pop``
-    and ``clear`` work as on any empty dict; an insertion is a bug (the group swaps in a dict of
-    its own first), so it raises. An emptied dict keeps its table, so the group swaps this back."""
-
-    __slots__ = ()
-
-    def _refuse(self, *_args, **_kwargs):
-        raise TypeError("the shared empty map is read-only")
-
-    __setitem__ = setdefault = update = __ior__ = _refuse
-
-
-NO_ENTRIES: dict = _NoEntries()
 
 
 class ClassicGroupMember:

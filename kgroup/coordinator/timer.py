@@ -7,57 +7,63 @@ holds it for the duration of the call, so "in 3000 ms" means ``now + 3000``. The
 operation to run for each key. The runtime asks ``TimerQueue.next_deadline()`` when to wake
 up and then calls ``GroupCoordinatorShard.poll_timers(now_ms)``.
 
-Keys (Kafka's, plus two of ours for what Kafka folds into ``heartbeat-``/``join-``):
-``heartbeat-<group>-<member>``, ``pending-<group>-<member>`` (a KIP-394 pending member),
-``join-<group>``, ``initial-delay-<group>``, ``sync-<group>``, ``expire-group-metadata``.
+Keys (Kafka's, plus two of ours for what Kafka folds into ``heartbeat-``/``join-``) are tuples of
+Kafka's key name and the group (and member) id: ``("heartbeat", group, member)``, ``("pending",
+group, member)`` (a KIP-394 pending member), ``("join", group)``, ``("initial-delay", group)``,
+``("sync", group)``, the consumer groups' ``("consumer-group-session-timeout", group, member)``
+and its rebalance, join and sync timeouts, and the string ``expire-group-metadata``. A tuple
+holds the ids the group already holds, where a formatted name would be a new string of ~100
+bytes kept for every member.
 """
 from __future__ import annotations
 
 import functools
 import heapq
 import itertools
+from typing import Hashable
 
+Key = Hashable          # a tuple as above, or a string
 EXPIRE_GROUP_METADATA_KEY = "expire-group-metadata"
 
 
-def heartbeat_key(group_id: str, member_id: str) -> str:
-    return f"heartbeat-{group_id}-{member_id}"
+def heartbeat_key(group_id: str, member_id: str) -> tuple:
+    return ("heartbeat", group_id, member_id)
 
 
-def pending_key(group_id: str, member_id: str) -> str:
-    return f"pending-{group_id}-{member_id}"
+def pending_key(group_id: str, member_id: str) -> tuple:
+    return ("pending", group_id, member_id)
 
 
-def join_key(group_id: str) -> str:
-    return f"join-{group_id}"
+def join_key(group_id: str) -> tuple:
+    return ("join", group_id)
 
 
-def initial_delay_key(group_id: str) -> str:
-    return f"initial-delay-{group_id}"
+def initial_delay_key(group_id: str) -> tuple:
+    return ("initial-delay", group_id)
 
 
-def sync_key(group_id: str) -> str:
-    return f"sync-{group_id}"
+def sync_key(group_id: str) -> tuple:
+    return ("sync", group_id)
 
 
-def session_key(group_id: str, member_id: str) -> str:
+def session_key(group_id: str, member_id: str) -> tuple:
     """A consumer group member's session (KIP-848)."""
-    return f"consumer-group-session-timeout-{group_id}-{member_id}"
+    return ("consumer-group-session-timeout", group_id, member_id)
 
 
-def rebalance_key(group_id: str, member_id: str) -> str:
+def rebalance_key(group_id: str, member_id: str) -> tuple:
     """A consumer group member must revoke within its rebalance timeout."""
-    return f"consumer-group-rebalance-timeout-{group_id}-{member_id}"
+    return ("consumer-group-rebalance-timeout", group_id, member_id)
 
 
-def join_timeout_key(group_id: str, member_id: str) -> str:
+def join_timeout_key(group_id: str, member_id: str) -> tuple:
     """A classic member inside a consumer group told to rejoin must do so within its rebalance timeout."""
-    return f"consumer-group-join-timeout-{group_id}-{member_id}"
+    return ("consumer-group-join-timeout", group_id, member_id)
 
 
-def sync_timeout_key(group_id: str, member_id: str) -> str:
+def sync_timeout_key(group_id: str, member_id: str) -> tuple:
     """A classic member inside a consumer group must sync within its rebalance timeout of its join."""
-    return f"consumer-group-sync-timeout-{group_id}-{member_id}"
+    return ("consumer-group-sync-timeout", group_id, member_id)
 
 
 def cancel_member_timers(timer, group_id: str, member_id: str) -> None:
@@ -79,18 +85,18 @@ class TimerQueue:
     the truth, is re-filed when it surfaces. So a member's heartbeats cost a dict update, and a
     heap push once per session timeout. A new key, or one moved earlier, pushes a fresh entry
     (the old one goes stale and is dropped when it surfaces, or by ``_compact`` once stale entries
-    are a quarter of the live ones: a cancelled key's entry would otherwise hold its key and
+    are an eighth of the live ones: a cancelled key's entry would otherwise hold its key and
     deadline until that deadline, a session timeout away)."""
 
     def __init__(self):
-        self._deadlines: dict[str, tuple[int, int, int]] = {}
+        self._deadlines: dict[Key, tuple[int, int, int]] = {}
         self._heap: list[tuple[int, int, str]] = []
         self._seq = itertools.count()
         # Heap pushes so far: only a push can make the earliest deadline earlier, so a caller
         # that armed a wake-up for next_deadline() need not look again until this changes.
         self.pushes = 0
 
-    def schedule(self, key: str, deadline_ms: int) -> None:
+    def schedule(self, key: Key, deadline_ms: int) -> None:
         seq = next(self._seq)
         old = self._deadlines.get(key)
         if old is not None and old[0] <= deadline_ms:
@@ -101,7 +107,7 @@ class TimerQueue:
         heapq.heappush(heap, (deadline_ms, seq, key))
         self.pushes += 1
         live = len(self._deadlines)
-        if len(heap) > live + (live >> 2) + 16:
+        if len(heap) > live + (live >> 3) + 8:
             self._compact()
 
     def _compact(self) -> None:
@@ -112,20 +118,20 @@ class TimerQueue:
         self._heap = [(d, order, key) for key, (d, _, order) in live.items()]
         heapq.heapify(self._heap)
 
-    def cancel(self, key: str) -> None:
+    def cancel(self, key: Key) -> None:
         self._deadlines.pop(key, None)
 
-    def deadline(self, key: str) -> int | None:
+    def deadline(self, key: Key) -> int | None:
         e = self._deadlines.get(key)
         return None if e is None else e[0]
 
-    def __contains__(self, key: str) -> bool:
+    def __contains__(self, key: Key) -> bool:
         return key in self._deadlines
 
     def __len__(self) -> int:
         return len(self._deadlines)
 
-    def keys(self) -> list[str]:
+    def keys(self) -> list[Key]:
         return sorted(self._deadlines, key=lambda k: self._deadlines[k][::2])
 
     def _drop_stale(self) -> None:
@@ -146,7 +152,7 @@ class TimerQueue:
         self._drop_stale()
         return self._heap[0][0] if self._heap else None
 
-    def poll_expired(self, now_ms: int) -> list[str]:
+    def poll_expired(self, now_ms: int) -> list[Key]:
         out = []
         while True:
             self._drop_stale()
@@ -167,12 +173,12 @@ class CoordinatorTimer:
     def __init__(self, scheduler):
         self.scheduler = scheduler
         self.now = 0
-        self._ops: dict[str, tuple] = {}       # key -> (deadline, op, *args)
+        self._ops: dict[Key, tuple] = {}       # key -> (deadline, op, *args)
         # One set per pop_expired running: the keys (re)scheduled since it started, which wait
         # for the next poll.
-        self._polls: list[set[str]] = []
+        self._polls: list[set[Key]] = []
 
-    def schedule(self, key: str, delay_ms: int, op, args: tuple = ()) -> None:
+    def schedule(self, key: Key, delay_ms: int, op, args: tuple = ()) -> None:
         """Run ``op(*args, result)`` at ``now + delay_ms``; replaces any timer under ``key``."""
         deadline = self.now + max(0, delay_ms)
         self._ops[key] = (deadline, op, *args)
@@ -180,11 +186,11 @@ class CoordinatorTimer:
             rescheduled.add(key)
         self.scheduler.schedule(key, deadline)
 
-    def cancel(self, key: str) -> None:
+    def cancel(self, key: Key) -> None:
         if self._ops.pop(key, None) is not None:
             self.scheduler.cancel(key)
 
-    def deadline(self, key: str) -> int | None:
+    def deadline(self, key: Key) -> int | None:
         e = self._ops.get(key)
         return None if e is None else e[0]
 
@@ -193,7 +199,7 @@ class CoordinatorTimer:
         ``args`` bound), one at a time, so an operation that cancels or reschedules another key
         takes effect before that key would run. A timer (re)scheduled while this poll runs waits
         for the next poll, so a zero delay cannot spin."""
-        rescheduled: set[str] = set()
+        rescheduled: set[Key] = set()
         self._polls.append(rescheduled)
         try:
             while True:

@@ -30,7 +30,8 @@ from ..coordinator_records import CoordinatorRecord
 from ..group import Group, GroupType
 from ..timer import cancel_member_timers
 from . import consumer_group_records as rec
-from .member import ConsumerGroupMember, MemberState, freeze, shared_frozenset, shared_name
+from ..empty import NO_COUNTS, NO_ENTRIES
+from .member import ConsumerGroupMember, MemberState, freeze, shared_frozenset, shared_mapping, shared_name
 
 LEAVE_GROUP_MEMBER_EPOCH = -1
 
@@ -78,16 +79,18 @@ class ConsumerGroup(Group):
         self.group_id = group_id
         self.group_epoch = 0
         self.members: dict[str, ConsumerGroupMember] = {}
-        self.static_members: dict[str, str] = {}             # instance id -> member id
+        # static_members, subscribed_regexes, server_assignors and resolved_regexes are the shared
+        # read-only NO_ENTRIES / NO_COUNTS while empty (most groups): changed only below
+        self.static_members: dict[str, str] = NO_ENTRIES     # instance id -> member id
         self.subscription_metadata: dict[str, TopicMetadata] = {}
         self.assignment_epoch = 0
         self.target_assignment: dict[str, dict[bytes, frozenset]] = {}
         self.partition_epochs: dict[bytes, dict[int, int]] = {}
         self.subscribed_topic_names: Counter = Counter()
-        self.subscribed_regexes: Counter = Counter()
-        self.server_assignors: Counter = Counter()
+        self.subscribed_regexes: Counter = NO_COUNTS
+        self.server_assignors: Counter = NO_COUNTS
         self.classic_members = 0
-        self.resolved_regexes: dict[str, ResolvedRegex] = {}
+        self.resolved_regexes: dict[str, ResolvedRegex] = NO_ENTRIES
 
     # -- reads -------------------------------------------------------------------------------------
     @property
@@ -240,6 +243,8 @@ class ConsumerGroup(Group):
         self._add_epochs(new.assigned_partitions, new.member_epoch)
         self._add_epochs(new.partitions_pending_revocation, new.member_epoch)
         if new.instance_id is not None:
+            if self.static_members is NO_ENTRIES:
+                self.static_members = {}
             self.static_members[new.instance_id] = new.member_id
 
     def _remove_member(self, member_id: str) -> None:
@@ -250,18 +255,28 @@ class ConsumerGroup(Group):
             # unconditionally, as Kafka does: a replacing static member's records come after
             # the old member's tombstones
             self.static_members.pop(old.instance_id, None)
+            if not self.static_members:
+                self.static_members = NO_ENTRIES
 
     def _count(self, m: ConsumerGroupMember | None, delta: int) -> None:
         if m is None:
             return
         regex, assignor = m.subscribed_topic_regex, m.server_assignor_name
-        for counter, keys in ((self.subscribed_topic_names, m.subscribed_topic_names),
-                              (self.subscribed_regexes, (regex,) if regex else ()),
-                              (self.server_assignors, (assignor,) if assignor else ())):
+        for name, keys in (("subscribed_topic_names", m.subscribed_topic_names),
+                           ("subscribed_regexes", (regex,) if regex else ()),
+                           ("server_assignors", (assignor,) if assignor else ())):
+            if not keys:
+                continue
+            counter = getattr(self, name)
+            if counter is NO_COUNTS:
+                counter = Counter()
+                setattr(self, name, counter)
             for k in keys:
                 counter[k] += delta
                 if counter[k] <= 0:
                     del counter[k]
+            if not counter:
+                setattr(self, name, NO_COUNTS)
         if m.classic_member_metadata is not None:
             self.classic_members += delta
 
@@ -373,18 +388,22 @@ def replay(groups: dict[str, Group], record: CoordinatorRecord) -> None:
             group.assignment_epoch = -1
     elif t == rec.PARTITION_METADATA:
         if value is not None:
-            group.subscription_metadata = {
+            group.subscription_metadata = shared_mapping({
                 tm.topic_name: TopicMetadata(tm.topic_id, tm.topic_name, tm.num_partitions,
                                              tuple((pm.partition, tuple(pm.racks)) for pm in tm.partition_metadata))
-                for tm in value.topics}
+                for tm in value.topics})
         else:
             group.subscription_metadata = {}
     elif t == rec.REGULAR_EXPRESSION:
         if value is not None:
+            if group.resolved_regexes is NO_ENTRIES:
+                group.resolved_regexes = {}
             group.resolved_regexes[key.regular_expression] = ResolvedRegex(frozenset(value.topics), value.version,
                                                                            value.timestamp)
         else:
             group.resolved_regexes.pop(key.regular_expression, None)
+            if not group.resolved_regexes:
+                group.resolved_regexes = NO_ENTRIES
     elif t == rec.GROUP_METADATA:
         if value is not None:
             group.group_epoch = value.epoch
@@ -413,9 +432,7 @@ def assignment_state(m: ConsumerGroupMember) -> tuple:
 def preferred_assignor(members, default: str) -> str:
     """The server assignor ``members`` would choose (``ConsumerGroup.preferred_server_assignor``)."""
     probe = ConsumerGroup("")
-    for m in members:
-        if m.server_assignor_name:
-            probe.server_assignors[m.server_assignor_name] += 1
+    probe.server_assignors = Counter(m.server_assignor_name for m in members if m.server_assignor_name)
     return probe.preferred_server_assignor(default)
 
 

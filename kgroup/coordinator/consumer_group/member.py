@@ -62,6 +62,14 @@ def shared_frozenset(items: Iterable) -> frozenset:
 EMPTY_SET: frozenset = frozenset()
 
 
+def shared_mapping(mapping: dict) -> Mapping:
+    """One object for equal read-only maps of hashable values (a group's subscribed topics'
+    metadata, which groups subscribed to the same topics hold alike)."""
+    if not mapping:
+        return EMPTY
+    return _share(tuple(mapping.items()), mapping, len(mapping))
+
+
 def shared_name(s: str | None) -> str | None:
     """One object for equal client ids, hosts and assignor names (each request decodes its own)."""
     return s if s is None else sys.intern(s)
