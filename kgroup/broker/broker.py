@@ -98,7 +98,7 @@ class Broker:
         gc.freeze()
         # A burst of pipelined requests keeps tens of thousands of short-lived objects alive
         # until its group commit answers it; at the default threshold (700) the collector would
-        # scan them dozens of times per burst (README, "Coordinator", gives the effect).
+        # scan them dozens of times per burst (docs/benchmarks.md, "Coordinator", gives the effect).
         gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
         self.quotas.start(len(self.data_path.logs.open_files))
         self._schedule_idle_expiry()

@@ -37,7 +37,7 @@ log = logging.getLogger("kgroup.data_path")
 
 PRODUCER_ID_BLOCK = 1000
 # From this many logs in one group commit, one syncfs is cheaper than their fsyncs (one journal
-# commit instead of one per log; README, "Data path", has the figures).
+# commit instead of one per log; docs/benchmarks.md, "Data path", has the figures).
 SYNCFS_MIN_LOGS = 2
 
 

@@ -176,8 +176,8 @@ class _Slot:
 
 class KafkaConnection(asyncio.BufferedProtocol):
     # An idle connection holds no receive buffer of its own (the loop's reads land in the
-    # broker's shared one): its cost is this object, the transport and the socket (README,
-    # "Benchmarks": bytes per idle connection).
+    # broker's shared one): its cost is this object, the transport and the socket
+    # (docs/benchmarks.md, "Footprint": bytes per idle connection).
     __slots__ = ("broker", "transport", "partial", "big", "big_filled", "big_size", "big_reserved", "slots", "out",
                  "send_scheduled", "peer", "peer_host", "client_software", "closed", "max_frame",
                  "last_active", "admitted", "waiting_memory", "muted", "muted_frames", "muted_bytes",

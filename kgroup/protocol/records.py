@@ -129,7 +129,7 @@ class UnsupportedCompressionTypeError(RecordBatchError):
 # --- CRC-32C ------------------------------------------------------------------------------
 #
 # crcmod is the reference implementation (a table-driven C loop holding the GIL, a large share of
-# the produce path's time: README, "Data path"), so when the `crc32c` package is installed
+# the produce path's time: docs/benchmarks.md, "Data path"), so when the `crc32c` package is installed
 # (SSE4.2 / ARMv8 CRC instructions, GIL released for large buffers) it is used instead, as
 # Kafka itself uses the JVM's CRC32C intrinsic. It is
 # checked against crcmod at import on Kafka's test vector and a batch-sized buffer, and tests

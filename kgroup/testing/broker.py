@@ -4,7 +4,7 @@ Two ways to run it, one object:
 
 * **in-process** (the default): the broker runs on its own event loop in a daemon thread of the
   test process. Nothing is spawned or imported anew, so it is ready in milliseconds (the figures
-  are in benchmarks/testing_bench.py and the README). Clients still talk to it over a real
+  are in benchmarks/testing_bench.py and docs/benchmarks.md). Clients still talk to it over a real
   socket on 127.0.0.1, exactly as to ``kgroup serve``.
 * **a subprocess** (``process=True``): ``python -m kgroup serve``, as an operator runs it. Slower
   to start (a new interpreter imports kgroup), but the only way to *kill -9* a broker without
