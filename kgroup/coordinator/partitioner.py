@@ -27,18 +27,21 @@ def utf16_length(s: str) -> int:
     return len(s.encode("utf-16-le", "surrogatepass")) // 2
 
 
-# id -> Utils.abs(hashCode), emptied when full. A dict entry and an int per id: an lru_cache
-# entry would add its argument tuple and a link node, a few hundred bytes per group held.
-_ABS_HASH: dict[str, int] = {}
-_ABS_HASH_MAX = 65536
+# n -> {id -> partition}, emptied when full: a dict entry per id (the partition is a small int
+# CPython shares), where an lru_cache entry would add its argument tuple and a link node.
+_PARTITIONS: dict[int, dict[str, int]] = {}
+_PARTITIONS_MAX = 65536
 
 
 def group_partition(group_id: str, n: int = 50) -> int:
     # Cached: every transactional request and marker looks its id's shard up again, and the
     # hash walks the id's UTF-16 code units in Python.
-    h = _ABS_HASH.get(group_id)
-    if h is None:
-        if len(_ABS_HASH) >= _ABS_HASH_MAX:
-            _ABS_HASH.clear()
-        h = _ABS_HASH[group_id] = java_utils_abs(java_string_hash_code(group_id))
-    return h % n
+    cache = _PARTITIONS.get(n)
+    if cache is None:
+        cache = _PARTITIONS[n] = {}
+    p = cache.get(group_id)
+    if p is None:
+        if len(cache) >= _PARTITIONS_MAX:
+            cache.clear()
+        p = cache[group_id] = java_utils_abs(java_string_hash_code(group_id)) % n
+    return p
