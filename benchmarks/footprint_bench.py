@@ -342,7 +342,7 @@ def main():
             if kind not in kinds:
                 continue
             per, per_after, p50, p99 = on_fresh_broker(
-                tmp, kind, lambda port, pid: stable_members(port, pid, a.members, kind))
+                tmp, kind, lambda port, pid, kind=kind: stable_members(port, pid, a.members, kind))
             label = "classic" if kind == "classic" else "consumer (KIP-848)"
             print(f"{f'RSS per idle Stable {label} member ({a.members:,} groups)':<58} {per / 1024:>11.2f} KB "
                   f"{'<= 2 KB':>10}")

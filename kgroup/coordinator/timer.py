@@ -7,13 +7,14 @@ holds it for the duration of the call, so "in 3000 ms" means ``now + 3000``. The
 operation to run for each key. The runtime asks ``TimerQueue.next_deadline()`` when to wake
 up and then calls ``GroupCoordinatorShard.poll_timers(now_ms)``.
 
-Keys (Kafka's, plus two of ours for what Kafka folds into ``heartbeat-``/``join-``) are tuples of
-Kafka's key name and the group (and member) id: ``("heartbeat", group, member)``, ``("pending",
-group, member)`` (a KIP-394 pending member), ``("join", group)``, ``("initial-delay", group)``,
-``("sync", group)``, the consumer groups' ``("consumer-group-session-timeout", group, member)``
-and its rebalance, join and sync timeouts, and the string ``expire-group-metadata``. A tuple
-holds the ids the group already holds, where a formatted name would be a new string of ~100
-bytes kept for every member.
+Every coordinator timer's key is built here (Kafka's names, plus two of ours for what Kafka folds
+into ``heartbeat-``/``join-``), as a tuple of the name and the group (and member) id. Classic
+groups: ``("heartbeat", group, member)``, ``("pending", group, member)`` (a KIP-394 pending
+member), ``("join", group)``, ``("initial-delay", group)``, ``("sync", group)``; consumer groups
+(KIP-848): ``("consumer-group-{session,rebalance,join,sync}-timeout", group, member)``; the
+shard's ``expire-group-metadata``; the transaction coordinator's ``transaction-abort`` and
+``transactionalId-expiration`` (strings). A tuple holds the ids the group already holds, where a
+formatted name would be a new string of ~100 bytes kept for every member.
 """
 from __future__ import annotations
 
@@ -24,6 +25,9 @@ from typing import Hashable
 
 Key = Hashable          # a tuple as above, or a string
 EXPIRE_GROUP_METADATA_KEY = "expire-group-metadata"
+# the transaction coordinator's periodic tasks (TransactionCoordinator.startup)
+ABORT_TIMED_OUT_TRANSACTIONS_KEY = "transaction-abort"
+EXPIRE_TRANSACTIONAL_IDS_KEY = "transactionalId-expiration"
 
 
 def heartbeat_key(group_id: str, member_id: str) -> tuple:
@@ -90,7 +94,7 @@ class TimerQueue:
 
     def __init__(self):
         self._deadlines: dict[Key, tuple[int, int, int]] = {}
-        self._heap: list[tuple[int, int, str]] = []
+        self._heap: list[tuple[int, int, Key]] = []
         self._seq = itertools.count()
         # Heap pushes so far: only a push can make the earliest deadline earlier, so a caller
         # that armed a wake-up for next_deadline() need not look again until this changes.
@@ -153,7 +157,7 @@ class TimerQueue:
         return self._heap[0][0] if self._heap else None
 
     def poll_expired(self, now_ms: int) -> list[Key]:
-        out = []
+        out: list[Key] = []
         while True:
             self._drop_stale()
             if not self._heap or self._heap[0][0] > now_ms:

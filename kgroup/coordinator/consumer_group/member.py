@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import sys
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, TypeVar, cast
 
 Assignment = Mapping[bytes, frozenset]
 EMPTY: Assignment = {}
@@ -60,13 +60,17 @@ def shared_frozenset(items: Iterable) -> frozenset:
 
 
 EMPTY_SET: frozenset = frozenset()
+_EMPTY_DICT = cast("dict[bytes, frozenset]", EMPTY)    # the same object, typed as freeze returns it
 
 
-def shared_mapping(mapping: dict) -> Mapping:
+_Map = TypeVar("_Map", bound=dict)
+
+
+def shared_mapping(mapping: _Map) -> _Map:
     """One object for equal read-only maps of hashable values (a group's subscribed topics'
     metadata, which groups subscribed to the same topics hold alike)."""
     if not mapping:
-        return EMPTY
+        return cast(_Map, EMPTY)
     return _share(tuple(mapping.items()), mapping, len(mapping))
 
 
@@ -75,18 +79,18 @@ def shared_name(s: str | None) -> str | None:
     return s if s is None else sys.intern(s)
 
 
-def freeze(assignment: Mapping[bytes, Iterable[int]] | None) -> Assignment:
+def freeze(assignment: Mapping[bytes, Iterable[int]] | None) -> dict[bytes, frozenset]:
     """An assignment in canonical form: frozensets, no empty topics; one object for equal
     assignments, to be read only (``Assignment`` is a Mapping)."""
     if not assignment:
-        return EMPTY
+        return _EMPTY_DICT
     out = {}
     for topic_id, parts in assignment.items():
         fs = shared_frozenset(parts)
         if fs:
             out[topic_id] = fs
     if not out:
-        return EMPTY
+        return _EMPTY_DICT
     key = tuple(out.items())
     return _share(key, out, len(out))
 
@@ -110,6 +114,13 @@ class ConsumerGroupMember:
     # The JoinGroup data of a classic-protocol member inside a consumer group (online migration);
     # None for a consumer-protocol member. Kept as (session timeout ms, ((name, metadata), ...)).
     classic_member_metadata: tuple | None = None
+
+    @property
+    def classic(self) -> tuple:
+        """``classic_member_metadata`` of a member known to use the classic protocol."""
+        if self.classic_member_metadata is None:
+            raise ValueError(f"member {self.member_id} does not use the classic protocol")
+        return self.classic_member_metadata
 
     def with_epoch(self, member_epoch: int, **changes) -> "ConsumerGroupMember":
         """Kafka's Builder.updateMemberEpoch: the current epoch becomes the previous one."""
