@@ -2,7 +2,11 @@
 (Java's ``String.hashCode`` and Kafka's ``Utils.abs`` are in ``kgroup.java_compat``)."""
 from __future__ import annotations
 
-from ..java_compat import string_hash_code, utils_abs
+from ..java_compat import string_hash_u32, to_int32, utils_abs
+
+# The uncached hash: this module caches the partition itself, and an entry in java_compat's cache
+# too would cost its argument tuple and link node for every group id.
+_hash_u32 = string_hash_u32.__wrapped__
 
 
 # n -> {id -> partition}, emptied when full: a dict entry per id (the partition is a small int
@@ -21,5 +25,5 @@ def group_partition(group_id: str, n: int = 50) -> int:
     if p is None:
         if len(cache) >= _PARTITIONS_MAX:
             cache.clear()
-        p = cache[group_id] = utils_abs(string_hash_code(group_id)) % n
+        p = cache[group_id] = utils_abs(to_int32(_hash_u32(group_id))) % n
     return p
