@@ -6,7 +6,7 @@ from ..java_compat import string_hash_u32, to_int32, utils_abs
 
 # The uncached hash: this module caches the partition itself, and an entry in java_compat's cache
 # too would cost its argument tuple and link node for every group id.
-_hash_u32 = string_hash_u32.__wrapped__
+_hash_u32 = getattr(string_hash_u32, "__wrapped__", string_hash_u32)
 
 
 # n -> {id -> partition}, emptied when full: a dict entry per id (the partition is a small int
