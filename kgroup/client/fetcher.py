@@ -115,6 +115,7 @@ class CompletedFetch:
             self._iter = self._kept_batches()
         if self._iter is False:
             return None
+        position = self.next_offset  # the walk below moves next_offset past control batches
         taken = []
         count = 0
         while count < max_records:
@@ -128,8 +129,8 @@ class CompletedFetch:
         if not taken:
             return None
         cols = decode_batches(taken, headers=headers)
-        if len(cols) and cols.offset[0] < self.next_offset:
-            cols = cols.take(cols.offset >= self.next_offset)
+        if len(cols) and cols.offset[0] < position:
+            cols = cols.take(cols.offset >= position)
         last = taken[-1][0]
         self.next_offset = max(self.next_offset, last.next_offset)
         epoch = last.partition_leader_epoch

@@ -27,7 +27,8 @@ import logging
 import signal
 import threading
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.datasource import (DataSource, DataSourceArrowWriter, DataSourceReader, DataSourceStreamArrowWriter,
+                                    DataSourceStreamReader, InputPartition, WriterCommitMessage)
 from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadMaxRows, ReadMinRows,
                                               SupportsTriggerAvailableNow)
 from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, LongType, StringType, StructField, StructType,
@@ -308,12 +309,84 @@ class KgroupStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._committed.update(todo)
 
 
+class TaskCommitMessage(WriterCommitMessage):
+    def __init__(self, commit):
+        self.commit = commit
+
+
+class KgroupBatchWriter(DataSourceArrowWriter):
+    """``df.write.format("kgroup")``: every task produces its rows (see :mod:`kgroup.spark.sink`)."""
+
+    def __init__(self, opts):
+        self.opts = opts
+
+    def write(self, iterator):
+        from .sink import write_task
+        return TaskCommitMessage(write_task(self.opts, iterator))
+
+    def commit(self, messages):
+        from .sink import commit_job
+        commit_job(self.opts, messages)
+
+    def abort(self, messages):
+        from .sink import abort_job
+        abort_job(self.opts, messages)
+
+
+class KgroupStreamWriter(DataSourceStreamArrowWriter):
+    """``df.writeStream.format("kgroup")``: one transaction per task and micro-batch when
+    ``kafka.transactional.id.prefix`` is set, committed when Spark commits the epoch."""
+
+    def __init__(self, opts):
+        self.opts = opts
+
+    def write(self, iterator):
+        from pyspark import TaskContext
+
+        from .sink import write_task
+        ctx = TaskContext.get()
+        batch_id = None
+        if ctx is not None:
+            value = ctx.getLocalProperty("streaming.sql.batchId")
+            batch_id = int(value) if value is not None else None
+        return TaskCommitMessage(write_task(self.opts, iterator, batch_id))
+
+    def commit(self, messages, batchId):
+        from .sink import commit_job
+        commit_job(self.opts, messages, batchId)
+
+    def abort(self, messages, batchId):
+        from .sink import abort_job
+        abort_job(self.opts, messages)
+
+
 class KgroupDataSource(DataSource):
-    """``format("kgroup")``: Kafka records from a kgroup (or any Kafka) broker."""
+    """``format("kgroup")``: Kafka records from a kgroup (or any Kafka) broker, and to it."""
 
     def __init__(self, options):
         super().__init__(options)
-        self.opts = parse_options(options)
+        self._opts = None
+
+    @property
+    def opts(self) -> SourceOptions:
+        if self._opts is None:
+            self._opts = parse_options(self.options)
+        return self._opts
+
+    def writer(self, schema: StructType, overwrite: bool):
+        from .sink import parse_sink_options, validate_schema
+        if overwrite:
+            raise OptionError("Save mode Overwrite not allowed for Kafka. Allowed save modes are Append and "
+                              "ErrorIfExists (default).")
+        opts = parse_sink_options(self.options)
+        validate_schema(schema, opts.topic)
+        return KgroupBatchWriter(opts)
+
+    def streamWriter(self, schema: StructType, overwrite: bool):
+        from .sink import parse_sink_options, validate_schema
+        opts = parse_sink_options(self.options)
+        validate_schema(schema, opts.topic)
+        return KgroupStreamWriter(opts)
 
     @classmethod
     def name(cls) -> str:

@@ -130,7 +130,8 @@ def _fetch_buffer():
 
 @pytest.mark.parametrize("read_committed", [False, True])
 @pytest.mark.parametrize("start", [0, 5, 21, 62])
-def test_fetch_bulk_equals_per_record(read_committed, start):
+@pytest.mark.parametrize("max_records", [7, 1000])
+def test_fetch_bulk_equals_per_record(read_committed, start, max_records):
     records, aborted = _fetch_buffer()
     tp = TopicPartition("t", 0)
 
@@ -145,7 +146,7 @@ def test_fetch_bulk_equals_per_record(read_committed, start):
         ref.extend(got)
     bulk = fetch()
     rows = []
-    while (cols := bulk.take_columns(7, headers=True)) is not None:
+    while (cols := bulk.take_columns(max_records, headers=True)) is not None:
         rows.extend(cols.records())
     assert [(r.offset, r.key, r.value, list(r.headers), r.timestamp) for r in rows] == \
         [(r.offset, r.key, r.value, list(r.headers), r.timestamp) for r in ref]
