@@ -52,6 +52,10 @@ _PRODUCER_MANAGED = {
 }
 
 
+# options Spark itself passes to every writer (DataStreamWriter / DataFrameWriter)
+_SPARK_WRITE_OPTIONS = {"checkpointlocation", "path", "queryname"}
+
+
 @dataclass
 class SinkOptions:
     bootstrap_servers: str
@@ -73,7 +77,7 @@ def parse_sink_options(options) -> SinkOptions:
     params: dict[str, str] = {}
     prefix = None
     for key, value in raw.items():
-        if key == "topic":
+        if key == "topic" or key in _SPARK_WRITE_OPTIONS:
             continue
         if key == PREFIX_OPTION:
             prefix = value.strip()
@@ -327,9 +331,8 @@ def commit_job(opts: SinkOptions, messages, batch_id: int | None = None) -> None
     tag = f"-{batch_id}" if batch_id is not None else ""
     if _fault(f"fail-commit{tag}"):
         raise RuntimeError(f"injected fault before committing the transactions (test hook {FAULT_DIR_ENV})")
-    if opts.transactional_id_prefix is None:
-        return
-    asyncio.run(_end_transactions(opts, commits, True))
+    if opts.transactional_id_prefix is not None:
+        asyncio.run(_end_transactions(opts, commits, True))
     if _fault(f"fail-after-commit{tag}"):
         raise RuntimeError(f"injected fault after committing the transactions (test hook {FAULT_DIR_ENV})")
 
