@@ -226,8 +226,8 @@ async def _produce(opts: SinkOptions, batches, transactional_id: str | None, mar
             for i in range(n):
                 topic = opts.topic if topics is None else topics[i]
                 if topic is None:
-                    raise OptionError("Null topic present in the data. Use the topic option for setting a default "
-                                      "topic.")
+                    raise OptionError("The Kafka message data sent to the producer contains a null topic. Use the "
+                                      "`topic` option for setting a default topic.")
                 if marker_topic is None:
                     marker_topic = topic
                 hs = None

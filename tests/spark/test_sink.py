@@ -101,7 +101,7 @@ def test_overwrite_mode_is_refused(spark, spark_broker):
 
 def test_null_topic_in_data(spark, spark_broker):
     df = spark.createDataFrame([(None, "v")], "topic string, value string")
-    with pytest.raises(Exception, match="Null topic present in the data"):
+    with pytest.raises(Exception, match="contains a null topic"):
         writer(df, spark_broker.bootstrap).save()
 
 
