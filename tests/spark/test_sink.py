@@ -175,3 +175,28 @@ def test_stream_killed_mid_epoch_and_restarted(spark, spark_broker, fault_dir, t
         assert dups == 0
     else:
         assert 400 <= dups <= 500  # batch 1 (maxOffsetsPerTrigger 500, prorated) written twice
+
+
+def test_pipeline_job(spark, spark_broker, topic_name, capsys):
+    """spark_jobs/pipeline.py: orders -> watermarked per-customer window totals -> a topic, exactly
+    once; every emitted window result matches a batch computation of the same window."""
+    from pyspark.sql import functions as F
+
+    from spark_jobs.pipeline import main, read_results
+    bootstrap, out = spark_broker.bootstrap, topic_name + "-totals"
+    assert main(["--bootstrap-server", bootstrap, "--input", topic_name, "--output", out, "--group", topic_name,
+                 "--generate", "3000", "--generate-minutes", "4", "--partitions", "3", "--available-now",
+                 "--max-offsets-per-trigger", "1000", "--report-every", "1"]) == 0
+    printed = capsys.readouterr().out
+    assert f"lag of group {topic_name} on {topic_name}: 0 " in printed
+    results = read_results(bootstrap, out)
+    assert results and len({(r["window_start"], r["customer"]) for r in results}) == len(results)
+    orders = (spark.read.format("kgroup").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic_name)
+              .load().select(F.from_json(F.col("value").cast("string"), "customer string, amount double").alias("o"),
+                             "timestamp"))
+    expected = {(str(r["start"]), r["customer"]): r["n"] for r in orders.groupBy(
+        F.window("timestamp", "1 minute").start.cast("string").alias("start"), "o.customer").agg(
+        F.count("*").alias("n")).collect()}
+    for r in results:
+        assert r["orders"] == expected[(r["window_start"], r["customer"])]
+    assert 0 < sum(r["orders"] for r in results) < 3000  # windows after the watermark are still open
