@@ -25,7 +25,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from kgroup.protocol.primitives import DecodeError, read_varint
+from kgroup.protocol.primitives import DecodeError, read_varint, write_varint
 from kgroup.protocol.records import (RECORD_BATCH_OVERHEAD, TIMESTAMP_TYPE_MASK, BatchHeader, Compression,
                                      InvalidRecordError, Record, decode_records, decompress, read_batch_header)
 
@@ -545,3 +545,93 @@ def _headers(buf: np.ndarray, p: np.ndarray, rec_end: np.ndarray, hcount: np.nda
 def decode_batch(batch, header: BatchHeader | None = None, *, headers: bool = False) -> RecordColumns:
     """One batch: :func:`decode_batches` of ``[(header, batch)]``."""
     return decode_batches([(header, batch)], headers=headers)
+
+
+# --- encoding in bulk ------------------------------------------------------------------------------
+
+def _varint_bytes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Zig-zag varints of int64 ``values``: a (n, width) uint8 matrix and each row's width."""
+    values = np.asarray(values, np.int64)
+    n = len(values)
+    if n and values.min() == values.max():  # one value: one varint, repeated
+        one = np.frombuffer(write_varint(int(values[0])), np.uint8)
+        return np.broadcast_to(one, (n, len(one))), np.full(n, len(one), np.int64)
+    z = ((values << 1) ^ (values >> 63)).view(np.uint64)
+    if n and int(z.max()) < 0x80:
+        return z.astype(np.uint8).reshape(n, 1), np.ones(n, np.int64)
+    widths = np.ones(n, np.int64)
+    rest = z >> np.uint64(7)
+    while rest.any():
+        widths += rest > 0
+        rest >>= np.uint64(7)
+    w = int(widths.max(initial=1))
+    out = np.empty((n, w), np.uint8)
+    for j in range(w):
+        byte = ((z >> np.uint64(7 * j)) & np.uint64(0x7F)).astype(np.uint8)
+        out[:, j] = np.where(j < widths - 1, byte | 0x80, byte)
+    return out, widths
+
+
+def _packed(columns: list[tuple[np.ndarray, np.ndarray]]):
+    """Rows made of several varint matrices side by side, each cut to its row's width: an Arrow
+    ``binary`` array (one value per row). Columns whose rows all have the matrix's width need
+    no cutting: the rows are then the matrix itself."""
+    import pyarrow as pa
+    n = len(columns[0][1])
+    matrix = np.concatenate([m for m, _ in columns], axis=1)
+    if all(w[0] == m.shape[1] and (n < 2 or w.min() == w.max()) for m, w in columns):
+        width = matrix.shape[1]
+        offsets = np.arange(n + 1, dtype=np.int32) * width
+        data = np.ascontiguousarray(matrix).reshape(-1)
+    else:
+        mask = np.concatenate([np.arange(m.shape[1]) < w[:, None] for m, w in columns], axis=1)
+        offsets = np.zeros(n + 1, np.int32)
+        np.cumsum(sum(w for _, w in columns), out=offsets[1:])
+        data = matrix[mask]
+    return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
+_OFFSET_WIDTH_LIMITS = (64, 8192, 1048576, 134217728)  # zig-zag varint widths 1, 2, 3, 4 end here
+
+
+def encode_records(keys, values, timestamps: np.ndarray, base_timestamp: int) -> bytes:
+    """The records of one batch (no headers), as ``build_batch`` writes them, from Arrow
+    ``binary`` keys and values (nulls allowed) and int64 timestamps: offset deltas 0..n-1,
+    timestamp deltas from ``base_timestamp``. Vectorised: the varint prefixes are packed with
+    numpy (in runs of equal offset-delta width, so fixed-layout records pack as one matrix), then
+    Arrow joins prefix, key, value length, value and the header count row by row."""
+    import pyarrow.compute as pc
+    n = len(values)
+    klen = pc.binary_length(keys).fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    vlen = pc.binary_length(values).fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    deltas = np.asarray(timestamps, np.int64) - base_timestamp
+    parts = []
+    lo = 0
+    for limit in _OFFSET_WIDTH_LIMITS + (n,):
+        hi = min(n, limit)
+        if hi > lo:
+            parts.append(_encode_run(keys.slice(lo, hi - lo), values.slice(lo, hi - lo), klen[lo:hi], vlen[lo:hi],
+                                     deltas[lo:hi], lo))
+            lo = hi
+    return b"".join(parts)
+
+
+def _encode_run(keys, values, klen, vlen, ts_deltas, first_offset_delta: int) -> memoryview:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    n = len(klen)
+    ts_v, ts_w = _varint_bytes(ts_deltas)
+    off_v, off_w = _varint_bytes(np.arange(first_offset_delta, first_offset_delta + n, dtype=np.int64))
+    k_v, k_w = _varint_bytes(klen)
+    v_v, v_w = _varint_bytes(vlen)
+    body_len = 1 + ts_w + off_w + k_w + np.maximum(klen, 0) + v_w + np.maximum(vlen, 0) + 1
+    len_v, len_w = _varint_bytes(body_len)
+    attrs = (np.zeros((n, 1), np.uint8), np.ones(n, np.int64))
+    prefix = _packed([(len_v, len_w), attrs, (ts_v, ts_w), (off_v, off_w), (k_v, k_w)])
+    middle = _packed([(v_v, v_w)])
+    empty = pa.scalar(b"", pa.binary())
+    joined = pc.binary_join_element_wise(prefix, keys.fill_null(empty) if keys.null_count else keys, middle,
+                                         values.fill_null(empty) if values.null_count else values,
+                                         pa.scalar(b"\x00", pa.binary()), empty)
+    offsets = np.frombuffer(joined.buffers()[1], np.int32, n + 1, joined.offset * 4)
+    return memoryview(joined.buffers()[2])[offsets[0]:offsets[-1]]

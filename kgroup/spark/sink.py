@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 from dataclasses import dataclass, field
 
 from kgroup.client.config import PRODUCER, ConfigError, ProducerConfig
@@ -178,16 +179,87 @@ def _column(batch, name):
     return None if idx < 0 else batch.column(idx)
 
 
-def _bytes_list(arr):
+_NULL_TOPIC = ("The Kafka message data sent to the producer contains a null topic. Use the `topic` option for "
+               "setting a default topic.")
+
+
+def _binary(arr):
     import pyarrow as pa
     if arr is None:
         return None
-    if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if not pa.types.is_binary(arr.type):
         arr = arr.cast(pa.binary())
-    return arr.to_pylist()
+    return arr
+
+
+def _timestamps_ms(batch):
+    import pyarrow as pa
+    tcol = _column(batch, "timestamp")
+    if tcol is None:
+        return None
+    return tcol.cast(pa.timestamp("ms", tz=tcol.type.tz)).cast(pa.int64())
+
+
+async def _send_columns(producer, opts: SinkOptions, batch, futures: list) -> str | None:
+    """A header-less Arrow batch through ``Producer.send_columns`` (one call per topic)."""
+    import numpy as np
+    import pyarrow as pa
+    values, keys = _binary(_column(batch, "value")), _binary(_column(batch, "key"))
+    parts = _column(batch, "partition")
+    stamps = _timestamps_ms(batch)
+    if stamps is not None:
+        now = int(time.time() * 1000)
+        stamps = stamps.fill_null(now).to_numpy(zero_copy_only=False)
+    if opts.topic is not None:
+        groups = [(opts.topic, None)]
+    else:
+        topics = _column(batch, "topic")
+        if topics.null_count:
+            raise OptionError(_NULL_TOPIC)
+        names = topics.to_numpy(zero_copy_only=False)
+        groups = [(t, np.nonzero(names == t)[0]) for t in dict.fromkeys(names.tolist())]
+    for topic, rows in groups:
+        if rows is None or len(rows) == batch.num_rows:
+            k, v, p, ts = keys, values, parts, stamps
+        else:
+            idx = pa.array(rows)
+            k = None if keys is None else keys.take(idx)
+            v = values.take(idx)
+            p = None if parts is None else parts.take(idx)
+            ts = None if stamps is None else stamps[rows]
+        futures.extend(await producer.send_columns(topic, v, k, partitions=p, timestamps=ts))
+    return groups[0][0] if groups else None
+
+
+async def _send_rows(producer, opts: SinkOptions, batch, futures: list) -> str | None:
+    """A batch with headers, record by record through ``Producer.send``."""
+    n = batch.num_rows
+    values = _binary(_column(batch, "value")).to_pylist()
+    keys = _binary(_column(batch, "key"))
+    keys = keys.to_pylist() if keys is not None else [None] * n
+    topics = None if opts.topic is not None else _column(batch, "topic").to_pylist()
+    parts = _column(batch, "partition")
+    parts = parts.to_pylist() if parts is not None else None
+    headers = _column(batch, "headers").to_pylist()
+    stamps = _timestamps_ms(batch)
+    stamps = stamps.to_pylist() if stamps is not None else None
+    first = None
+    for i in range(n):
+        topic = opts.topic if topics is None else topics[i]
+        if topic is None:
+            raise OptionError(_NULL_TOPIC)
+        first = first or topic
+        hs = [(h["key"], h["value"]) for h in headers[i]] if headers[i] else None
+        futures.append(await producer.send(topic, values[i], keys[i], partition=None if parts is None else parts[i],
+                                           timestamp_ms=None if stamps is None else stamps[i], headers=hs))
+    return first
 
 
 async def _produce(opts: SinkOptions, batches, transactional_id: str | None, marker) -> TaskCommit:
+    import pyarrow.compute as pc
+
     from kgroup.client.producer import Producer
     producer = Producer(config=opts.producer_config(transactional_id))
     result = TaskCommit(transactional_id=transactional_id)
@@ -207,35 +279,11 @@ async def _produce(opts: SinkOptions, batches, transactional_id: str | None, mar
             n = batch.num_rows
             if not n:
                 continue
-            values = _bytes_list(_column(batch, "value"))
-            keys = _bytes_list(_column(batch, "key")) or [None] * n
-            if opts.topic is not None:
-                topics = None
-            else:
-                topics = _column(batch, "topic").to_pylist()
-            parts = _column(batch, "partition")
-            parts = parts.to_pylist() if parts is not None else None
             hcol = _column(batch, "headers")
-            headers = hcol.to_pylist() if hcol is not None else None
-            tcol = _column(batch, "timestamp")
-            stamps = None
-            if tcol is not None:
-                import pyarrow as pa
-                stamps = tcol.cast(pa.timestamp("ms", tz=tcol.type.tz)).cast(pa.int64()).to_pylist()
-            send = producer.send
-            for i in range(n):
-                topic = opts.topic if topics is None else topics[i]
-                if topic is None:
-                    raise OptionError("The Kafka message data sent to the producer contains a null topic. Use the "
-                                      "`topic` option for setting a default topic.")
-                if marker_topic is None:
-                    marker_topic = topic
-                hs = None
-                if headers is not None and headers[i]:
-                    hs = [(h["key"], h["value"]) for h in headers[i]]
-                futures.append(await send(topic, values[i], keys[i],
-                                          partition=None if parts is None else parts[i],
-                                          timestamp_ms=None if stamps is None else stamps[i], headers=hs))
+            if hcol is not None and pc.list_value_length(hcol).fill_null(0).to_numpy(zero_copy_only=False).any():
+                marker_topic = await _send_rows(producer, opts, batch, futures) or marker_topic
+            else:
+                marker_topic = await _send_columns(producer, opts, batch, futures) or marker_topic
             result.records += n
             if fail_after is None:
                 fail_after = transactional_id is not None and _fault(f"fail-write-{transactional_id}") or \

@@ -155,3 +155,47 @@ def test_fetch_bulk_equals_per_record(read_committed, start, max_records):
         assert not any(r.key == b"t2" for r in rows)
     else:
         assert sum(r.key == b"t2" for r in rows) == (20 if start <= 40 else 0)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.lists(st.tuples(blobs, blobs, st.integers(0, 2**41)), min_size=1, max_size=200), st.booleans())
+def test_bulk_encoding_equals_build_batch(rows, same_layout):
+    """encode_records + frame_batch write the bytes build_batch writes (headers aside)."""
+    import numpy as np
+    import pyarrow as pa
+
+    from kgroup.protocol.record_columns import encode_records
+    from kgroup.protocol.records import frame_batch
+    if same_layout:  # the packed-matrix path: one key and value length, one timestamp
+        rows = [(rows[0][0], rows[0][1], rows[0][2])] * len(rows)
+    keys = pa.array([k for k, _, _ in rows], pa.binary())
+    values = pa.array([v for _, v, _ in rows], pa.binary())
+    ts = np.array([t for _, _, t in rows], np.int64)
+    body = encode_records(keys, values, ts, int(ts[0]))
+    got = frame_batch(body, len(rows), base_offset=0, base_timestamp=int(ts[0]), max_timestamp=int(ts.max()),
+                      last_offset_delta=len(rows) - 1)
+    assert got == build_batch([Record(k, v, [], t) for k, v, t in rows])
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.binary(max_size=40), min_size=1, max_size=100), st.integers(1, 50))
+def test_partitions_for_keys_equals_murmur2(keys, n):
+    import pyarrow as pa
+
+    from kgroup.client.partitioner import partition_for_key, partitions_for_keys
+    assert list(partitions_for_keys(pa.array(keys, pa.binary()), n)) == [partition_for_key(k, n) for k in keys]
+
+
+def test_encoding_many_records_crosses_offset_delta_widths():
+    import numpy as np
+    import pyarrow as pa
+
+    from kgroup.protocol.record_columns import encode_records
+    from kgroup.protocol.records import frame_batch
+    n = 9000  # offset deltas of 1, 2 and 3 bytes
+    keys = pa.array([b"%08d" % i for i in range(n)])
+    values = pa.array([b"v" * 20] * n)
+    ts = np.full(n, 5, np.int64)
+    body = encode_records(keys, values, ts, 5)
+    got = frame_batch(body, n, base_offset=0, base_timestamp=5, max_timestamp=5, last_offset_delta=n - 1)
+    assert got == build_batch([Record(b"%08d" % i, b"v" * 20, [], 5) for i in range(n)])

@@ -62,6 +62,40 @@ def test_batch_write_reads_back_byte_for_byte(spark, spark_broker, topic_name, c
     assert got == want
 
 
+@pytest.mark.parametrize("compression", ["none", "zstd"])
+def test_bulk_write_partitions_like_the_producer(spark, spark_broker, topic_name, compression):
+    """Header-less rows go through Producer.send_columns: keyed rows land where murmur2 puts them,
+    a partition column wins, null keys and values survive, timestamps are kept."""
+    from kgroup.client.partitioner import partition_for_key
+    bootstrap = spark_broker.bootstrap
+    create_topic(bootstrap, topic_name, 5)
+    n = 20000
+    df = spark.range(n, numPartitions=2).selectExpr(
+        "CASE WHEN id % 7 = 0 THEN NULL ELSE CAST(concat('key-', id) AS BINARY) END AS key",
+        "CASE WHEN id % 11 = 0 THEN NULL ELSE CAST(repeat('v', CAST(id % 50 AS INT)) AS BINARY) END AS value",
+        "CASE WHEN id % 13 = 0 THEN 4 ELSE NULL END AS partition",
+        "timestamp_millis(1700000000000 + id) AS timestamp")
+    writer(df, bootstrap, topic=topic_name, **{"kafka.compression.type": compression,
+                                               "kafka.batch.size": "65536"}).save()
+    with KafkaAdmin(bootstrap_servers=bootstrap) as admin:
+        tps = [TopicPartition(topic_name, p) for p in range(5)]
+        ends = {tp: v[0] for tp, v in admin.list_offsets({tp: -1 for tp in tps}).items()}
+    rows = []
+    with KafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest") as c:
+        c.assign(tps)
+        c.seek_to_beginning(*tps)
+        while any(c.position(tp) < ends[tp] for tp in tps):
+            rows.extend(c.poll(500))
+    assert len(rows) == n
+    for r in rows:
+        i = r.timestamp - 1700000000000
+        assert r.key == (None if i % 7 == 0 else b"key-%d" % i)
+        assert r.value == (None if i % 11 == 0 else b"v" * (i % 50))
+        want = 4 if i % 13 == 0 else (partition_for_key(r.key, 5) if r.key is not None else None)
+        if want is not None:
+            assert r.partition == want
+
+
 def test_topic_column_and_string_columns(spark, spark_broker, topic_name):
     bootstrap = spark_broker.bootstrap
     other = topic_name + "-b"
