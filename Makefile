@@ -60,5 +60,6 @@ bench: install-test
 	$(PY) benchmarks/testing_bench.py
 	$(PY) benchmarks/transactions_bench.py
 	$(PY) benchmarks/spark_read_bench.py
+	$(PY) benchmarks/spark_write_bench.py
 	$(PY) benchmarks/footprint_bench.py
 	$(PY) benchmarks/cleaner_stall_bench.py --baseline-rev 6cf30e3
