@@ -107,7 +107,12 @@ def read_range(r: OffsetRange, settings: FetchSettings, schema: pa.Schema) -> It
                     yield cols.to_arrow(r.topic, r.partition, schema=schema)
                     if inject_fault:
                         raise RuntimeError(f"injected fault reading {r} (test hook {FAULT_DIR_ENV})")
-            new_position = consumer.position(tp)
+                    # the position is past the last record (or at the end, when the rest was cut off)
+                    new_position = min(r.until_offset, int(cols.offset[-1]) + 1)
+                else:
+                    new_position = r.until_offset
+            else:  # nothing this poll: the position tells whether markers or aborted records were skipped
+                new_position = consumer.position(tp)
             if new_position > position:
                 position = new_position
                 last_progress = time.monotonic()
