@@ -124,7 +124,7 @@ def main() -> int:
                             args.repeat, args.records)
         size = args.records * (KEY + VALUE)
         print(f"\n{'writer':<52} {'seconds':>8} {'records/s':>12} {'MB/s':>8}")
-        for label, secs in ((f"df.write.format('kgroup'), local[2], 2 tasks", spark_s),
+        for label, secs in (("df.write.format('kgroup'), local[2], 2 tasks", spark_s),
                             ("one confluent-kafka Producer (librdkafka), one process", confluent_s)):
             print(f"{label:<52} {secs:8.2f} {args.records / secs:12,.0f} {size / secs / MB:8.1f}")
         print(f"\nspark / confluent-kafka: {confluent_s / spark_s:.2f}x ({args.records:,} records, "

@@ -43,17 +43,20 @@ current assignment, a follower's JoinGroup with unchanged metadata returns the c
 Iteration order: Kafka keeps members in a HashMap; "the first member" (new leader when the leader
 leaves) is whatever the hash order yields. We use join order (insertion order), which is one of the
 orders Kafka can produce. The protocol vote's tie-break does follow Java's HashMap iteration order
-over protocol names (see ``java_hashmap_order``), so ties resolve as Kafka resolves them.
+over protocol names (``java_compat.string_map_order``), so ties resolve as Kafka resolves them.
 """
 from __future__ import annotations
 
 import enum
 
-from ..protocol.consumer_protocol import ConsumerProtocolSubscription
+from ..java_compat import string_map_order
+from ..protocol.consumer_protocol import decode_subscription
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.offsets_records import GroupMetadataValue
 from ..protocol.primitives import DecodeError
-from .partitioner import java_string_hash_code
+from . import coordinator_records as rec
+from .group import Group, GroupType
+from .timer import heartbeat_key, initial_delay_key, join_key, pending_key, sync_key
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
@@ -77,21 +80,6 @@ VALID_PREVIOUS_STATES = {
     S.STABLE: frozenset({S.COMPLETING_REBALANCE}),
     S.DEAD: frozenset(S),
 }
-
-
-def java_hashmap_order(keys: list[str]) -> list[str]:
-    """The iteration order of a ``java.util.HashMap<String, _>`` filled with ``keys`` in order:
-    by bucket ``(h ^ h >>> 16) & (capacity - 1)``, insertion order within a bucket; capacity
-    starts at 16 and doubles while size > 0.75 * capacity."""
-    cap = 16
-    while len(keys) > cap * 3 // 4:
-        cap *= 2
-
-    def bucket(k: str) -> int:
-        h = java_string_hash_code(k) & 0xFFFFFFFF
-        return (h ^ (h >> 16)) & (cap - 1)
-
-    return sorted(keys, key=bucket)
 
 
 class ClassicGroupMember:
@@ -147,8 +135,10 @@ class ClassicGroupMember:
         return self.awaiting_join is not None or self.awaiting_sync is not None
 
 
-class ClassicGroup:
+class ClassicGroup(Group):
     """Kafka's ClassicGroup, minus the futures: parked requests are tokens on the members."""
+
+    type = GroupType.CLASSIC
 
     def __init__(self, group_id: str, now_ms: int, state: ClassicGroupState = S.EMPTY,
                  generation_id: int = 0, protocol_type=None, protocol_name=None, leader_id=None,
@@ -310,7 +300,18 @@ class ClassicGroup:
         if member_id not in self.members:
             raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID)
 
-    def validate_offset_commit(self, member_id, instance_id, generation_id, is_transactional=False) -> None:
+    # -- the Group interface ------------------------------------------------------------------
+    def state_string(self) -> str:
+        return self.state.value
+
+    def is_empty(self) -> bool:
+        return self.state is S.EMPTY
+
+    def protocol_type_name(self) -> str:
+        return self.protocol_type or ""
+
+    def validate_offset_commit(self, member_id, instance_id, generation_id, is_transactional=False,
+                               api_version=-1) -> None:
         """Transactional commits (TxnOffsetCommit, KIP-447 fencing from v3) skip the two
         checks older TxnOffsetCommit versions could not pass: no member id and generation
         means no membership check, and a rebalance in progress does not refuse them."""
@@ -326,6 +327,34 @@ class ClassicGroup:
             raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID)
         if self.state is S.COMPLETING_REBALANCE and not is_transactional:
             raise KafkaError(ErrorCode.REBALANCE_IN_PROGRESS)
+
+    def validate_offset_fetch(self, member_id, member_epoch) -> None:
+        if self.state is S.DEAD:
+            raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {self.group_id} is in dead state.")
+
+    def validate_offset_delete(self) -> None:
+        if self.state is S.DEAD:
+            raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {self.group_id} is in dead state.")
+        if self.state is not S.EMPTY and not self.uses_consumer_protocol():
+            raise KafkaError(ErrorCode.NON_EMPTY_GROUP)
+
+    def validate_delete_group(self) -> None:
+        if self.state is S.DEAD:
+            raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {self.group_id} is in dead state.")
+        if self.state is not S.EMPTY:
+            raise KafkaError(ErrorCode.NON_EMPTY_GROUP)
+
+    def create_group_tombstone_records(self, records: list) -> None:
+        records.append(rec.group_metadata_tombstone(self.group_id))
+
+    def cancel_timers(self, timer) -> None:
+        gid = self.group_id
+        for key in (join_key(gid), initial_delay_key(gid), sync_key(gid)):
+            timer.cancel(key)
+        for mid in self.members:
+            timer.cancel(heartbeat_key(gid, mid))
+        for mid in self.pending_join_members:
+            timer.cancel(pending_key(gid, mid))
 
     # -- protocols ------------------------------------------------------------------------------
     def _count_protocols(self, member, delta) -> None:
@@ -354,9 +383,10 @@ class ClassicGroup:
         for member in self.members.values():
             name = member.vote(candidates)
             votes[name] = votes.get(name, 0) + 1
-        best = None
-        for name in java_hashmap_order(list(votes)):
-            if best is None or votes[name] > votes[best]:
+        order = string_map_order(votes)     # not empty: every member votes
+        best = order[0]
+        for name in order[1:]:
+            if votes[name] > votes[best]:
                 best = name
         return best
 
@@ -385,11 +415,7 @@ class ClassicGroup:
         topics: set[str] = set()
         try:
             for member in self.members.values():
-                buf = memoryview(member.metadata(self.protocol_name))
-                if len(buf) < 2 or int.from_bytes(buf[:2], "big", signed=True) < 0:
-                    return None
-                sub, _ = ConsumerProtocolSubscription.decode(buf, 0, 2)
-                topics.update(sub.topics)
+                topics.update(decode_subscription(member.metadata(self.protocol_name), version=0).topics)
         except (DecodeError, ValueError):
             return None
         return topics
@@ -399,8 +425,9 @@ class ClassicGroup:
             return topic in self.subscribed_topics
         return self.uses_consumer_protocol()
 
-    def offset_expiration_base(self):
-        """KIP-211. Returns a function offset -> base timestamp, or None (offsets never expire)."""
+    def offset_expiration_condition(self):
+        """KIP-211: a function offset -> the timestamp retention counts from, or None (offsets
+        never expire while the group is in this state)."""
         if self.protocol_type is not None:
             if self.state is S.EMPTY:
                 ts = self.current_state_timestamp

@@ -7,9 +7,13 @@ holds it for the duration of the call, so "in 3000 ms" means ``now + 3000``. The
 operation to run for each key. The runtime asks ``TimerQueue.next_deadline()`` when to wake
 up and then calls ``GroupCoordinatorShard.poll_timers(now_ms)``.
 
-Keys (Kafka's, plus two of ours for what Kafka folds into ``heartbeat-``/``join-``):
-``heartbeat-<group>-<member>``, ``pending-<group>-<member>`` (a KIP-394 pending member),
-``join-<group>``, ``initial-delay-<group>``, ``sync-<group>``, ``expire-group-metadata``.
+Every coordinator timer's key is built here (Kafka's names, plus two of ours for what Kafka folds
+into ``heartbeat-``/``join-``). Classic groups: ``heartbeat-<group>-<member>``,
+``pending-<group>-<member>`` (a KIP-394 pending member), ``join-<group>``,
+``initial-delay-<group>``, ``sync-<group>``; consumer groups (KIP-848):
+``consumer-group-{session,rebalance,join,sync}-timeout-<group>-<member>``; the shard's
+``expire-group-metadata``; the transaction coordinator's ``transaction-abort`` and
+``transactionalId-expiration``.
 """
 from __future__ import annotations
 
@@ -18,6 +22,9 @@ import itertools
 from typing import Callable, NamedTuple
 
 EXPIRE_GROUP_METADATA_KEY = "expire-group-metadata"
+# the transaction coordinator's periodic tasks (TransactionCoordinator.startup)
+ABORT_TIMED_OUT_TRANSACTIONS_KEY = "transaction-abort"
+EXPIRE_TRANSACTIONAL_IDS_KEY = "transactionalId-expiration"
 
 
 class MemberTimer(NamedTuple):
@@ -46,6 +53,33 @@ def initial_delay_key(group_id: str) -> str:
 
 def sync_key(group_id: str) -> str:
     return f"sync-{group_id}"
+
+
+def session_key(group_id: str, member_id: str) -> str:
+    """A consumer group member's session (KIP-848)."""
+    return f"consumer-group-session-timeout-{group_id}-{member_id}"
+
+
+def rebalance_key(group_id: str, member_id: str) -> str:
+    """A consumer group member must revoke within its rebalance timeout."""
+    return f"consumer-group-rebalance-timeout-{group_id}-{member_id}"
+
+
+def join_timeout_key(group_id: str, member_id: str) -> str:
+    """A classic member inside a consumer group told to rejoin must do so within its rebalance timeout."""
+    return f"consumer-group-join-timeout-{group_id}-{member_id}"
+
+
+def sync_timeout_key(group_id: str, member_id: str) -> str:
+    """A classic member inside a consumer group must sync within its rebalance timeout of its join."""
+    return f"consumer-group-sync-timeout-{group_id}-{member_id}"
+
+
+def cancel_member_timers(timer, group_id: str, member_id: str) -> None:
+    """Every timer of a consumer group member."""
+    for key in (session_key(group_id, member_id), rebalance_key(group_id, member_id),
+                join_timeout_key(group_id, member_id), sync_timeout_key(group_id, member_id)):
+        timer.cancel(key)
 
 
 class TimerQueue:
@@ -125,7 +159,7 @@ class TimerQueue:
         return self._heap[0][0] if self._heap else None
 
     def poll_expired(self, now_ms: int) -> list[str]:
-        out = []
+        out: list[str] = []
         while True:
             self._drop_stale()
             if not self._heap or self._heap[0][0] > now_ms:

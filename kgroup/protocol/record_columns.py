@@ -21,7 +21,7 @@ decoder's exact error.
 """
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
@@ -38,7 +38,7 @@ class _Corrupt(Exception):
     """A batch the bulk walk cannot decode: the reference decoder reports why."""
 
 
-def _walk(data: bytes, pos: int, end: int, count: int, runs: list) -> None:
+def _walk(data: bytes | bytearray, pos: int, end: int, count: int, runs: list) -> None:
     """Append (start, stride, length-varint size, k) runs covering ``count`` records in
     ``data[pos:end]``; raise _Corrupt when the records do not tile the range exactly."""
     n = 0
@@ -250,7 +250,7 @@ class RecordColumns:
         ts_type = schema.field("timestamp").type
         ts = pa.array(self.timestamp * 1000 if ts_type.unit == "us" else self.timestamp, pa.int64()).cast(ts_type)
         arrays = [self.keys(), self.values(),
-                  _repeated_string(topic, n),
+                  _repeated_string(topic or "", n),
                   pa.array(np.full(n, partition, np.int32)), pa.array(self.offset), ts,
                   pa.array(self.timestamp_type.astype(np.int32))]
         if "headers" in schema.names:
@@ -308,7 +308,7 @@ def _body(header: BatchHeader, view):
     return decompress(header.compression, raw)
 
 
-def decode_batches(batches: Iterable[tuple[BatchHeader, object]], *, headers: bool = False) -> RecordColumns:
+def decode_batches(batches: Iterable[tuple[BatchHeader | None, Any]], *, headers: bool = False) -> RecordColumns:
     """The records of ``(header, batch)`` pairs (any codec) as one :class:`RecordColumns`, in
     order. Control batches are decoded like any other: filtering them is the caller's (the
     fetcher drops them and aborted transactions batch by batch). With ``headers`` the headers are
