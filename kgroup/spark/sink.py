@@ -199,7 +199,8 @@ def _timestamps_ms(batch):
     tcol = _column(batch, "timestamp")
     if tcol is None:
         return None
-    return tcol.cast(pa.timestamp("ms", tz=tcol.type.tz)).cast(pa.int64())
+    # Spark's timestamps are microseconds; Kafka's milliseconds (truncated, as Spark's sink does)
+    return tcol.cast(pa.timestamp("ms", tz=tcol.type.tz), safe=False).cast(pa.int64())
 
 
 async def _send_columns(producer, opts: SinkOptions, batch, futures: list) -> str | None:

@@ -74,7 +74,7 @@ def test_bulk_write_partitions_like_the_producer(spark, spark_broker, topic_name
         "CASE WHEN id % 7 = 0 THEN NULL ELSE CAST(concat('key-', id) AS BINARY) END AS key",
         "CASE WHEN id % 11 = 0 THEN NULL ELSE CAST(repeat('v', CAST(id % 50 AS INT)) AS BINARY) END AS value",
         "CASE WHEN id % 13 = 0 THEN 4 ELSE NULL END AS partition",
-        "timestamp_millis(1700000000000 + id) AS timestamp")
+        "timestamp_micros(1700000000000000 + id * 1000 + 999) AS timestamp")  # sub-ms part truncated
     writer(df, bootstrap, topic=topic_name, **{"kafka.compression.type": compression,
                                                "kafka.batch.size": "65536"}).save()
     with KafkaAdmin(bootstrap_servers=bootstrap) as admin:
