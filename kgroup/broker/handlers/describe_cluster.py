@@ -9,7 +9,7 @@ Broker = DescribeClusterResponse.DescribeClusterBroker
 
 def handle(broker, ctx, req, version):
     node = broker.config.node_id
-    host, port = broker.advertised_listener()
+    host, port = broker.advertised_listener(ctx.listener_name)
     if version >= 1 and req.endpoint_type not in (1, 2):
         return DescribeClusterResponse(error_code=ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
                                        error_message=f"Unsupported endpoint type {req.endpoint_type}",

@@ -17,7 +17,7 @@ Synonym = Entry.DescribeConfigsSynonym
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
 TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
 # ConfigType (KIP-569): BOOLEAN 1, STRING 2, INT 3, SHORT 4, LONG 5, DOUBLE 6, LIST 7
-_TYPES = {"boolean": 1, "string": 2, "int": 3, "short": 4, "long": 5, "double": 6, "list": 7}
+_TYPES = {"boolean": 1, "string": 2, "int": 3, "short": 4, "long": 5, "double": 6, "list": 7, "password": 9}
 
 
 def handle(broker, ctx, req, version):
@@ -61,10 +61,13 @@ def handle(broker, ctx, req, version):
                         continue
                     value = broker.config[name]
                     value = None if value is None else (str(value).lower() if isinstance(value, bool) else str(value))
+                    sensitive = defn.type == "password"     # Kafka never describes a password's value
+                    if sensitive:
+                        value = None
                     source = _broker_source(broker, name)
                     result.configs.append(Entry(
                         name=name, value=value, read_only=name not in DYNAMIC_BROKER_CONFIGS,
-                        is_default=source == DEFAULT_CONFIG, config_source=source, is_sensitive=False,
+                        is_default=source == DEFAULT_CONFIG, config_source=source, is_sensitive=sensitive,
                         synonyms=_broker_synonyms(broker, name) if req.include_synonyms else [],
                         config_type=_TYPES[defn.type],
                         documentation=defn.doc if req.include_documentation else None))
@@ -104,6 +107,9 @@ def _broker_synonyms(broker, key):
     default = CONFIG_DEFS[key].default
     if default is not None or not out:
         out.append(Synonym(name=key, value=_text(default), source=DEFAULT_CONFIG))
+    if CONFIG_DEFS[key].type == "password":
+        for s in out:
+            s.value = None
     return out
 
 

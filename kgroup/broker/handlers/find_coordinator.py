@@ -11,7 +11,7 @@ GROUP, TRANSACTION = 0, 1
 
 def handle(broker, ctx, req, version):
     node = broker.config.node_id
-    host, port = broker.advertised_listener()
+    host, port = broker.advertised_listener(ctx.listener_name)
     keys = req.coordinator_keys if version >= 4 else [req.key]
     if req.key_type == GROUP:
         broker.group_coordinator.ensure_offsets_topic()

@@ -18,7 +18,7 @@ Partition = MetadataResponse.MetadataResponsePartition
 def handle(broker, ctx, req, version):
     md = broker.metadata
     node = broker.config.node_id
-    host, port = broker.advertised_listener()
+    host, port = broker.advertised_listener(ctx.listener_name)
     resp = MetadataResponse(
         brokers=[Broker(node_id=node, host=host, port=port, rack=None)],
         cluster_id=md.cluster_id, controller_id=node, topics=[])
