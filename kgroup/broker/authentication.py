@@ -100,7 +100,7 @@ class SaslGate:
             reason = (f"SASL mechanism '{mech}' requested by client is not supported for re-authentication "
                       f"of mechanism '{self.mechanism}'" if self.reauthenticating and mech in enabled
                       else f"Unsupported SASL mechanism {mech}")
-            conn.close(reason)
+            conn.close_after_failed_authentication(reason)
             return
         self.mechanism = mech
         self.server = self.sasl.new_server(mech)
@@ -126,7 +126,7 @@ class SaslGate:
             resp = SaslAuthenticateResponse(error_code=ErrorCode.SASL_AUTHENTICATION_FAILED, error_message=msg,
                                             auth_bytes=b"")
             conn.send_direct(encode_response(ApiKey.SASL_AUTHENTICATE, version, header.correlation_id, resp))
-            conn.close(f"SASL authentication failed ({self.mechanism}): {e}")
+            conn.close_after_failed_authentication(f"SASL authentication failed ({self.mechanism}): {e}")
             return
         lifetime = 0
         if principal is not None:
@@ -140,7 +140,7 @@ class SaslGate:
             out = self.server.evaluate(token)
             principal = self._completed_principal()
         except SaslError as e:
-            conn.close(f"SASL authentication failed ({self.mechanism}): {e}")
+            conn.close_after_failed_authentication(f"SASL authentication failed ({self.mechanism}): {e}")
             return
         if out is not None:
             conn.send_direct([_SIZE.pack(len(out)), out])

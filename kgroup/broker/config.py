@@ -67,6 +67,9 @@ CONFIG_DEFS: dict[str, ConfigDef] = {c.name: c for c in (
     # SASL
     _d("sasl.enabled.mechanisms", "list", "GSSAPI", "SASL mechanisms enabled on SASL listeners."),
     _d("sasl.mechanism.inter.broker.protocol", "string", "GSSAPI", "SASL mechanism between brokers."),
+    _d("connection.failed.authentication.delay.ms", "int", 100,
+       "How long a connection whose authentication failed stays open (its error answered, nothing more "
+       "read) before it is closed, so clients read the answer and retry no faster."),
     _d("connections.max.reauth.ms", "long", 0,
        "Most milliseconds a SASL session lasts before the client must re-authenticate (KIP-368); 0: forever."),
     # Authorization

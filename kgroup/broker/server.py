@@ -304,6 +304,21 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.closed = True
         self.transport.close()
 
+    def close_after_failed_authentication(self, reason: str):
+        """As Kafka's Selector with connection.failed.authentication.delay.ms: the error answer
+        goes out, nothing more is read, and the connection closes after the delay."""
+        self._send()
+        if self.closed:
+            return
+        self.gate = None
+        self.muted = True           # later frames are kept (bounded by reading paused), never run
+        self._pause_reading(2)
+        delay = self.broker.config["connection.failed.authentication.delay.ms"] / 1000.0
+        if delay <= 0:
+            self._abort(reason)
+            return
+        self.broker.loop.call_later(delay, lambda: None if self.closed else self._abort(reason))
+
     def expire_idle(self, idle_ms):
         # Kafka's Selector closes expired connections quietly (DEBUG); so do we.
         log.debug("closing connection from %s: idle for more than connections.max.idle.ms=%d",

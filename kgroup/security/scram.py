@@ -109,6 +109,7 @@ class ScramServer:
         self._client_first_bare = ""
         self._server_first = ""
         self._nonce = ""
+        self._client_nonce = ""
         self._credential: ScramCredential | None = None
         self.token_authenticated = False
 
@@ -149,7 +150,8 @@ class ScramServer:
         self.authorization_id = user
         self._credential = cred
         self._client_first_bare = m.group("bare")
-        self._nonce = m.group("nonce") + secure_nonce()
+        self._client_nonce = m.group("nonce")
+        self._nonce = self._client_nonce + secure_nonce()
         self._server_first = f"r={self._nonce},s={base64.b64encode(cred.salt).decode()},i={cred.iterations}"
         self.state = 1
         return self._server_first.encode()
@@ -158,7 +160,12 @@ class ScramServer:
         m = _CLIENT_FINAL.match(token.decode("utf-8", "replace"))
         if m is None:
             raise SaslError("Invalid SCRAM client final message format: " + token.decode("utf-8", "replace"))
-        if m.group("nonce") != self._nonce:
+        nonce = m.group("nonce")
+        # Kafka 4.x compares the nonce exactly (RFC 5802). librdkafka before 2.6.1 sends the
+        # client nonce once more in front of the server's (librdkafka#4895), which Kafka 3.8.1-3.9
+        # accepted (an endsWith check); kgroup accepts exactly that form too, so Debian's kcat
+        # (librdkafka 2.0.2) can log in: it still carries the whole server nonce.
+        if nonce != self._nonce and nonce != self._client_nonce + self._nonce:
             raise SaslError("Invalid client nonce in the final client message.")
         cred = self._credential
         auth_message = f"{self._client_first_bare},{self._server_first},{m.group('without_proof')}".encode()

@@ -116,3 +116,31 @@ def test_oauthbearer_unsecured():
         expired.evaluate(b"\x01")
     scoped = UnsecuredOAuthBearerServer({"unsecuredValidatorRequiredScope": "write"}, clock=lambda: now)
     assert b"insufficient_scope" in scoped.evaluate(client_initial_response(unsecured_token("a", 60, ["read"], now)))
+
+
+def test_scram_accepts_librdkafka_duplicated_nonce_only():
+    """librdkafka < 2.6.1 sends client nonce + server nonce (which starts with the client
+    nonce); that exact form passes, any other nonce does not."""
+    mech = scram.SCRAM_SHA_256
+    cred = scram.generate_credential(mech, "pw", 4096)
+    for dup, ok in ((True, True), (False, False)):
+        server = scram.ScramServer(mech, lambda u: cred)
+        client = scram.ScramClient(mech, "u", "pw")
+        first = server.evaluate(client.first())
+        final = client.evaluate(first).decode()
+        cnonce = client._nonce
+        final = final.replace(",r=", ",r=" + (cnonce if dup else "x"), 1)
+        # the proof covers the nonce as sent: recompute it as the buggy client does
+        import base64 as b64
+        import hmac as h
+        salted = scram.salted_password(mech, "pw", cred.salt, 4096)
+        without = final.split(",p=")[0]
+        auth = f"n=u,r={cnonce},{first.decode()},{without}".encode()
+        ck = scram.client_key(mech, salted)
+        sig = h.new(scram.stored_key(mech, ck), auth, mech.hash_name).digest()
+        proof = b64.b64encode(bytes(a ^ b for a, b in zip(ck, sig))).decode()
+        if ok:
+            assert server.evaluate(f"{without},p={proof}".encode()).startswith(b"v=")
+        else:
+            with pytest.raises(SaslError, match="Invalid client nonce"):
+                server.evaluate(f"{without},p={proof}".encode())
