@@ -19,12 +19,20 @@ TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
 # ConfigType (KIP-569): BOOLEAN 1, STRING 2, INT 3, SHORT 4, LONG 5, DOUBLE 6, LIST 7
 _TYPES = {"boolean": 1, "string": 2, "int": 3, "short": 4, "long": 5, "double": 6, "list": 7, "password": 9}
 
+from ...security.acl import DESCRIBE_CONFIGS
+from ..admin import config_resource_denied
+
 
 def handle(broker, ctx, req, version):
     resp = DescribeConfigsResponse(throttle_time_ms=0, results=[])
     for res in req.resources:
         result = Result(error_code=0, error_message=None, resource_type=res.resource_type,
                         resource_name=res.resource_name, configs=[])
+        denied = config_resource_denied(broker, ctx, DESCRIBE_CONFIGS, res.resource_type, res.resource_name)
+        if denied is not None:      # KafkaApis: DESCRIBE_CONFIGS on the topic, the cluster, the group
+            result.error_code = denied
+            resp.results.append(result)
+            continue
         if res.resource_type == TOPIC:
             topic = broker.metadata.get(res.resource_name)
             if topic is None:
