@@ -62,3 +62,4 @@ bench: install-test
 	$(PY) benchmarks/spark_read_bench.py
 	$(PY) benchmarks/footprint_bench.py
 	$(PY) benchmarks/cleaner_stall_bench.py --baseline-rev 6cf30e3
+	$(PY) benchmarks/security_bench.py

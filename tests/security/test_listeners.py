@@ -123,3 +123,41 @@ def test_principals(secure):
             got = secure.call(lambda b: {str(c.principal) for c in b.connections
                                          if c.client_software and c.listener.name == listener})
         assert want in got, (listener, got)
+
+
+def test_metadata_advertises_the_listener_asked(secure):
+    from kgroup.client.sync import KafkaAdmin
+    for listener in ("PLAINTEXT", "SASL_SSL"):
+        cfg = secure.security_config(listener, "alice", "PLAIN") if listener != "PLAINTEXT" else \
+            {"bootstrap.servers": secure.bootstrap()}
+        with KafkaAdmin(cfg) as admin:
+            brokers = admin.describe_cluster()["brokers"]
+        assert [(b.host, b.port) for b in brokers] == [("127.0.0.1", secure.port_of(listener))]
+
+
+def test_listener_and_tls_config_errors(tmp_path):
+    from kgroup.broker.config import BrokerConfig, ConfigError
+    from kgroup.broker.tls import openssl_cipher_name, server_context
+    for props, msg in (
+            ({"listeners": "PLAINTEXT://:1,PLAINTEXT://:2"}, "different name"),
+            ({"listeners": "A://:1", "listener.security.protocol.map": "B:PLAINTEXT"}, "No security protocol"),
+            ({"listeners": "PLAINTEXT://:1,SSL://:1", "ssl.keystore.location": "x"}, "different port"),
+            ({"listeners": "PLAINTEXT://:1", "inter.broker.listener.name": "OTHER"}, "inter.broker.listener.name"),
+            ({"listeners": "SASL_PLAINTEXT://:1", "sasl.enabled.mechanisms": ""}, "sasl.enabled.mechanisms"),
+            ({"listeners": "SSL://:1"}, "no keystore")):
+        with pytest.raises(ConfigError, match=msg):
+            BrokerConfig(props)
+    assert openssl_cipher_name("TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256") == "ECDHE-RSA-AES128-GCM-SHA256"
+    from kgroup.testing.certs import TestCertificates
+    certs = TestCertificates.generate(str(tmp_path / "c"), clients=())
+    cfg = BrokerConfig({"listeners": "SSL://127.0.0.1:0", "ssl.keystore.type": "PEM",
+                        "ssl.keystore.location": certs.server_keystore, "ssl.enabled.protocols": "TLSv1.3",
+                        "listener.name.ssl.ssl.client.auth": "requested"})
+    ctx = server_context(cfg, "SSL")
+    assert ctx.minimum_version == ssl.TLSVersion.TLSv1_3 and ctx.verify_mode == ssl.CERT_OPTIONAL
+    with pytest.raises(ConfigError, match="PEM"):
+        server_context(BrokerConfig({"listeners": "SSL://127.0.0.1:0", "ssl.keystore.type": "JKS",
+                                     "ssl.keystore.location": certs.server_keystore}), "SSL")
+    with pytest.raises(ConfigError, match="GSSAPI"):
+        from kgroup.broker.security_setup import BrokerSecurity
+        BrokerSecurity(BrokerConfig({"listeners": "SASL_PLAINTEXT://127.0.0.1:0"}), str(tmp_path))
