@@ -9,6 +9,11 @@ ephemeral port and a fresh data directory under pytest's ``tmp_path``):
   unique topic and group names per test).
 * ``kafka_broker_process`` — one ``kgroup serve`` subprocess per test: what ``kill()`` (SIGKILL)
   and ``kill_and_restart()`` need.
+* ``kafka_broker_secure`` — one in-process broker per test with Kafka's four listeners (PLAINTEXT,
+  SSL with required client certificates, SASL_PLAINTEXT, SASL_SSL), certificates generated for
+  the run (``.certs``: CA, client certificate "client"), and users ``alice`` / ``admin``
+  (passwords ``alice-secret`` / ``admin-secret``) for PLAIN and SCRAM; ``security_config(listener,
+  user, mechanism)`` gives a client's keys (docs/security.md).
 
 ``@pytest.mark.kafka_broker_config(key=value, ...)`` on a test sets broker config keys (Kafka's
 names with dots as underscores, or a dict as the single argument) for the function fixtures.
@@ -49,4 +54,13 @@ def kafka_broker_session(tmp_path_factory):
 @pytest.fixture
 def kafka_broker_process(request, tmp_path):
     with KafkaBroker(tmp_path / "kafka-data", _overrides(request), process=True) as b:
+        yield b
+
+
+SECURE_USERS = {"alice": "alice-secret", "admin": "admin-secret"}
+
+
+@pytest.fixture
+def kafka_broker_secure(request, tmp_path):
+    with KafkaBroker(tmp_path / "kafka-data", _overrides(request), security=True, users=SECURE_USERS) as b:
         yield b
