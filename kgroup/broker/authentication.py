@@ -24,6 +24,7 @@ from ..protocol.messages.sasl_authenticate import SaslAuthenticateResponse
 from ..protocol.messages.sasl_handshake import SaslHandshakeResponse
 from ..protocol.primitives import DecodeError
 from ..security.principal import USER_TYPE, KafkaPrincipal
+from .handlers import HANDLER_BY_KEY_VERSION
 from ..security.sasl import SaslAuthenticationError, SaslError, failure_message
 
 log = logging.getLogger("kgroup.server")
@@ -69,8 +70,11 @@ class SaslGate:
             self._authenticate(conn, frame, version)
             return True
         if api_key == ApiKey.API_VERSIONS and self.state == HANDSHAKE_OR_VERSIONS and not self.reauthenticating:
-            self.state = HANDSHAKE
-            return False        # the ApiVersions handler answers it
+            # the ApiVersions handler answers it; a version it does not serve is answered
+            # UNSUPPORTED_VERSION and may be retried lower (handleApiVersionsRequest)
+            if (api_key, version) in HANDLER_BY_KEY_VERSION:
+                self.state = HANDSHAKE
+            return False
         if api_key == ApiKey.SASL_HANDSHAKE:
             self._handshake(conn, frame, version)
             return True

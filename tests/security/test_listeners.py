@@ -161,3 +161,18 @@ def test_listener_and_tls_config_errors(tmp_path):
     with pytest.raises(ConfigError, match="GSSAPI"):
         from kgroup.broker.security_setup import BrokerSecurity
         BrokerSecurity(BrokerConfig({"listeners": "SASL_PLAINTEXT://127.0.0.1:0"}), str(tmp_path))
+
+
+def test_api_versions_retry_lower_before_authentication(secure):
+    """An ApiVersions version the broker does not serve is answered UNSUPPORTED_VERSION (v0
+    layout) and may be retried lower before the handshake, as Kafka's authenticator allows."""
+    s = socket.create_connection(("127.0.0.1", secure.port_of("SASL_PLAINTEXT")))
+    s.settimeout(5)
+    s.sendall(_frame(ApiKey.API_VERSIONS, 99, 1))
+    corr, error = struct.unpack_from(">ih", _recv(s))
+    assert (corr, error) == (1, 35)
+    s.sendall(_frame(ApiKey.API_VERSIONS, 0, 2))
+    assert struct.unpack_from(">ih", _recv(s)) == (2, 0)
+    s.sendall(_frame(ApiKey.API_VERSIONS, 0, 3))        # a second one before the handshake closes
+    assert s.recv(1) == b""
+    s.close()
