@@ -365,11 +365,7 @@ class Broker:
         self.data_path.delete_partitions(name, topic.num_partitions)
         if name != OFFSETS_TOPIC and self.metadata.get(OFFSETS_TOPIC) is not None:
             # GroupCoordinatorService.onPartitionsDeleted: every shard tombstones those offsets
-            gone = [(name, p) for p in range(topic.num_partitions)]
-            # Nobody waits for the answer: the tombstones are written and flushed regardless.
-            self.group_coordinator.execute_split(
-                gone, None, lambda shard, partitions, _version, now, token:
-                shard.handle_partitions_deleted(partitions, now, token), 0, lambda answers: None)
+            self.group_coordinator.on_partitions_deleted([(name, p) for p in range(topic.num_partitions)])
         log.info("deleted topic %s", name)
         self.group_coordinator.on_topics_changed()
         return topic

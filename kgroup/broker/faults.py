@@ -331,7 +331,7 @@ class FaultInjector:
                 continue
             shard.timer.now = now
             manager = shard.group_metadata_manager
-            for group in list(manager.groups.values()):
+            for group in manager.classic_groups():
                 for member in list(group.members.values()):
                     manager.reschedule_heartbeat(group, member)
 

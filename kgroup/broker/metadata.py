@@ -150,7 +150,7 @@ class TopicRegistry:
             num_partitions = self.config["num.partitions"]
         if num_partitions <= 0:
             raise KafkaError(ErrorCode.INVALID_PARTITIONS, "Number of partitions was set to an invalid "
-                             f"non-positive value.")
+                             "non-positive value.")
         if replication_factor == -1:
             replication_factor = self.config["default.replication.factor"]
         if replication_factor <= 0:

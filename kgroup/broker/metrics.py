@@ -293,7 +293,8 @@ class BrokerMetrics:
             if not shard.is_loaded:
                 continue
             offsets = shard.offset_metadata_manager.offsets
-            for gid, g in shard.group_metadata_manager.groups.items():
+            for g in shard.group_metadata_manager.classic_groups():
+                gid = g.group_id
                 members = []
                 for m in g.members.values():
                     assignment = decode_assignment(m.assignment) if g.protocol_type == "consumer" else {}

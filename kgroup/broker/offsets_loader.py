@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 
-from ..protocol.records import decode_records, iter_batches
+from ..protocol.records import ControlRecordType, control_record_type, decode_records, iter_batches
 
 log = logging.getLogger("kgroup.coordinator_loader")
 _REPLAYS_PER_STEP = 256
@@ -44,14 +44,13 @@ def read_batches(plog, buffer_size: int = DEFAULT_LOAD_BUFFER_SIZE):
             offset = header.next_offset
 
 
-def load_steps(shard, plog, replay_transactional, buffer_size: int = DEFAULT_LOAD_BUFFER_SIZE):
-    """Replay ``plog`` into ``shard``, yielding between steps; ``replay_transactional(shard,
-    header, batch)`` replays a transactional batch or marker (TxnOffsetCommit's pending offsets).
-    Raises what ``shard.replay`` raises (CoordinatorLoadError for a record that does not decode)."""
+def load_steps(shard, plog, buffer_size: int = DEFAULT_LOAD_BUFFER_SIZE):
+    """Replay ``plog`` into ``shard``, yielding between steps. Raises what ``shard.replay``
+    raises (CoordinatorLoadError for a record that does not decode)."""
     latest: dict = {}           # key -> (offset, value) of its last record
     for header, batch in read_batches(plog, buffer_size):
         if header.is_transactional or header.is_control:
-            yield from _replay_all(shard, plog, replay_transactional, buffer_size)
+            yield from _replay_all(shard, plog, buffer_size)
             return
         for r in decode_records(batch, header):
             if r.key is not None:
@@ -68,7 +67,22 @@ def _offset_of(item):
     return item[1][0]
 
 
-def _replay_all(shard, plog, replay_transactional, buffer_size):
+def replay_transactional(shard, header, batch) -> None:
+    """A transactional batch holds pending records of its producer (TxnOffsetCommit's offsets),
+    or is the producer's COMMIT/ABORT marker."""
+    records = decode_records(batch, header)
+    if header.is_control:
+        for r in records:
+            kind = control_record_type(r.key)
+            if kind in (ControlRecordType.COMMIT, ControlRecordType.ABORT):
+                shard.replay_end_transaction_marker(header.producer_id, kind == ControlRecordType.COMMIT)
+        return
+    for r in records:
+        if r.key is not None:
+            shard.replay_transactional(header.producer_id, r.key, r.value, r.offset)
+
+
+def _replay_all(shard, plog, buffer_size):
     for header, batch in read_batches(plog, buffer_size):
         if header.is_transactional:
             replay_transactional(shard, header, batch)

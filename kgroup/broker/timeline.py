@@ -131,7 +131,7 @@ class GroupTimelines:
         shard = groups.shards.get(groups.shard_for(gid))
         if shard is None or not shard.is_loaded:
             return None
-        return shard.group_metadata_manager.groups.get(gid)
+        return shard.group_metadata_manager.classic_group(gid)
 
     def _add(self, gid, kind, **detail) -> None:
         q = self.events.get(gid)

@@ -1,8 +1,8 @@
-"""The transaction coordinator runtime (``broker.transaction_coordinator``): drives the pure
-``TransactionCoordinatorShard``s, one per ``__transaction_state`` partition, with the group
-runtime's machinery (``GroupRuntime``: loading with COORDINATOR_LOAD_IN_PROGRESS meanwhile,
-one RecordBatch per operation, fsync before answering, one loop timer per shard), plus the
-COMMIT/ABORT markers.
+"""The transaction coordinator service (``broker.transaction_coordinator``): routes transactional
+requests to the ``__transaction_state`` partition that owns each transactional id and runs them
+on the generic coordinator runtime (``coordinator_runtime.py``: loading, one RecordBatch per
+operation, fsync before answering, timers), which hosts one ``TransactionCoordinatorShard`` per
+partition. What is transaction-specific lives here: the COMMIT/ABORT markers.
 
 Markers, in Kafka's order (TransactionCoordinator.endTransaction, TransactionMarkerChannelManager):
     PrepareCommit/PrepareAbort record appended -> fsync of __transaction_state
@@ -20,39 +20,49 @@ that transactional id (the next transaction's AddPartitionsToTxn / AddOffsetsToT
 InitProducerId), which clients retry after a backoff (librdkafka: 20 ms for AddPartitionsToTxn,
 retry.backoff.ms, 100 ms, for AddOffsetsToTxn). Here such a request waits in the runtime
 (``_completing``) and runs once the transaction completes, which is what the retry would get,
-without the backoff. The shard itself still answers CONCURRENT_TRANSACTIONS in a Prepare state
+without the backoff; if the transaction has not completed within ``COMPLETION_WAIT_S`` (its
+markers cannot be written), it is answered CONCURRENT_TRANSACTIONS as Kafka would answer it,
+and the client retries. Requests waiting when the partition is unloaded get NOT_COORDINATOR.
+The shard itself still answers CONCURRENT_TRANSACTIONS in a Prepare state
 (the runtime does not ask it then).
 """
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import os
 
 from ..clock import now_ms
-from ..protocol.records import build_end_txn_marker_batch
-from ..storage.producer_state import AppendOrigin
+from ..protocol.errors import ErrorCode
 from ..transaction_coordinator import (TransactionCoordinatorConfig, TransactionCoordinatorShard,
                                        transaction_partition)
-from .group_runtime import GroupRuntime
-from .pending import PendingResponse
+from ..protocol.records import build_end_txn_marker_batch
+from .coordinator_runtime import CoordinatorAppendError, CoordinatorRuntime, answer_flushed, append_records
 from .metadata import OFFSETS_TOPIC
+from .pending import PendingResponse
 
 log = logging.getLogger("kgroup.transaction_coordinator")
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 MARKER_RETRY_S = 0.1        # a marker that could not be written is retried (Kafka retries until it is)
+# How long a request waits for its transaction to complete before it is answered
+# CONCURRENT_TRANSACTIONS (what Kafka answers at once; clients retry it after a backoff)
+COMPLETION_WAIT_S = 1.0
 _DURABLE = PendingResponse(flush_only=True)     # an answered flush wait: nothing to wait for
 _DURABLE.answer(None)
 
 
-class TransactionRuntime(GroupRuntime):
+class TransactionRuntime:
     topic = TRANSACTION_STATE_TOPIC
-    load_buffer_size_key = "transaction.state.log.load.buffer.size"
 
     def __init__(self, broker):
-        super().__init__(broker)
+        self.broker = broker
         self.config = TransactionCoordinatorConfig.from_props(broker.config.values)
         self.num_partitions = broker.config["transaction.state.log.num.partitions"]
+        self.runtime = CoordinatorRuntime(
+            broker, topic=self.topic, config=self.config, new_shard=self._new_shard,
+            load_buffer_size=broker.config["transaction.state.log.load.buffer.size"],
+            after_commit=self._after_commit, on_unloaded=self._on_unloaded)
         # Fault injection for the crash tests (KGROUP_TEST_HOLD_MARKERS=1): the broker stops just
         # before writing markers, the Prepare record fsynced and EndTxn answered (as Kafka answers
         # it before its markers); a SIGKILL then is a crash between EndTxn and the markers.
@@ -62,34 +72,88 @@ class TransactionRuntime(GroupRuntime):
         self._to_mark: list = []        # (shard, markers, answers) prepared in this loop turn
         self._marking_scheduled = False
 
-    def _new_shard(self, p: int) -> TransactionCoordinatorShard:
-        return TransactionCoordinatorShard(p, self.config,
+    @property
+    def shards(self) -> dict:
+        return self.runtime.shards
+
+    def _new_shard(self, p: int, epoch: int) -> TransactionCoordinatorShard:
+        return TransactionCoordinatorShard(p, self.config, coordinator_epoch=epoch,
                                            producer_id_allocator=self.broker.data_path.producer_ids.allocate)
 
-    def _topic_configs(self) -> dict[str, str]:
-        cfg = self.broker.config
-        return {"cleanup.policy": "compact", "segment.bytes": str(cfg["transaction.state.log.segment.bytes"])}
+    # -- topic and partitions -----------------------------------------------------------------------
+    def start(self) -> None:
+        """Start loading an existing ``__transaction_state`` in the background."""
+        topic = self.broker.metadata.get(self.topic)
+        if topic is not None:
+            self.num_partitions = topic.num_partitions
+            for p in range(topic.num_partitions):
+                self.runtime.load(p)
 
-    # ensure_offsets_topic is the group runtime's name for "create the topic on first use"
-    ensure_topic = GroupRuntime.ensure_offsets_topic
+    def ensure_topic(self) -> None:
+        """Create ``__transaction_state`` on first use (compacted, as Kafka creates it)."""
+        if self.broker.metadata.get(self.topic) is not None:
+            return
+        self.broker.create_topic(self.topic, self.num_partitions, 1, {
+            "cleanup.policy": "compact",
+            "segment.bytes": str(self.broker.config["transaction.state.log.segment.bytes"])})
+        for p in range(self.num_partitions):
+            self.runtime.load_empty(p)
+
+    def load_partition(self, p: int, epoch: int = 0) -> None:
+        self.runtime.load(p, epoch)
+
+    def unload_partition(self, p: int, epoch: int | None = None) -> None:
+        self.runtime.unload(p, epoch)
+
+    def _on_unloaded(self, p: int) -> None:
+        """Requests waiting for a transaction of the unloaded partition get NOT_COORDINATOR."""
+        for tid in [t for t in self._completing if self.shard_for(t) == p]:
+            for handle, req, version, _extra, token in self._completing.pop(tid):
+                token.answer(handle.error_response(req, version, ErrorCode.NOT_COORDINATOR))
 
     def shard_for(self, transactional_id: str) -> int:
         return transaction_partition(transactional_id, self.num_partitions)
 
-    def shard_of(self, transactional_id: str) -> TransactionCoordinatorShard:
-        self.ensure_topic()
-        return self.shards[self.shard_for(transactional_id)]
-
-    # -- operations -----------------------------------------------------------------------------
+    # -- operations ---------------------------------------------------------------------------------
     def run(self, transactional_id: str, handle, req, version: int, *extra):
-        """``handle(shard, req, version, now_ms, token, *extra)`` on the transactional id's shard;
-        while that id's markers are being written, once its transaction completes."""
+        """``handle(shard, req, version, now_ms, token, *extra)`` on the transactional id's
+        partition; while that id's markers are being written, once its transaction completes."""
         waiting = self._completing.get(transactional_id)
         if waiting is not None:
             token = PendingResponse()
-            waiting.append((handle, req, version, extra, token))
+            entry = (handle, req, version, extra, token)
+            waiting.append(entry)
+            asyncio.get_running_loop().call_later(COMPLETION_WAIT_S, self._give_up, transactional_id, entry)
             return token
-        return self.execute(transactional_id, handle, req, version, *extra)
+        self.ensure_topic()
+        return self.runtime.execute(self.shard_for(transactional_id), handle, req, version, *extra)
+
+    def execute_split(self, req, field: str | None, handle, version: int, merge, group_id_of=None, extra=()):
+        """A request naming several transactional ids (``req.<field>``, or entries whose
+        ``group_id_of(item)`` is one), split by partition; ``field`` None: every partition."""
+        self.ensure_topic()
+        if field is None:
+            parts = [(p, req) for p in self.runtime.shards]
+        else:
+            by_partition: dict[int, list] = {}
+            for item in getattr(req, field):
+                tid = item if group_id_of is None else group_id_of(item)
+                by_partition.setdefault(self.shard_for(tid), []).append(item)
+            parts = []
+            for p, items in by_partition.items():
+                sub = copy.copy(req)
+                setattr(sub, field, items)
+                parts.append((p, sub))
+        return self.runtime.execute_parts(parts, handle, version, merge, *extra)
+
+    def _give_up(self, transactional_id: str, entry) -> None:
+        """The transaction did not complete in time (its markers do not land): the waiting
+        request gets CONCURRENT_TRANSACTIONS, as Kafka answers it at once, and the client retries."""
+        waiting = self._completing.get(transactional_id)
+        if waiting is not None and entry in waiting:
+            waiting.remove(entry)
+            handle, req, version, _extra, token = entry
+            token.answer(handle.error_response(req, version, ErrorCode.CONCURRENT_TRANSACTIONS))
 
     def _resume(self, transactional_id: str, error=None) -> None:
         """The transaction of ``transactional_id`` completed (or ``error``: never will, the log
@@ -112,24 +176,27 @@ class TransactionRuntime(GroupRuntime):
     def verify_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
                           partitions) -> dict:
         """KIP-890 part 1's check of a transactional produce (AddPartitionsToTxn verify_only)."""
-        return self.shard_of(transactional_id).verify_partitions(transactional_id, producer_id,
-                                                                  producer_epoch, partitions)
+        self.ensure_topic()
+        p = self.shard_for(transactional_id)
+        state_error = self.runtime.state_error(p)
+        if state_error is not None:
+            return {tp: state_error for tp in partitions}
+        return self.runtime.shards[p].verify_partitions(transactional_id, producer_id, producer_epoch, partitions)
 
-    # -- the marker path ----------------------------------------------------------------------
-    def _run(self, shard, result, may_hold: bool = False) -> None:
-        super()._run(shard, result, may_hold)
-        # Markers queued without a record (a partition loaded with transactions in a Prepare state)
-        markers = self._drain_markers(shard)
-        if markers:
-            plog = self.broker.data_path.log(self.topic, shard.partition)
-            self.broker.data_path.wait_flushed({plog}).listen(
-                lambda flushed: self._prepared(shard, markers, [], flushed))
-
-    def _after_commit(self, shard, plog, out: list, results: list) -> None:
+    # -- the marker path ----------------------------------------------------------------------------
+    def _after_commit(self, shard, plog, out: list, results) -> None:
+        """After every operation: the markers of transactions it prepared are written once its
+        Prepare records are on disk (``plog`` None: nothing was written, as when a loaded
+        partition queues the markers of transactions found in a Prepare state)."""
         markers = self._drain_markers(shard)
         if not markers:
-            super()._after_commit(shard, plog, out, results)
+            self.runtime.answer_when_flushed(shard, plog, out, results)
             return
+        if plog is None:
+            for token, response in out:
+                token.answer(response)
+            out = []
+            plog = self.broker.data_path.log(self.topic, shard.partition)
         self.broker.data_path.wait_flushed({plog}).listen(
             lambda flushed: self._prepared(shard, markers, out, flushed))
 
@@ -150,7 +217,7 @@ class TransactionRuntime(GroupRuntime):
             return
         if self.hold_markers:
             log.warning("holding the markers of %s (test hook)", [m.transactional_id for m in markers])
-            self._answer_flushed(out, flushed)
+            answer_flushed(out, flushed)
             return
         self._to_mark.append((shard, markers, out))
         if not self._marking_scheduled:
@@ -177,7 +244,7 @@ class TransactionRuntime(GroupRuntime):
                 try:
                     plog = self._append_markers(topic, p, [(m.producer_id, m.producer_epoch, m.committed,
                                                             m.coordinator_epoch) for m in group])
-                except Exception as e:
+                except CoordinatorAppendError as e:
                     if len(group) == 1:
                         log.warning("writing the marker of %s to %s-%d failed (%s): retrying",
                                     group[0].transactional_id, topic, p, e)
@@ -212,9 +279,10 @@ class TransactionRuntime(GroupRuntime):
             for m in markers:
                 self._resume(m.transactional_id, flushed.error)
             return
+        rt = self.runtime
         for m in markers:
-            if shard.is_loaded and self.shards.get(shard.partition) is shard:
-                self._run(shard, shard.complete_transaction(m, now_ms()))
+            if rt.is_active(shard.partition) and rt.shards.get(shard.partition) is shard:
+                rt.run(shard, shard.complete_transaction(m, now_ms()))
             self._resume(m.transactional_id)
 
     def write_markers(self, producer_id: int, producer_epoch: int, committed: bool, coordinator_epoch: int,
@@ -231,23 +299,27 @@ class TransactionRuntime(GroupRuntime):
 
     def _append_markers(self, topic: str, p: int, markers: list):
         """One append of a control batch per ``(producer_id, producer_epoch, committed,
-        coordinator_epoch)`` to ``topic``-``p`` (through the group runtime for
+        coordinator_epoch)`` to ``topic``-``p`` (through the group coordinator for
         ``__consumer_offsets``, whose shard settles the producers' pending offsets). Returns
-        the log, or None for a partition that no longer exists."""
+        the log, or None for a partition that no longer exists (Kafka drops markers for partitions
+        that no longer exist); raises CoordinatorAppendError."""
         if topic == OFFSETS_TOPIC:
-            plog = self.broker.group_coordinator.write_txn_markers(p, markers)
-        else:
-            dp = self.broker.data_path
-            plog = dp.log(topic, p)
-            if plog is None:
-                return None
-            now = now_ms()
-            plog.append(b"".join(build_end_txn_marker_batch(pid, epoch, committed, coordinator_epoch, now)
-                                 for pid, epoch, committed, coordinator_epoch in markers),
-                        origin=AppendOrigin.COORDINATOR)
-            dp.appended(topic, p)       # the LSO moved: wake read_committed fetches
+            return self.broker.group_coordinator.write_txn_markers(p, markers)
+        if not self.partition_exists(topic, p):
+            return None
+        now = now_ms()
+        plog = append_records(self.broker, topic, p, b"".join(
+            build_end_txn_marker_batch(pid, epoch, committed, coordinator_epoch, now)
+            for pid, epoch, committed, coordinator_epoch in markers))
+        self.broker.data_path.appended(topic, p)       # the LSO moved: wake read_committed fetches
         return plog
 
     def partition_exists(self, topic: str, partition: int) -> bool:
         t = self.broker.metadata.get(topic)
         return t is not None and 0 <= partition < t.num_partitions
+
+    def fire_due_timers(self) -> None:
+        self.runtime.fire_due_timers()
+
+    def close(self) -> None:
+        self.runtime.close()

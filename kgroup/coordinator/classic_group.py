@@ -53,7 +53,10 @@ from ..protocol.consumer_protocol import ConsumerProtocolSubscription
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.offsets_records import GroupMetadataValue
 from ..protocol.primitives import DecodeError
+from . import coordinator_records as rec
+from .group import Group, GroupType
 from .partitioner import java_string_hash_code
+from .timer import heartbeat_key, initial_delay_key, join_key, pending_key, sync_key
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
@@ -147,8 +150,10 @@ class ClassicGroupMember:
         return self.awaiting_join is not None or self.awaiting_sync is not None
 
 
-class ClassicGroup:
+class ClassicGroup(Group):
     """Kafka's ClassicGroup, minus the futures: parked requests are tokens on the members."""
+
+    type = GroupType.CLASSIC
 
     def __init__(self, group_id: str, now_ms: int, state: ClassicGroupState = S.EMPTY,
                  generation_id: int = 0, protocol_type=None, protocol_name=None, leader_id=None,
@@ -310,7 +315,18 @@ class ClassicGroup:
         if member_id not in self.members:
             raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID)
 
-    def validate_offset_commit(self, member_id, instance_id, generation_id, is_transactional=False) -> None:
+    # -- the Group interface ------------------------------------------------------------------
+    def state_string(self) -> str:
+        return self.state.value
+
+    def is_empty(self) -> bool:
+        return self.state is S.EMPTY
+
+    def protocol_type_name(self) -> str:
+        return self.protocol_type or ""
+
+    def validate_offset_commit(self, member_id, instance_id, generation_id, is_transactional=False,
+                               api_version=-1) -> None:
         """Transactional commits (TxnOffsetCommit, KIP-447 fencing from v3) skip the two
         checks older TxnOffsetCommit versions could not pass: no member id and generation
         means no membership check, and a rebalance in progress does not refuse them."""
@@ -326,6 +342,34 @@ class ClassicGroup:
             raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID)
         if self.state is S.COMPLETING_REBALANCE and not is_transactional:
             raise KafkaError(ErrorCode.REBALANCE_IN_PROGRESS)
+
+    def validate_offset_fetch(self, member_id, member_epoch) -> None:
+        if self.state is S.DEAD:
+            raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {self.group_id} is in dead state.")
+
+    def validate_offset_delete(self) -> None:
+        if self.state is S.DEAD:
+            raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {self.group_id} is in dead state.")
+        if self.state is not S.EMPTY and not self.uses_consumer_protocol():
+            raise KafkaError(ErrorCode.NON_EMPTY_GROUP)
+
+    def validate_delete_group(self) -> None:
+        if self.state is S.DEAD:
+            raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {self.group_id} is in dead state.")
+        if self.state is not S.EMPTY:
+            raise KafkaError(ErrorCode.NON_EMPTY_GROUP)
+
+    def create_group_tombstone_records(self, records: list) -> None:
+        records.append(rec.group_metadata_tombstone(self.group_id))
+
+    def cancel_timers(self, timer) -> None:
+        gid = self.group_id
+        for key in (join_key(gid), initial_delay_key(gid), sync_key(gid)):
+            timer.cancel(key)
+        for mid in self.members:
+            timer.cancel(heartbeat_key(gid, mid))
+        for mid in self.pending_join_members:
+            timer.cancel(pending_key(gid, mid))
 
     # -- protocols ------------------------------------------------------------------------------
     def _count_protocols(self, member, delta) -> None:
@@ -399,8 +443,9 @@ class ClassicGroup:
             return topic in self.subscribed_topics
         return self.uses_consumer_protocol()
 
-    def offset_expiration_base(self):
-        """KIP-211. Returns a function offset -> base timestamp, or None (offsets never expire)."""
+    def offset_expiration_condition(self):
+        """KIP-211: a function offset -> the timestamp retention counts from, or None (offsets
+        never expire while the group is in this state)."""
         if self.protocol_type is not None:
             if self.state is S.EMPTY:
                 ts = self.current_state_timestamp

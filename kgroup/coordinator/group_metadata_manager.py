@@ -12,23 +12,32 @@ from __future__ import annotations
 
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages.describe_groups import DescribeGroupsResponse
-from ..protocol.messages.list_groups import ListGroupsResponse
 from . import coordinator_records as rec
 from .classic_group import ClassicGroup, ClassicGroupState as S
+from .group import Group, GroupType
 from .join import JoinGroupMixin
 from .responses import join_member, join_response, sync_response
 from .timer import MemberTimer, heartbeat_key, initial_delay_key, join_key, pending_key, sync_key
 
-CLASSIC = "classic"
 
 
 class GroupMetadataManager(JoinGroupMixin):
-    def __init__(self, config, timer, uuid_factory):
+    """The classic protocol over the shard's one group map (``groups``, shared with the other
+    managers): ``classic_group(id)`` is a group of this type or None."""
+
+    def __init__(self, config, timer, uuid_factory, groups: dict[str, Group]):
         self.config = config
         self.timer = timer
         self.uuid_factory = uuid_factory
-        self.groups: dict[str, ClassicGroup] = {}
+        self.groups = groups
         self.loading = True
+
+    def classic_group(self, group_id: str) -> ClassicGroup | None:
+        group = self.groups.get(group_id)
+        return group if group is not None and group.type is GroupType.CLASSIC else None     # type: ignore[return-value]
+
+    def classic_groups(self) -> list[ClassicGroup]:
+        return [g for g in self.groups.values() if g.type is GroupType.CLASSIC]     # type: ignore[misc]
 
     @property
     def now(self) -> int:
@@ -42,9 +51,10 @@ class GroupMetadataManager(JoinGroupMixin):
         in the state the record describes (the record was produced from it), so only its durable
         image moves."""
         if value is None:
-            self.groups.pop(group_id, None)
+            if self.classic_group(group_id) is not None:
+                del self.groups[group_id]
             return
-        group = self.groups.get(group_id)
+        group = self.classic_group(group_id)
         if self.loading or group is None:
             self.groups[group_id] = ClassicGroup.from_record(group_id, value)
         else:
@@ -58,7 +68,7 @@ class GroupMetadataManager(JoinGroupMixin):
     def on_loaded(self, res) -> None:
         """Sessions restart for every loaded member; oversize groups rebalance (config change)."""
         self.loading = False
-        for group in list(self.groups.values()):
+        for group in self.classic_groups():
             for member in group.members.values():
                 self.reschedule_heartbeat(group, member)
             if len(group.members) > self.config.max_size:
@@ -66,7 +76,7 @@ class GroupMetadataManager(JoinGroupMixin):
 
     def on_unloaded(self, res) -> None:
         """Partition emigration: every group goes Dead; parked requests get NOT_COORDINATOR."""
-        for group in self.groups.values():
+        for group in self.classic_groups():
             previous = group.state
             group.transition_to(S.DEAD, self.now)
             for member in group.members.values():
@@ -75,7 +85,6 @@ class GroupMetadataManager(JoinGroupMixin):
                         v, ErrorCode.NOT_COORDINATOR, member_id=m.member_id), res)
                 elif previous in (S.COMPLETING_REBALANCE, S.STABLE):
                     self.complete_sync(member, lambda v: sync_response(v, ErrorCode.NOT_COORDINATOR), res)
-        self.groups.clear()
         self.loading = True
 
     # == parked requests ===========================================================================
@@ -114,7 +123,7 @@ class GroupMetadataManager(JoinGroupMixin):
         self.timer.schedule(timer.key, member.session_timeout_ms if timeout_ms is None else timeout_ms, timer.op)
 
     def expire_heartbeat(self, group_id, member_id, res) -> None:
-        group = self.groups.get(group_id)
+        group = self.classic_group(group_id)
         if group is None or group.state is S.DEAD:
             return
         if group.is_pending_member(member_id):
@@ -125,7 +134,7 @@ class GroupMetadataManager(JoinGroupMixin):
             self.remove_member_and_update(group, member, res)
 
     def expire_pending_member(self, group_id, member_id, res) -> None:
-        group = self.groups.get(group_id)
+        group = self.classic_group(group_id)
         if group is not None and group.state is not S.DEAD and group.is_pending_member(member_id):
             self.remove_pending_member_and_update(group, member_id, res)
 
@@ -142,15 +151,6 @@ class GroupMetadataManager(JoinGroupMixin):
         group.remove(member_id)
         if group.state is S.PREPARING_REBALANCE and group.has_all_members_joined():
             self.complete_group_join(group, res)
-
-    def cancel_group_timers(self, group) -> None:
-        gid = group.group_id
-        for key in (join_key(gid), initial_delay_key(gid), sync_key(gid)):
-            self.timer.cancel(key)
-        for mid in group.members:
-            self.timer.cancel(heartbeat_key(gid, mid))
-        for mid in group.pending_join_members:
-            self.timer.cancel(pending_key(gid, mid))
 
     # == rebalance mechanics ======================================================================
     def maybe_prepare_rebalance_or_complete_join(self, group, res) -> None:
@@ -190,7 +190,7 @@ class GroupMetadataManager(JoinGroupMixin):
 
     def try_complete_initial_rebalance(self, group_id, delay, remaining, res) -> None:
         """Delayed initial rebalance: each new joiner re-arms the delay, within the rebalance timeout."""
-        group = self.groups.get(group_id)
+        group = self.classic_group(group_id)
         if group is None or group.state is not S.PREPARING_REBALANCE:
             return
         if group.new_member_added and remaining != 0:
@@ -203,7 +203,7 @@ class GroupMetadataManager(JoinGroupMixin):
             self.complete_group_join(group, res)
 
     def complete_group_join_by_id(self, group_id, res) -> None:
-        group = self.groups.get(group_id)
+        group = self.classic_group(group_id)
         if group is not None and group.state is S.PREPARING_REBALANCE:
             self.complete_group_join(group, res)
 
@@ -243,7 +243,7 @@ class GroupMetadataManager(JoinGroupMixin):
 
     def expire_pending_sync(self, group_id, generation_id, res) -> None:
         """Members that never sent SyncGroup are removed and the group rebalances."""
-        group = self.groups.get(group_id)
+        group = self.classic_group(group_id)
         if group is None or generation_id != group.generation_id:
             return
         if group.state in (S.COMPLETING_REBALANCE, S.STABLE) and group.pending_sync_members:
@@ -273,7 +273,7 @@ class GroupMetadataManager(JoinGroupMixin):
 
     # == SyncGroup ================================================================================
     def sync_group(self, req, version, token, res) -> None:
-        group = self.groups.get(req.group_id)
+        group = self.classic_group(req.group_id)
         if group is None or group.state is S.EMPTY:
             res.reply(token, sync_response(version, ErrorCode.UNKNOWN_MEMBER_ID))
             return
@@ -303,7 +303,7 @@ class GroupMetadataManager(JoinGroupMixin):
         generation = req.generation_id
 
         def still_current():
-            return (self.groups.get(group.group_id) is group and group.state is S.COMPLETING_REBALANCE
+            return (self.classic_group(group.group_id) is group and group.state is S.COMPLETING_REBALANCE
                     and generation == group.generation_id)
 
         def committed(r):
@@ -339,7 +339,7 @@ class GroupMetadataManager(JoinGroupMixin):
 
     # == Heartbeat ================================================================================
     def heartbeat(self, req) -> ErrorCode:
-        group = self.groups.get(req.group_id)
+        group = self.classic_group(req.group_id)
         if group is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
         error = _validate_member_generation(group, req.member_id, req.group_instance_id, req.generation_id)
@@ -356,7 +356,7 @@ class GroupMetadataManager(JoinGroupMixin):
     def leave_group(self, group_id, members, res):
         """``members``: (member_id, group_instance_id, reason). Returns (top_error, [(member_id,
         group_instance_id, error)]); may add records (the join phase can complete to Empty)."""
-        group = self.groups.get(group_id)
+        group = self.classic_group(group_id)
         if group is None:
             return ErrorCode.NONE, [(m, i, ErrorCode.UNKNOWN_MEMBER_ID) for m, i, _ in members]
         if group.state is S.DEAD:
@@ -399,7 +399,7 @@ class GroupMetadataManager(JoinGroupMixin):
     def describe_group(self, group_id: str):
         D = DescribeGroupsResponse.DescribedGroup
         M = D.DescribedGroupMember
-        group = self.groups.get(group_id)
+        group = self.classic_group(group_id)
         if group is None:
             return D(group_id=group_id, group_state=str(S.DEAD))
         stable = group.state is S.STABLE
@@ -411,32 +411,10 @@ class GroupMetadataManager(JoinGroupMixin):
                  protocol_type=group.protocol_type or "",
                  protocol_data=group.protocol_name if stable else "", members=members)
 
-    def list_groups(self, states_filter, types_filter):
-        states = {s.strip().lower() for s in states_filter}
-        types = {t.strip().lower() for t in types_filter}
-        L = ListGroupsResponse.ListedGroup
-        out = []
-        for group in self.groups.values():
-            if states and str(group.state).lower() not in states:
-                continue
-            if types and CLASSIC not in types:
-                continue
-            out.append(L(group_id=group.group_id, protocol_type=group.protocol_type or "",
-                         group_state=str(group.state), group_type=CLASSIC))
-        return out
-
-    def validate_delete_group(self, group_id: str) -> ClassicGroup:
-        group = self.groups.get(group_id)
-        if group is None or group.state is S.DEAD:
-            raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND)
-        if group.state in (S.STABLE, S.PREPARING_REBALANCE, S.COMPLETING_REBALANCE):
-            raise KafkaError(ErrorCode.NON_EMPTY_GROUP)
-        return group
-
     def delete_group(self, group, res) -> None:
         """Tombstone the group (its offsets are tombstoned by the offset manager first)."""
-        res.add_record(rec.group_metadata_tombstone(group.group_id))
-        self.cancel_group_timers(group)
+        group.create_group_tombstone_records(res.records)
+        group.cancel_timers(self.timer)
 
 
 def _validate_member_generation(group, member_id, group_instance_id, generation_id) -> ErrorCode | None:

@@ -36,13 +36,16 @@ class JoinGroupMixin:
     def join_group(self, req, version, token, client_id, client_host, res) -> None:
         gid, member_id = req.group_id, req.member_id
         unknown_member = member_id == ""
-        group = self.groups.get(gid)
+        group = self.classic_group(gid)
         is_new_group = group is None
+        replaced = None
         if is_new_group:
             if not unknown_member:
                 res.reply(token, join_response(version, ErrorCode.UNKNOWN_MEMBER_ID, member_id=member_id))
                 return
             group = ClassicGroup(gid, self.now)
+            # an empty group of another type being converted (its tombstones are in ``res``)
+            replaced = self.groups.get(gid)
             self.groups[gid] = group
         records_before = len(res.records)
         replies_before = res.reply_count()
@@ -56,9 +59,9 @@ class JoinGroupMixin:
             self._join_existing_member(group, req, version, token, client_id, client_host, res)
 
         if is_new_group and len(res.records) == records_before:
-            self._write_new_group(group, version, token, replies_before, res)
+            self._write_new_group(group, version, token, replies_before, res, replaced)
 
-    def _write_new_group(self, group, version, token, replies_before, res) -> None:
+    def _write_new_group(self, group, version, token, replies_before, res, replaced=None) -> None:
         """Make the group's creation durable; on a failed write forget the group again and turn
         the joiner's answer (immediate or parked) into the write error."""
         res.add_record(rec.group_metadata_record(group.group_id, group.empty_record()))
@@ -66,8 +69,11 @@ class JoinGroupMixin:
 
         def aborted(r, error):
             if self.groups.get(group.group_id) is group:
-                del self.groups[group.group_id]
-            self.cancel_group_timers(group)
+                if replaced is None:
+                    del self.groups[group.group_id]
+                else:
+                    self.groups[group.group_id] = replaced
+            group.cancel_timers(self.timer)
             for member in group.members.values():
                 if member.awaiting_join is not None:
                     tok, ver = member.awaiting_join

@@ -17,6 +17,7 @@ from ..protocol.messages.offset_delete import OffsetDeleteResponse
 from ..protocol.messages.txn_offset_commit import TxnOffsetCommitResponse
 from . import coordinator_records as rec
 from .classic_group import ClassicGroupState as S
+from .group import Group, GroupType
 from .partitioner import utf16_length
 from .responses import FetchGroup
 
@@ -40,13 +41,14 @@ class CommittedOffset(NamedTuple):   # immutable; a tuple is the cheapest to bui
 
 
 class OffsetMetadataManager:
-    def __init__(self, config, timer, group_metadata_manager):
+    def __init__(self, config, timer, groups: dict[str, Group], group_metadata_manager):
         self.config = config
         self.timer = timer
+        self.groups = groups        # the shard's one group map: each group validates for itself
+        # creates the "simple" classic group an offset commit without a group needs, and keeps
+        # classic members' sessions alive on commit
         self.group_metadata_manager = group_metadata_manager
         self.offsets: dict[str, dict[str, dict[int, CommittedOffset]]] = {}
-        # the shard's consumer-protocol groups (KIP-848), validated by their own rules
-        self.consumer_groups: dict = {}
         # Transactional offsets not settled yet: producer id -> {(group, topic, partition):
         # [offset, superseded]}; ``superseded`` when a regular commit of that partition was
         # replayed after it (the newer record wins at the COMMIT marker, as Kafka compares
@@ -67,7 +69,7 @@ class OffsetMetadataManager:
                 self._drop_pending(group_id, topic, partition)
         if value is not None:
             # A consumer that commits without group management gets a "simple" (empty) group.
-            if group_id not in self.group_metadata_manager.groups and group_id not in self.consumer_groups:
+            if group_id not in self.groups:
                 self.group_metadata_manager.ensure_simple_group(group_id)
             self.offsets.setdefault(group_id, {}).setdefault(topic, {})[partition] = \
                 CommittedOffset.from_record(value)
@@ -92,7 +94,7 @@ class OffsetMetadataManager:
         if value is None:
             self.replay_offset_commit(group_id, topic, partition, None)
             return
-        if group_id not in self.group_metadata_manager.groups:
+        if group_id not in self.groups:
             self.group_metadata_manager.ensure_simple_group(group_id)
         tp = (group_id, topic, partition)
         self.pending_transactional_offsets.setdefault(producer_id, {})[tp] = [CommittedOffset.from_record(value),
@@ -113,7 +115,7 @@ class OffsetMetadataManager:
                     del self.open_transactions[tp]
             if committed and not superseded:
                 group_id, topic, partition = tp
-                if group_id not in self.group_metadata_manager.groups:
+                if group_id not in self.groups:
                     self.group_metadata_manager.ensure_simple_group(group_id)
                 self.offsets.setdefault(group_id, {}).setdefault(topic, {})[partition] = offset
 
@@ -146,7 +148,7 @@ class OffsetMetadataManager:
         """TxnOffsetCommit: validates like Kafka's validateTransactionalOffsetCommit and adds
         one record per accepted partition (the runtime writes them in the producer's
         transactional batch). Raises KafkaError for a request-level error."""
-        group = self.group_metadata_manager.groups.get(req.group_id)
+        group = self.groups.get(req.group_id)
         generation = req.generation_id if version >= 3 else -1
         member_id = req.member_id if version >= 3 else ""
         instance_id = req.group_instance_id if version >= 3 else None
@@ -154,7 +156,12 @@ class OffsetMetadataManager:
             if generation >= 0:
                 raise KafkaError(ErrorCode.ILLEGAL_GENERATION)
         else:
-            group.validate_offset_commit(member_id, instance_id, generation, is_transactional=True)
+            try:
+                group.validate_offset_commit(member_id, instance_id, generation, True, version)
+            except KafkaError as e:
+                if e.code == ErrorCode.STALE_MEMBER_EPOCH:     # TxnOffsetCommit has no such error
+                    raise KafkaError(ErrorCode.ILLEGAL_GENERATION) from None
+                raise
         now = self.timer.now
         T = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
         P = T.TxnOffsetCommitResponsePartition
@@ -183,21 +190,19 @@ class OffsetMetadataManager:
     def commit_offsets(self, req, version, res) -> OffsetCommitResponse:
         """Returns the response and adds one record per accepted partition to ``res``.
         Raises KafkaError for a request-level error (every partition gets it)."""
-        group = self.group_metadata_manager.groups.get(req.group_id)
+        group = self.groups.get(req.group_id)
         generation = req.generation_id_or_member_epoch
-        consumer_group = self.consumer_groups.get(req.group_id)
-        if consumer_group is not None:
-            # OffsetMetadataManager's consumer-group path: STALE_MEMBER_EPOCH / UNKNOWN_MEMBER_ID
-            consumer_group.validate_offset_commit(req.member_id, req.group_instance_id, generation, False, version)
-        elif group is None:
+        if group is None:
             if generation >= 0:
                 raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND if version >= 9 else ErrorCode.ILLEGAL_GENERATION)
             # generation -1 on an unknown group: a simple/admin commit; replay creates the group.
         else:
-            group.validate_offset_commit(req.member_id, req.group_instance_id, generation)
-            if group.state in (S.STABLE, S.PREPARING_REBALANCE):
+            group.validate_offset_commit(req.member_id, req.group_instance_id, generation, False, version)
+            # the classic protocol's commits keep the member's session alive (Kafka does the same
+            # type check in OffsetMetadataManager.validateOffsetCommit)
+            if group.type is GroupType.CLASSIC and group.state in (S.STABLE, S.PREPARING_REBALANCE):
                 member = group.members.get(req.member_id)
-                if member is not None:   # a commit keeps the session alive
+                if member is not None:
                     self.group_metadata_manager.reschedule_heartbeat(group, member)
 
         now = self.timer.now
@@ -229,15 +234,15 @@ class OffsetMetadataManager:
         """``topics``: list of (name, [partitions]) or None for every committed offset.
         An unknown (or Dead) group has no offsets: -1 per requested partition, or no topics.
         OffsetFetch v9 names the member and its epoch, checked for a consumer-protocol group."""
-        group = self.group_metadata_manager.groups.get(group_id)
-        known = group is not None and group.state is not S.DEAD
-        consumer_group = self.consumer_groups.get(group_id)
-        if consumer_group is not None:
+        group = self.groups.get(group_id)
+        known = group is not None
+        if group is not None:
             try:
-                consumer_group.validate_offset_fetch(member_id, member_epoch)
+                group.validate_offset_fetch(member_id, member_epoch)
             except KafkaError as e:
-                return FetchGroup(group_id, error=e.code, requested=topics)
-            known = True
+                if e.code != ErrorCode.GROUP_ID_NOT_FOUND:
+                    return FetchGroup(group_id, error=e.code, requested=topics)
+                known = False       # a Dead group: no offsets (Kafka's failAllPartitions)
         stored = self.offsets.get(group_id, {}) if known else {}
         out = []
         if topics is None:
@@ -269,11 +274,10 @@ class OffsetMetadataManager:
 
     # == OffsetDelete =============================================================================
     def delete_offsets(self, req, res) -> OffsetDeleteResponse:
-        group = self.group_metadata_manager.groups.get(req.group_id)
-        if group is None or group.state is S.DEAD:
+        group = self.groups.get(req.group_id)
+        if group is None:
             raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND)
-        if group.state is not S.EMPTY and not group.uses_consumer_protocol():
-            raise KafkaError(ErrorCode.NON_EMPTY_GROUP)
+        group.validate_offset_delete()
         T = OffsetDeleteResponse.OffsetDeleteResponseTopic
         P = T.OffsetDeleteResponsePartition
         topics = []
@@ -333,8 +337,8 @@ class OffsetMetadataManager:
         by_topic = self.offsets.get(group_id)
         if not by_topic:
             return True
-        group = self.group_metadata_manager.groups[group_id]
-        base = group.offset_expiration_base()
+        group = self.groups[group_id]
+        base = group.offset_expiration_condition()
         if base is None:
             return False
         now, retention = self.now, self.config.offsets_retention_ms

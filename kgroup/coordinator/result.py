@@ -43,6 +43,33 @@ def append_error_to_response_error(error: ErrorCode) -> ErrorCode:
     return error
 
 
+def coordinator_api(error, validate=None):
+    """Declare a shard handler's error form and request checks, read by the runtime:
+    ``error(req, version, code)`` answers the whole request with ``code`` (the partition is
+    loading, not hosted, or failed); ``validate(req, version, config)`` returns the answer to a
+    request the coordinator service refuses before any shard sees it (Kafka's
+    GroupCoordinatorService checks), or None."""
+    def declare(handler):
+        handler.error_response = error
+        handler.validate = validate
+        return handler
+    return declare
+
+
+def gate(handler, req, version: int, config, state_error):
+    """What the runtime answers instead of running ``handler``: the request's validation answer,
+    else ``state_error`` (COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR; None when the partition
+    is active) in the API's error form, else None: run it."""
+    validate = handler.validate
+    if validate is not None:
+        refused = validate(req, version, config)
+        if refused is not None:
+            return refused
+    if state_error is not None:
+        return handler.error_response(req, version, state_error)
+    return None
+
+
 class Result:
     """Records plus responses of one operation: what a handler builds and the runtime reads.
 

@@ -37,22 +37,57 @@ from ..protocol.messages.heartbeat import HeartbeatResponse
 from ..protocol.messages.list_groups import ListGroupsResponse
 from ..protocol.messages.offset_delete import OffsetDeleteResponse
 from . import coordinator_records as rec
-from .classic_group import ClassicGroupState, live_view, record_view
+from .classic_group import ClassicGroup, live_view, record_view
+from .group import Group, GroupType
 from .config import GroupCoordinatorConfig
 from .consumer_group import group as consumer_group
 from .consumer_group import consumer_group_records
 from .consumer_group.manager import ConsumerGroupManager, heartbeat_error
-from .consumer_group.migration import Migration
 from .group_metadata_manager import GroupMetadataManager
 from .offset_metadata_manager import OffsetMetadataManager
 from .responses import (FetchGroup, delete_groups_response, describe_error_group, join_response,
                         leave_response, offset_commit_error_response, offset_fetch_response,
                         sync_response)
-from .result import Result, append_error_to_response_error
 from .responses import txn_offset_commit_error_response
+from .result import Result, append_error_to_response_error, coordinator_api
 from .timer import EXPIRE_GROUP_METADATA_KEY, CoordinatorTimer, TimerQueue
 
 LOADING = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+
+
+def _validate_group_id(error_response):
+    """A request validation: an empty group id is answered ``error_response(req, version)``."""
+    def validate(req, version, config):
+        return None if req.group_id else error_response(req, version)
+    return validate
+
+
+def _validate_join(req, version, config):
+    # GroupCoordinatorService.joinGroup: the group id, then the session timeout's bounds
+    if not req.group_id:
+        return join_response(version, ErrorCode.INVALID_GROUP_ID, member_id=req.member_id)
+    if not (config.min_session_timeout_ms <= req.session_timeout_ms <= config.max_session_timeout_ms):
+        return join_response(version, ErrorCode.INVALID_SESSION_TIMEOUT, member_id=req.member_id)
+    return None
+
+
+def _validate_sync(req, version, config):
+    # KafkaApis checks the v5 mandatory protocol type/name before the coordinator sees the group id
+    if version >= 5 and (req.protocol_type is None or req.protocol_name is None):
+        return sync_response(version, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+    if not req.group_id:
+        return sync_response(version, ErrorCode.INVALID_GROUP_ID)
+    return None
+
+
+def _fetch_wanted(req, version) -> list:
+    """OffsetFetch's groups, version-neutral: (group id, [(topic, [partitions])] or None, member
+    id, member epoch)."""
+    if version >= 8:
+        return [(g.group_id, None if g.topics is None else [(t.name, list(t.partition_indexes)) for t in g.topics],
+                 getattr(g, "member_id", None), getattr(g, "member_epoch", -1)) for g in req.groups]
+    return [(req.group_id, None if req.topics is None else
+             [(t.name, list(t.partition_indexes)) for t in req.topics], None, -1)]
 
 
 def _default_uuid() -> str:
@@ -66,20 +101,22 @@ class GroupCoordinatorShard:
         self.config = config or GroupCoordinatorConfig()
         self.scheduler = scheduler if scheduler is not None else TimerQueue()
         self.timer = CoordinatorTimer(self.scheduler)
-        self.group_metadata_manager = GroupMetadataManager(self.config, self.timer, uuid_factory or _default_uuid)
-        self.offset_metadata_manager = OffsetMetadataManager(self.config, self.timer, self.group_metadata_manager)
-        # consumer-protocol groups (KIP-848) share the group id namespace with the classic ones;
+        uuids = uuid_factory or _default_uuid
+        # ONE map of every group of the partition, whatever its type (Kafka's GroupMetadataManager.groups);
+        # each manager acts on it for its protocol
+        self.groups: dict[str, Group] = {}
+        self.group_metadata_manager = GroupMetadataManager(self.config, self.timer, uuids, self.groups)
+        self.offset_metadata_manager = OffsetMetadataManager(self.config, self.timer, self.groups,
+                                                             self.group_metadata_manager)
         # ``topics()`` is the broker's topic metadata image (name -> TopicMetadata), ``topics_version()``
         # the version of the image that last brought new topics (regex resolution); ``group_configs``
         # the groups' GROUP config overrides (config.GroupConfigs), configuration kept current by the runtime
-        self.consumer_group_manager = ConsumerGroupManager(self.config, self.timer, uuid_factory or _default_uuid,
-                                                           topics, topics_version, group_configs)
-        self.offset_metadata_manager.consumer_groups = self.consumer_group_manager.groups
+        self.consumer_group_manager = ConsumerGroupManager(self.config, self.timer, uuids, self.groups,
+                                                           self.group_metadata_manager, topics, topics_version,
+                                                           group_configs)
         # online migration between the two protocols (KIP-848), and classic members inside
         # consumer groups
-        self.migration = Migration(self.config, self.timer, uuid_factory or _default_uuid,
-                                   self.group_metadata_manager, self.consumer_group_manager)
-        self.consumer_group_manager.migration = self.migration
+        self.migration = self.consumer_group_manager.migration
         self.is_loaded = False
         self.skipped_records = 0
 
@@ -112,14 +149,8 @@ class GroupCoordinatorShard:
             self.offset_metadata_manager.replay_offset_commit(k.group, k.topic, k.partition, record.value_struct)
 
     def _apply_consumer_group(self, record) -> None:
-        consumer_group.replay(self.consumer_group_manager.groups, record)
-        # an empty classic group (offsets only) with this id became the consumer group, as in
-        # Kafka's getOrMaybeCreatePersistedConsumerGroup
-        gid = record.key_struct.group_id
-        classic = self.group_metadata_manager.groups.get(gid)
-        if classic is not None and record.value is not None and gid in self.consumer_group_manager.groups and \
-                classic.state is ClassicGroupState.EMPTY:
-            del self.group_metadata_manager.groups[gid]
+        consumer_group.replay(self.groups, record)
+
     def replay_transactional(self, producer_id: int, key: bytes, value: bytes | None, offset=None) -> None:
         """A record of a transactional batch of ``producer_id`` (TxnOffsetCommit's offsets):
         pending until the producer's marker; other record types never come transactional."""
@@ -156,14 +187,16 @@ class GroupCoordinatorShard:
         return res
 
     def on_unloaded(self, now_ms: int) -> list:
+        """The partition moves away (or the broker stops serving it): every group's timers stop,
+        parked requests are answered NOT_COORDINATOR, and the groups are dropped (Kafka's
+        GroupMetadataManager.onUnloaded)."""
         res = self._begin(now_ms)
         self.is_loaded = False
         self.timer.cancel(EXPIRE_GROUP_METADATA_KEY)
-        for group in self.group_metadata_manager.groups.values():
-            self.group_metadata_manager.cancel_group_timers(group)
+        for group in self.groups.values():
+            group.cancel_timers(self.timer)
         self.group_metadata_manager.on_unloaded(res)
-        self.consumer_group_manager.cancel_timers()
-        self.consumer_group_manager.groups.clear()
+        self.groups.clear()
         return res.responses
 
     # == write protocol ==========================================================================
@@ -189,12 +222,14 @@ class GroupCoordinatorShard:
         return result.aborted(mapped, now)
 
     # == timers ==================================================================================
-    def poll_timers(self, now_ms: int) -> Result:
-        """Run every timer due at ``now_ms``; one Result for all of them."""
-        res = self._begin(now_ms)
+    def poll_timers(self, now_ms: int):
+        """Run the timers due at ``now_ms``, earliest first, one Result each: the runtime writes
+        and replays each before the next runs, so every expiry sees the state the previous one
+        left (as Kafka schedules each expired timer as its own write operation)."""
         for _key, op in self.timer.pop_expired(now_ms):
+            res = self._begin(now_ms)
             op(res)
-        return res
+            yield res
 
     def next_deadline(self) -> int | None:
         nd = getattr(self.scheduler, "next_deadline", None)
@@ -205,12 +240,13 @@ class GroupCoordinatorShard:
                             self._cleanup_group_metadata)
 
     def _cleanup_group_metadata(self, res: Result) -> None:
-        """Expire offsets (KIP-211); an Empty group left without offsets is deleted."""
-        for group_id in list(self.group_metadata_manager.groups):
-            if self.offset_metadata_manager.cleanup_expired_offsets(group_id, res):
-                group = self.group_metadata_manager.groups[group_id]
-                if group.state is ClassicGroupState.EMPTY:
-                    self.group_metadata_manager.delete_group(group, res)
+        """Expire offsets (KIP-211); an empty group left without offsets is deleted, whatever its
+        type (Kafka's GroupCoordinatorShard.cleanupGroupMetadata)."""
+        for group_id, group in list(self.groups.items()):
+            if group.should_expire() and self.offset_metadata_manager.cleanup_expired_offsets(group_id, res):
+                if group.is_empty():
+                    group.create_group_tombstone_records(res.records)
+                    group.cancel_timers(self.timer)
         self._schedule_expiration()
 
     def _begin(self, now_ms: int) -> Result:
@@ -218,87 +254,72 @@ class GroupCoordinatorShard:
         return Result(now_ms)
 
     # == membership APIs =========================================================================
+    # Each handler declares its API's error form and the request checks Kafka's
+    # GroupCoordinatorService makes before the runtime: the runtime answers with them when the
+    # partition is loading or not hosted here (``result.gate``), so no handler checks that itself.
+    @coordinator_api(error=lambda req, version, e: join_response(version, e), validate=_validate_join)
     def handle_join_group(self, req, version, now_ms, token, client_id="", client_host="") -> Result:
         res = self._begin(now_ms)
-        # GroupCoordinatorService validates the request before the shard's loading check
-        if not req.group_id:
-            res.reply(token, join_response(version, ErrorCode.INVALID_GROUP_ID, member_id=req.member_id))
-        elif not (self.config.min_session_timeout_ms <= req.session_timeout_ms <= self.config.max_session_timeout_ms):
-            res.reply(token, join_response(version, ErrorCode.INVALID_SESSION_TIMEOUT, member_id=req.member_id))
-        elif not self.is_loaded:
-            res.reply(token, join_response(version, LOADING))
-        else:
-            if version == 0 and req.rebalance_timeout_ms != req.session_timeout_ms:
-                req = copy.copy(req)
-                req.rebalance_timeout_ms = req.session_timeout_ms
-            consumer_group = self.consumer_group_manager.groups.get(req.group_id)
-            if consumer_group is not None:
-                if consumer_group.members:
-                    # a classic member joins a consumer group with members (KIP-848 online migration)
-                    self.migration.join(consumer_group, req, version, token, client_id, client_host, res)
-                    return res
-                # an empty consumer group becomes a classic one (Kafka converts it the same way)
-                self.consumer_group_manager.delete_group(consumer_group, res)
-            self.group_metadata_manager.join_group(req, version, token, client_id, client_host, res)
+        if version == 0 and req.rebalance_timeout_ms != req.session_timeout_ms:
+            req = copy.copy(req)
+            req.rebalance_timeout_ms = req.session_timeout_ms
+        consumer_group = self.consumer_group_manager.consumer_group(req.group_id)
+        if consumer_group is not None:
+            if consumer_group.members:
+                # a classic member joins a consumer group with members (KIP-848 online migration)
+                self.migration.join(consumer_group, req, version, token, client_id, client_host, res)
+                return res
+            # an empty consumer group becomes a classic one (Kafka converts it the same way)
+            self.consumer_group_manager.delete_group(consumer_group, res)
+        self.group_metadata_manager.join_group(req, version, token, client_id, client_host, res)
         return res
 
+    @coordinator_api(error=lambda req, version, e: sync_response(version, e), validate=_validate_sync)
     def handle_sync_group(self, req, version, now_ms, token) -> Result:
         res = self._begin(now_ms)
-        # KafkaApis checks the v5 mandatory protocol type/name before the coordinator sees the group id
-        if version >= 5 and (req.protocol_type is None or req.protocol_name is None):
-            res.reply(token, sync_response(version, ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
-        elif not req.group_id:
-            res.reply(token, sync_response(version, ErrorCode.INVALID_GROUP_ID))
-        elif not self.is_loaded:
-            res.reply(token, sync_response(version, LOADING))
-        elif req.group_id in self.consumer_group_manager.groups:
-            consumer_group = self.consumer_group_manager.groups[req.group_id]
-            if consumer_group.members:
-                self.migration.sync(consumer_group, req, version, token, res)
-            else:
-                res.reply(token, sync_response(version, ErrorCode.UNKNOWN_MEMBER_ID))
-        else:
+        consumer_group = self.consumer_group_manager.consumer_group(req.group_id)
+        if consumer_group is None:
             self.group_metadata_manager.sync_group(req, version, token, res)
+        elif consumer_group.members:
+            self.migration.sync(consumer_group, req, version, token, res)
+        else:
+            res.reply(token, sync_response(version, ErrorCode.UNKNOWN_MEMBER_ID))
         return res
 
+    # Kafka: "the group is still loading, so blindly respond" NONE to a Heartbeat
+    @coordinator_api(error=lambda req, version, e: HeartbeatResponse(error_code=0 if e == LOADING else int(e)),
+                     validate=_validate_group_id(lambda req, version: HeartbeatResponse(
+                         error_code=int(ErrorCode.INVALID_GROUP_ID))))
     def handle_heartbeat(self, req, version, now_ms, token) -> Result:
         res = self._begin(now_ms)
-        if not req.group_id:
-            error = ErrorCode.INVALID_GROUP_ID
-        elif not self.is_loaded:
-            error = ErrorCode.NONE       # Kafka: "the group is still loading, so blindly respond"
-        elif req.group_id in self.consumer_group_manager.groups:
-            error = self.migration.heartbeat(self.consumer_group_manager.groups[req.group_id], req)
+        consumer_group = self.consumer_group_manager.consumer_group(req.group_id)
+        if consumer_group is not None:
+            error = self.migration.heartbeat(consumer_group, req)
         else:
             error = self.group_metadata_manager.heartbeat(req)
         res.reply(token, HeartbeatResponse(error_code=int(error)))
         return res
 
+    @coordinator_api(error=lambda req, version, e: leave_response(version, e),
+                     validate=_validate_group_id(lambda req, version: leave_response(version, ErrorCode.INVALID_GROUP_ID)))
     def handle_leave_group(self, req, version, now_ms, token) -> Result:
         res = self._begin(now_ms)
-        if not req.group_id:
-            res.reply(token, leave_response(version, ErrorCode.INVALID_GROUP_ID))
-        elif not self.is_loaded:
-            res.reply(token, leave_response(version, LOADING))
+        if version <= 2:
+            members = [(req.member_id, None, None)]
         else:
-            if version <= 2:
-                members = [(req.member_id, None, None)]
-            else:
-                members = [(m.member_id, m.group_instance_id, m.reason) for m in req.members]
-            consumer_group = self.consumer_group_manager.groups.get(req.group_id)
-            if consumer_group is not None:
-                top, out = ErrorCode.NONE, self.migration.leave(consumer_group, members, res)
-            else:
-                top, out = self.group_metadata_manager.leave_group(req.group_id, members, res)
-            res.reply(token, leave_response(version, top, out), lambda e: leave_response(version, e))
+            members = [(m.member_id, m.group_instance_id, m.reason) for m in req.members]
+        consumer_group = self.consumer_group_manager.consumer_group(req.group_id)
+        if consumer_group is not None:
+            top, out = ErrorCode.NONE, self.migration.leave(consumer_group, members, res)
+        else:
+            top, out = self.group_metadata_manager.leave_group(req.group_id, members, res)
+        res.reply(token, leave_response(version, top, out), lambda e: leave_response(version, e))
         return res
 
     # == offsets =================================================================================
+    @coordinator_api(error=lambda req, version, e: offset_commit_error_response(req, e))
     def handle_offset_commit(self, req, version, now_ms, token) -> Result:
         res = self._begin(now_ms)
-        if not self.is_loaded:
-            res.reply(token, offset_commit_error_response(req, LOADING))
-            return res
         try:
             response = self.offset_metadata_manager.commit_offsets(req, version, res)
         except KafkaError as e:
@@ -307,16 +328,13 @@ class GroupCoordinatorShard:
         res.reply(token, response, lambda e: offset_commit_error_response(req, e))
         return res
 
+    @coordinator_api(error=lambda req, version, e: txn_offset_commit_error_response(req, e),
+                     validate=_validate_group_id(lambda req, version: txn_offset_commit_error_response(
+                         req, ErrorCode.INVALID_GROUP_ID)))
     def handle_txn_offset_commit(self, req, version, now_ms, token) -> Result:
         """TxnOffsetCommit (28): pending offsets of the request's producer (the runtime writes
         the records in its transactional batch and commits with ``commit(result, producer_id)``)."""
         res = self._begin(now_ms)
-        if not self.is_loaded:
-            res.reply(token, txn_offset_commit_error_response(req, LOADING))
-            return res
-        if not req.group_id:
-            res.reply(token, txn_offset_commit_error_response(req, ErrorCode.INVALID_GROUP_ID))
-            return res
         try:
             response = self.offset_metadata_manager.commit_transactional_offsets(req, version, res)
         except KafkaError as e:
@@ -325,116 +343,80 @@ class GroupCoordinatorShard:
         res.reply(token, response, lambda e: txn_offset_commit_error_response(req, e))
         return res
 
+    @coordinator_api(error=lambda req, version, e: offset_fetch_response(
+        version, [FetchGroup(g, error=e, requested=topics) for g, topics, _, _ in _fetch_wanted(req, version)]))
     def handle_offset_fetch(self, req, version, now_ms, token) -> Result:
         res = self._begin(now_ms)
-        if version >= 8:
-            wanted = [(g.group_id, None if g.topics is None else
-                       [(t.name, list(t.partition_indexes)) for t in g.topics],
-                       getattr(g, "member_id", None), getattr(g, "member_epoch", -1)) for g in req.groups]
-        else:
-            wanted = [(req.group_id, None if req.topics is None else
-                       [(t.name, list(t.partition_indexes)) for t in req.topics], None, -1)]
-        groups = []
-        for group_id, topics, member_id, member_epoch in wanted:
-            if not self.is_loaded:
-                groups.append(FetchGroup(group_id, error=LOADING, requested=topics))
-            else:
-                groups.append(self.offset_metadata_manager.fetch_offsets(group_id, topics, req.require_stable,
-                                                                         member_id, member_epoch))
+        groups = [self.offset_metadata_manager.fetch_offsets(group_id, topics, req.require_stable, member_id,
+                                                             member_epoch)
+                  for group_id, topics, member_id, member_epoch in _fetch_wanted(req, version)]
         res.reply(token, offset_fetch_response(version, groups))
         return res
 
+    @coordinator_api(error=lambda req, version, e: OffsetDeleteResponse(error_code=int(e)),
+                     validate=_validate_group_id(lambda req, version: OffsetDeleteResponse(
+                         error_code=int(ErrorCode.INVALID_GROUP_ID))))
     def handle_offset_delete(self, req, version, now_ms, token) -> Result:
         res = self._begin(now_ms)
-        if not req.group_id:
-            error = ErrorCode.INVALID_GROUP_ID
-        elif not self.is_loaded:
-            error = LOADING
-        else:
-            try:
-                response = self.offset_metadata_manager.delete_offsets(req, res)
-            except KafkaError as e:
-                error = e.code
-            else:
-                res.reply(token, response, lambda e: OffsetDeleteResponse(error_code=int(e)))
-                return res
-        res.reply(token, OffsetDeleteResponse(error_code=int(error)))
+        try:
+            response = self.offset_metadata_manager.delete_offsets(req, res)
+        except KafkaError as e:
+            res.reply(token, OffsetDeleteResponse(error_code=int(e.code)))
+            return res
+        res.reply(token, response, lambda e: OffsetDeleteResponse(error_code=int(e)))
         return res
 
     def handle_partitions_deleted(self, topic_partitions, now_ms, token) -> Result:
         """Deleted topics' partitions lose every group's committed offsets, by tombstones
         (OffsetMetadataManager.onPartitionsDeleted), so a recreated topic starts with none."""
         res = self._begin(now_ms)
-        n = self.offset_metadata_manager.on_partitions_deleted(topic_partitions, res) if self.is_loaded else 0
-        res.reply(token, n)
+        res.reply(token, self.offset_metadata_manager.on_partitions_deleted(topic_partitions, res))
         return res
 
     # == group administration ====================================================================
+    @coordinator_api(error=lambda req, version, e: DescribeGroupsResponse(
+        groups=[describe_error_group(g, e) for g in req.groups]))
     def handle_describe_groups(self, req, version, now_ms, token) -> Result:
         res = self._begin(now_ms)
-        if not self.is_loaded:
-            groups = [describe_error_group(g, LOADING) for g in req.groups]
-        else:
-            groups = [self.group_metadata_manager.describe_group(g) for g in req.groups]
+        groups = [self.group_metadata_manager.describe_group(g) for g in req.groups]
         res.reply(token, DescribeGroupsResponse(groups=groups))
         return res
 
+    @coordinator_api(error=lambda req, version, e: ListGroupsResponse(error_code=int(e)))
     def handle_list_groups(self, req, version, now_ms, token) -> Result:
         res = self._begin(now_ms)
-        if not self.is_loaded:
-            res.reply(token, ListGroupsResponse(error_code=int(LOADING)))
-        else:
-            states, types = req.states_filter if version >= 4 else [], req.types_filter if version >= 5 else []
-            groups = self.group_metadata_manager.list_groups(states, types)
-            groups += self.consumer_group_manager.list_groups(states, types)
-            res.reply(token, ListGroupsResponse(groups=groups))
+        states, types = req.states_filter if version >= 4 else [], req.types_filter if version >= 5 else []
+        res.reply(token, ListGroupsResponse(groups=self.list_groups(states, types)))
         return res
 
+    @coordinator_api(error=lambda req, version, e: delete_groups_response([(g, e) for g in req.groups_names]))
     def handle_delete_groups(self, req, version, now_ms, token) -> Result:
         res = self._begin(now_ms)
         results = []
         for group_id in req.groups_names:
-            if not self.is_loaded:
-                results.append((group_id, LOADING))
-                continue
-            consumer_group = self.consumer_group_manager.groups.get(group_id)
-            if consumer_group is not None:
-                # a consumer-protocol group: deletable when Empty; every record is tombstoned
-                try:
-                    consumer_group.validate_delete_group()
-                except KafkaError as e:
-                    results.append((group_id, e.code))
-                    continue
-                self.offset_metadata_manager.delete_all_offsets(group_id, res)
-                self.consumer_group_manager.delete_group(consumer_group, res)
-                results.append((group_id, ErrorCode.NONE))
-                continue
+            group = self.groups.get(group_id)
             try:
-                group = self.group_metadata_manager.validate_delete_group(group_id)
+                if group is None:
+                    raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND)
+                group.validate_delete_group()
             except KafkaError as e:
                 results.append((group_id, e.code))
                 continue
+            # offsets first, then the group's own records (Kafka's GroupCoordinatorShard.deleteGroups)
             self.offset_metadata_manager.delete_all_offsets(group_id, res)
-            self.group_metadata_manager.delete_group(group, res)
+            group.create_group_tombstone_records(res.records)
+            group.cancel_timers(self.timer)
             results.append((group_id, ErrorCode.NONE))
         res.reply(token, delete_groups_response(results),
                   lambda e: delete_groups_response([(g, e) for g in req.groups_names]))
         return res
 
     # == the consumer group protocol (KIP-848) =====================================================
-    def _is_classic_group(self, group_id: str) -> bool:
-        """A classic group that is not just offsets (an empty one becomes a consumer group)."""
-        g = self.group_metadata_manager.groups.get(group_id)
-        return g is not None and g.state is not ClassicGroupState.EMPTY
-
+    @coordinator_api(error=lambda req, version, e: heartbeat_error(e))
     def handle_consumer_group_heartbeat(self, req, version, now_ms, token, client_id="", client_host="") -> Result:
         res = self._begin(now_ms)
-        if not self.is_loaded:
-            res.reply(token, heartbeat_error(LOADING))
-            return res
         try:
-            response = self.consumer_group_manager.heartbeat(req, version, res, client_id, client_host,
-                                                             self._is_classic_group)
+            response = self.consumer_group_manager.heartbeat(req, version, res, client_id, client_host)
         except KafkaError as e:
             del res.records[:]          # a refused request writes nothing
             res.reply(token, heartbeat_error(e.code, str(e)))  # as Kafka: no member id
@@ -442,18 +424,19 @@ class GroupCoordinatorShard:
         res.reply(token, response, lambda e: heartbeat_error(e))
         return res
 
+    @coordinator_api(error=lambda req, version, e: ConsumerGroupDescribeResponse(groups=[
+        ConsumerGroupDescribeResponse.DescribedGroup(
+            error_code=int(e if group_id else ErrorCode.INVALID_GROUP_ID), group_id=group_id)
+        for group_id in req.group_ids]))
     def handle_consumer_group_describe(self, req, version, now_ms, token) -> Result:
         res = self._begin(now_ms)
         groups = []
         for group_id in req.group_ids:
-            if not self.is_loaded:
-                groups.append(ConsumerGroupDescribeResponse.DescribedGroup(
-                    error_code=int(LOADING), group_id=group_id))
-            elif not group_id:
+            if not group_id:
                 groups.append(ConsumerGroupDescribeResponse.DescribedGroup(
                     error_code=int(ErrorCode.INVALID_GROUP_ID), group_id=group_id))
             else:
-                groups.append(self.consumer_group_manager.describe(group_id, self._is_classic_group))
+                groups.append(self.consumer_group_manager.describe(group_id))
         res.reply(token, ConsumerGroupDescribeResponse(groups=groups))
         return res
 
@@ -461,9 +444,16 @@ class GroupCoordinatorShard:
         """The broker created or deleted topics or added partitions: consumer groups whose
         subscribed topics changed get a new group epoch."""
         res = self._begin(now_ms)
-        if self.is_loaded:
-            self.consumer_group_manager.on_topics_changed(res)
+        self.consumer_group_manager.on_topics_changed(res)
         return res
+
+    def list_groups(self, states_filter, types_filter) -> list:
+        """ListGroups over every group, whatever its type (Kafka's GroupMetadataManager.listGroups):
+        filters are case-insensitive; an unknown type matches nothing."""
+        states = {s.strip().lower() for s in states_filter}
+        types = {GroupType.parse(t) for t in types_filter}
+        return [g.as_listed_group() for g in self.groups.values()
+                if (not states or g.is_in_states(states)) and (not types or g.type in types)]
 
     # == views for tests and operators ===========================================================
     def durable_state(self) -> dict:
@@ -472,9 +462,10 @@ class GroupCoordinatorShard:
                                o.expire_timestamp_ms) for p, o in parts.items()}
                        for t, parts in topics.items()}
                    for g, topics in self.offset_metadata_manager.offsets.items()}
-        groups = {g: record_view(group.record) for g, group in self.group_metadata_manager.groups.items()}
-        consumer_groups = {g: group.durable_view()
-                           for g, group in self.consumer_group_manager.groups.items()}
+        groups = {g: record_view(group.record) for g, group in self.groups.items()
+                  if isinstance(group, ClassicGroup)}
+        consumer_groups = {g: group.durable_view() for g, group in self.groups.items()
+                           if isinstance(group, consumer_group.ConsumerGroup)}
         state = {"offsets": offsets, "groups": groups, "consumer_groups": consumer_groups}
         pending = self.offset_metadata_manager.pending_transactional_offsets
         if pending:
@@ -487,8 +478,8 @@ class GroupCoordinatorShard:
         """In-memory groups that are Stable or Empty and written at least once, as record views;
         for those, memory must equal the durable image."""
         out = {}
-        for g, group in self.group_metadata_manager.groups.items():
-            if group.record is not None:
+        for g, group in self.groups.items():
+            if isinstance(group, ClassicGroup) and group.record is not None:
                 view = live_view(group)
                 if view is not None:
                     out[g] = view

@@ -48,6 +48,33 @@ def sync_key(group_id: str) -> str:
     return f"sync-{group_id}"
 
 
+def session_key(group_id: str, member_id: str) -> str:
+    """A consumer group member's session (KIP-848)."""
+    return f"consumer-group-session-timeout-{group_id}-{member_id}"
+
+
+def rebalance_key(group_id: str, member_id: str) -> str:
+    """A consumer group member must revoke within its rebalance timeout."""
+    return f"consumer-group-rebalance-timeout-{group_id}-{member_id}"
+
+
+def join_timeout_key(group_id: str, member_id: str) -> str:
+    """A classic member inside a consumer group told to rejoin must do so within its rebalance timeout."""
+    return f"consumer-group-join-timeout-{group_id}-{member_id}"
+
+
+def sync_timeout_key(group_id: str, member_id: str) -> str:
+    """A classic member inside a consumer group must sync within its rebalance timeout of its join."""
+    return f"consumer-group-sync-timeout-{group_id}-{member_id}"
+
+
+def cancel_member_timers(timer, group_id: str, member_id: str) -> None:
+    """Every timer of a consumer group member."""
+    for key in (session_key(group_id, member_id), rebalance_key(group_id, member_id),
+                join_timeout_key(group_id, member_id), sync_timeout_key(group_id, member_id)):
+        timer.cancel(key)
+
+
 class TimerQueue:
     """The default scheduler: ``schedule(key, deadline_ms)``, ``cancel(key)``,
     ``poll_expired(now_ms)`` (expired keys, earliest deadline first, then in scheduling order,

@@ -28,6 +28,7 @@ from __future__ import annotations
 from typing import Callable, NamedTuple
 
 from ..coordinator import Result, TimerQueue
+from ..coordinator.result import coordinator_api
 from ..coordinator.partitioner import group_partition
 from ..coordinator.timer import CoordinatorTimer
 from ..protocol.errors import ErrorCode, KafkaError
@@ -111,6 +112,33 @@ def _init_pid_response(error, producer_id=NO_PRODUCER_ID, epoch=NO_PRODUCER_EPOC
                                   producer_epoch=epoch)
 
 
+def _validate_init_producer_id(req, version: int, config):
+    """TransactionCoordinator.handleInitProducerId's checks before the partition's state: a
+    producer id and epoch both or neither (KIP-360), a non-empty id, a timeout within bounds."""
+    expected_pid = getattr(req, "producer_id", NO_PRODUCER_ID) if version >= 3 else NO_PRODUCER_ID
+    expected_epoch = getattr(req, "producer_epoch", NO_PRODUCER_EPOCH) if version >= 3 else NO_PRODUCER_EPOCH
+    if (expected_pid == NO_PRODUCER_ID) != (expected_epoch == NO_PRODUCER_EPOCH) or not req.transactional_id:
+        return _init_pid_response(E.INVALID_REQUEST, version=version)
+    if not 0 < req.transaction_timeout_ms <= config.max_timeout_ms:
+        return _init_pid_response(E.INVALID_TRANSACTION_TIMEOUT, version=version)
+    return None
+
+
+def _add_partitions_error(req, version: int, error) -> AddPartitionsToTxnResponse:
+    """AddPartitionsToTxn answered with ``error`` for every partition it names."""
+    R = AddPartitionsToTxnResponse
+
+    def topic_results(topics) -> list:
+        return [R.AddPartitionsToTxnTopicResult(name=t.name, results_by_partition=[
+            R.AddPartitionsToTxnPartitionResult(partition_index=p, partition_error_code=int(error))
+            for p in t.partitions]) for t in topics]
+    if version < 4:
+        return R(results_by_topic_v3_and_below=topic_results(req.v3_and_below_topics))
+    return R(results_by_transaction=[R.AddPartitionsToTxnResult(transactional_id=txn.transactional_id,
+                                                                topic_results=topic_results(txn.topics))
+                                     for txn in req.transactions])
+
+
 class TransactionCoordinatorShard:
     def __init__(self, partition: int = 0, config: TransactionCoordinatorConfig | None = None,
                  scheduler=None, producer_id_allocator: Callable[[], int] | None = None,
@@ -141,6 +169,14 @@ class TransactionCoordinatorShard:
                 f"__transaction_state-{self.partition} at offset {offset}: {e}") from None
         self._apply(tid, metadata)
 
+    def replay_transactional(self, producer_id: int, key, value, offset=None) -> None:
+        """A record of a transactional batch: the transaction log's records mean the same
+        whoever wrote them."""
+        self.replay(key, value, offset)
+
+    def replay_end_transaction_marker(self, producer_id: int, committed: bool) -> None:
+        """A COMMIT/ABORT control record in the transaction log settles nothing here."""
+
     def _apply(self, tid: str, metadata: TransactionMetadata | None) -> None:
         """The only mutator of durable state; used at load time and on commit."""
         if metadata is None:
@@ -166,12 +202,14 @@ class TransactionCoordinatorShard:
                             self._expire_transactional_ids)
         return res
 
-    def on_unloaded(self) -> None:
+    def on_unloaded(self, now_ms: int) -> list:
+        """The partition moves away: timers stop, state is dropped; nothing here is parked."""
         self.is_loaded = False
         self.timer.cancel(ABORT_TIMED_OUT_KEY)
         self.timer.cancel(EXPIRE_TRANSACTIONAL_IDS_KEY)
         self._markers.clear()
         self.transactions.clear()
+        return []
 
     # == write protocol ===========================================================================
     def commit(self, result: Result, now_ms: int | None = None) -> list:
@@ -217,6 +255,8 @@ class TransactionCoordinatorShard:
         return self.allocate_producer_id()
 
     # == InitProducerId ===========================================================================
+    @coordinator_api(error=lambda req, version, e: _init_pid_response(e, version=version),
+                     validate=lambda req, version, config: _validate_init_producer_id(req, version, config))
     def handle_init_producer_id(self, req, version: int, now_ms: int, token) -> Result:
         """InitProducerId with a transactional id (the null-id idempotent case is not ours)."""
         res = self._begin(now_ms)
@@ -231,15 +271,10 @@ class TransactionCoordinatorShard:
                       lambda err: _init_pid_response(err, version=version))
             return res
 
-        if (expected_pid == NO_PRODUCER_ID) != (expected_epoch == NO_PRODUCER_EPOCH):
-            return answer(E.INVALID_REQUEST)       # KafkaApis: both or neither
+        refused = _validate_init_producer_id(req, version, self.config)
+        if refused is not None:
+            return answer(E(refused.error_code))
         expected = None if expected_pid == NO_PRODUCER_ID else (expected_pid, expected_epoch)
-        if not tid:
-            return answer(E.INVALID_REQUEST)
-        if not 0 < timeout <= self.config.max_timeout_ms:
-            return answer(E.INVALID_TRANSACTION_TIMEOUT)
-        if not self.is_loaded:
-            return answer(E.COORDINATOR_LOAD_IN_PROGRESS)
         m = self.transactions.get(tid)
         try:
             if m is None:
@@ -306,8 +341,6 @@ class TransactionCoordinatorShard:
         handler): (the producer's transaction metadata, None), or (None, the error to answer)."""
         if not tid:
             return None, E.INVALID_REQUEST
-        if not self.is_loaded:
-            return None, E.COORDINATOR_LOAD_IN_PROGRESS
         m = self.transactions.get(tid)
         if m is None or m.producer_id != pid:
             return None, E.INVALID_PRODUCER_ID_MAPPING
@@ -329,6 +362,7 @@ class TransactionCoordinatorShard:
                                    txn_start_timestamp=start))
         return E.NONE
 
+    @coordinator_api(error=lambda req, version, e: _add_partitions_error(req, version, e))
     def handle_add_partitions_to_txn(self, req, version: int, now_ms: int, token,
                                      partition_exists: Callable[[str, int], bool] | None = None) -> Result:
         """Versions 0-3 come from clients (one transaction); 4+ (KIP-890) from brokers, batching
@@ -379,6 +413,9 @@ class TransactionCoordinatorShard:
         res.reply(token, response(), response)
         return res
 
+    @coordinator_api(error=lambda req, version, e: AddOffsetsToTxnResponse(error_code=int(e)),
+                     validate=lambda req, version, config: None if req.transactional_id else
+                     AddOffsetsToTxnResponse(error_code=int(E.INVALID_REQUEST)))
     def handle_add_offsets_to_txn(self, req, version: int, now_ms: int, token) -> Result:
         """Adds the group's ``__consumer_offsets`` partition, so the commit/abort marker goes there
         too and the group's pending transactional offsets settle with the transaction."""
@@ -395,8 +432,6 @@ class TransactionCoordinatorShard:
         part 1): per partition, NONE if it is in the ongoing transaction."""
         if not tid:
             return {tp: E.INVALID_REQUEST for tp in partitions}
-        if not self.is_loaded:
-            return {tp: E.COORDINATOR_LOAD_IN_PROGRESS for tp in partitions}
         m = self.transactions.get(tid)
         error = None
         if m is None or m.producer_id != pid:
@@ -410,6 +445,9 @@ class TransactionCoordinatorShard:
         return {tp: E.NONE if tp in m.partitions else E.TRANSACTION_ABORTABLE for tp in partitions}
 
     # == EndTxn ===================================================================================
+    @coordinator_api(error=lambda req, version, e: EndTxnResponse(error_code=int(e)),
+                     validate=lambda req, version, config: None if req.transactional_id else
+                     EndTxnResponse(error_code=int(E.INVALID_REQUEST)))
     def handle_end_txn(self, req, version: int, now_ms: int, token) -> Result:
         res = self._begin(now_ms)
         if version >= 5:
@@ -443,13 +481,16 @@ class TransactionCoordinatorShard:
         res = self._begin(now_ms)
         m = self.transactions.get(markers.transactional_id)
         want = S.PREPARE_COMMIT if markers.committed else S.PREPARE_ABORT
-        if (self.is_loaded and m is not None and m.state is want and m.producer_id == markers.producer_id
+        if (m is not None and m.state is want and m.producer_id == markers.producer_id
                 and m.producer_epoch == markers.producer_epoch):
             self._write(res, m.transit(S.COMPLETE_COMMIT if markers.committed else S.COMPLETE_ABORT,
                                        now_ms=now_ms, partitions=frozenset()))
         return res
 
     # == admin ====================================================================================
+    @coordinator_api(error=lambda req, version, e: DescribeTransactionsResponse(transaction_states=[
+        DescribeTransactionsResponse.TransactionState(transactional_id=tid, error_code=int(e if tid else E.INVALID_REQUEST))
+        for tid in req.transactional_ids]))
     def handle_describe_transactions(self, req, version: int, now_ms: int, token) -> Result:
         """The transactional ids of this shard (the runtime splits a request by partition)."""
         res = self._begin(now_ms)
@@ -458,9 +499,7 @@ class TransactionCoordinatorShard:
         for tid in req.transactional_ids:
             st = T(transactional_id=tid)
             m = self.transactions.get(tid)
-            if not self.is_loaded:
-                st.error_code = E.COORDINATOR_LOAD_IN_PROGRESS
-            elif not tid:
+            if not tid:
                 st.error_code = E.INVALID_REQUEST
             elif m is None:
                 st.error_code = E.TRANSACTIONAL_ID_NOT_FOUND
@@ -477,13 +516,11 @@ class TransactionCoordinatorShard:
         res.reply(token, DescribeTransactionsResponse(transaction_states=out))
         return res
 
+    @coordinator_api(error=lambda req, version, e: ListTransactionsResponse(error_code=int(e)))
     def handle_list_transactions(self, req, version: int, now_ms: int, token) -> Result:
         """This shard's part of ListTransactions (the runtime merges the shards' answers)."""
         res = self._begin(now_ms)
         R = ListTransactionsResponse
-        if not self.is_loaded:
-            res.reply(token, R(error_code=E.COORDINATOR_LOAD_IN_PROGRESS))
-            return res
         states, unknown = set(), []
         for name in req.state_filters:
             s = TransactionState.from_name(name)
@@ -507,11 +544,12 @@ class TransactionCoordinatorShard:
         return res
 
     # == timers ===================================================================================
-    def poll_timers(self, now_ms: int) -> Result:
-        res = self._begin(now_ms)
+    def poll_timers(self, now_ms: int):
+        """One Result per due timer, each written and replayed before the next runs."""
         for _key, op in self.timer.pop_expired(now_ms):
+            res = self._begin(now_ms)
             op(res)
-        return res
+            yield res
 
     def next_deadline(self) -> int | None:
         nd = getattr(self.scheduler, "next_deadline", None)

@@ -282,45 +282,13 @@ def test_offsets_records_decode_with_an_independent_decoder(tmp_path):
 
 import asyncio  # noqa: E402
 
-from kgroup.broker.broker import Broker  # noqa: E402
-from kgroup.broker.config import BrokerConfig  # noqa: E402
-from kgroup.broker.handlers import HANDLERS  # noqa: E402
-from kgroup.broker.pending import PendingResponse  # noqa: E402
 from kgroup.protocol.messages.heartbeat import HeartbeatResponse  # noqa: E402
 from kgroup.storage.errors import KafkaStorageError  # noqa: E402
-from tests.broker.support import response_of  # noqa: E402
+from kgroup.broker.pending import PendingResponse  # noqa: E402
+from tests.broker.support import answer_of, inproc, submit  # noqa: E402
 
 
-class _Ctx:
-    client_id = "inproc"
-    client_host = "127.0.0.1"
-
-
-def _submit(b, req, version):
-    """Hand a request to its handler now (as the server does when a frame is cut)."""
-    return HANDLERS[type(req).API_KEY][0](b, _Ctx(), req, version)
-
-
-async def _answer(result):
-    if type(result) is PendingResponse:
-        return await response_of(result)
-    return result
-
-
-def _inproc(tmp_path, scenario, overrides=("group.initial.rebalance.delay.ms=0",)):
-    async def main():
-        cfg = BrokerConfig.load(None, ["listeners=PLAINTEXT://127.0.0.1:0", f"log.dirs={tmp_path / 'data'}",
-                                       *overrides])
-        b = Broker(cfg)
-        await b.start()
-        try:
-            CTq = CreateTopicsRequest.CreatableTopic
-            await _answer(_submit(b, CreateTopicsRequest(topics=[CTq(name="t", num_partitions=4,
-                                                                      replication_factor=1)]), 5))
-            return await scenario(b)
-        finally:
-            await b.stop()
-    return asyncio.run(main())
+_submit, _answer, _inproc = submit, answer_of, inproc
 
 
 def _offsets_batches(b, group):
@@ -421,8 +389,8 @@ def test_runtime_rearms_its_wakeup_only_for_an_earlier_deadline(tmp_path):
     """The runtime's loop timer per shard follows the earliest deadline: a key added or moved
     earlier (a heap push) re-arms it; a key moved later (a heartbeat) leaves it alone."""
     async def scenario(b):
-        rt = b.group_coordinator
-        rt.ensure_offsets_topic()
+        b.group_coordinator.ensure_offsets_topic()
+        rt = b.group_coordinator.runtime
         shard = rt.shards[0]
         base = shard.timer.now = now_ms()
         shard.timer.schedule("late", 600_000, lambda res: None)

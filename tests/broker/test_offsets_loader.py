@@ -2,7 +2,6 @@
 each key (the state a compacted log gives). Checked against the full replay on a history with
 overwritten commits, group generations, deletions and tombstones; and 1M commit records load
 within the goal (3 s) in benchmarks/footprint_bench.py, not here (no timed unit tests)."""
-from kgroup.broker.group_runtime import GroupRuntime
 from kgroup.broker.offsets_loader import load_steps
 from kgroup.coordinator import GroupCoordinatorShard, TimerQueue
 from kgroup.protocol.records import Record, build_batch
@@ -40,7 +39,7 @@ def test_last_record_per_key_gives_the_full_replays_state(tmp_path):
     plog = write_log(tmp_path, ctx.log)
     for _ in range(2):
         shard = GroupCoordinatorShard(ctx.shard.partition, ctx.shard.config, TimerQueue(), lambda: "x")
-        steps = sum(1 for _ in load_steps(shard, plog, GroupRuntime._replay_transactional))
+        steps = sum(1 for _ in load_steps(shard, plog))
         shard.on_loaded(ctx.now)
         assert shard.durable_state() == full.durable_state() == ctx.shard.durable_state()
         offsets = shard.durable_state()["offsets"]
@@ -59,7 +58,7 @@ def test_transactional_batches_are_replayed_record_by_record(tmp_path):
                             base_sequence=0, is_transactional=True))
     full = fresh_shard(ctx.shard, ctx.log + [("txn", 5, k, v)], ctx.now)
     shard = GroupCoordinatorShard(ctx.shard.partition, ctx.shard.config, TimerQueue(), lambda: "x")
-    list(load_steps(shard, plog, GroupRuntime._replay_transactional))
+    list(load_steps(shard, plog))
     shard.on_loaded(ctx.now)
     assert shard.durable_state() == full.durable_state()
 
@@ -95,7 +94,7 @@ def test_offsets_load_buffer_size_bounds_each_read(tmp_path):
                                         (5 * 2**20, 1)):
         spy = ReadSpy(plog)
         shard = GroupCoordinatorShard(ctx.shard.partition, ctx.shard.config, TimerQueue(), lambda: "x")
-        list(load_steps(shard, spy, GroupRuntime._replay_transactional, buffer_size))
+        list(load_steps(shard, spy, buffer_size))
         shard.on_loaded(ctx.now)
         assert shard.durable_state() == full.durable_state(), buffer_size
         assert max(spy.sizes) <= max(buffer_size, largest), (buffer_size, spy.sizes)

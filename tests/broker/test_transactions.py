@@ -306,7 +306,7 @@ def test_end_txn_answered_once_prepared_and_next_request_waits_for_completion(tm
         # sync is under way), the transaction still PrepareCommit.
         plog = b.data_path.log(TOPIC, 0)
         assert (plog.last_stable_offset, plog.recovery_point) == (2, 1)
-        assert b.transaction_coordinator.shard_of("tx-d").transactions["tx-d"].state.kafka_name == "PrepareCommit"
+        assert b.transaction_coordinator.shards[b.transaction_coordinator.shard_for("tx-d")].transactions["tx-d"].state.kafka_name == "PrepareCommit"
         size, = struct.unpack(">i", await reader.readexactly(4))
         cid, add = parse_response(AddPartitionsToTxnRequest.API_KEY, 3, await reader.readexactly(size))
         assert cid == 1 and add.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == 0
@@ -314,6 +314,27 @@ def test_end_txn_answered_once_prepared_and_next_request_waits_for_completion(tm
         st = st.transaction_states[0]
         assert (st.transaction_state, [(t.topic, t.partitions) for t in st.topics]) == ("Ongoing", [(TOPIC, [1])])
         assert b.transaction_coordinator._completing == {}
+    _inproc(tmp_path, monkeypatch, scenario)
+
+
+def test_a_request_behind_a_transaction_whose_markers_never_land_gets_concurrent_transactions(tmp_path, monkeypatch):
+    """The markers of an ended transaction are never written (the test hook holds them): the
+    next AddPartitionsToTxn waits a bounded time, then is answered CONCURRENT_TRANSACTIONS as
+    Kafka answers it, and so is every retry; nothing waits for ever."""
+    async def scenario(b, connect):
+        conn = await connect()
+        pid, epoch = await _open_transaction(b, conn, "tx-h")
+        b.transaction_coordinator.hold_markers = True
+        ended, = await _pipelined(conn, [(EndTxnRequest(transactional_id="tx-h", producer_id=pid,
+                                                        producer_epoch=epoch, committed=True), 3)])
+        assert ended.error_code == 0
+        started = time.monotonic()
+        add, = await _pipelined(conn, [_add_partitions("tx-h", pid, epoch, [1])])
+        waited = time.monotonic() - started
+        assert add.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == \
+            E.CONCURRENT_TRANSACTIONS
+        assert 0.9 <= waited < 5
+        assert b.transaction_coordinator._completing == {"tx-h": []}
     _inproc(tmp_path, monkeypatch, scenario)
 
 
@@ -382,12 +403,12 @@ def test_markers_of_transactions_prepared_together_share_one_append_per_partitio
         assert len(appends) >= 4 and appends[1] == 2 * appends[2] == 2 * appends[3], appends
         txn = b.transaction_coordinator
         deadline = time.monotonic() + 10
-        while txn.shard_of("tx-m1").transactions["tx-m1"].state.kafka_name != "CompleteCommit":
+        while txn.shards[txn.shard_for("tx-m1")].transactions["tx-m1"].state.kafka_name != "CompleteCommit":
             assert time.monotonic() < deadline
             await asyncio.sleep(0.01)
-        assert txn.shard_of("tx-m2").transactions["tx-m2"].state.kafka_name == "PrepareCommit"
+        assert txn.shards[txn.shard_for("tx-m2")].transactions["tx-m2"].state.kafka_name == "PrepareCommit"
         refuse.clear()                          # the retry (every 100 ms) now succeeds
-        while txn.shard_of("tx-m2").transactions["tx-m2"].state.kafka_name != "CompleteCommit":
+        while txn.shards[txn.shard_for("tx-m2")].transactions["tx-m2"].state.kafka_name != "CompleteCommit":
             assert time.monotonic() < deadline
             await asyncio.sleep(0.01)
         # Two transactional records, the plain one, two markers; on partition 1 tx-m2's marker

@@ -7,6 +7,7 @@ import itertools
 import uuid
 
 from kgroup.coordinator import GroupCoordinatorConfig, GroupCoordinatorShard, TimerQueue
+from kgroup.coordinator.result import gate
 from kgroup.protocol.consumer_protocol import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 from kgroup.protocol.errors import ErrorCode
 from kgroup.protocol.messages.delete_groups import DeleteGroupsRequest
@@ -21,6 +22,7 @@ from kgroup.protocol.messages.offset_fetch import OffsetFetchRequest
 from kgroup.protocol.messages.sync_group import SyncGroupRequest
 
 E = ErrorCode
+S = GroupCoordinatorShard
 
 
 def subscription(*topics, version=0) -> bytes:
@@ -97,6 +99,16 @@ class Ctx:
             assert_replay_consistent(self.shard, self.log, self.now)
         return out
 
+    def handle(self, handler, req, version, token, *extra):
+        """What the runtime does with a request: its gate (the request checks, then the
+        partition's state), then the shard's handler, written and replayed."""
+        refused = gate(handler, req, version, self.config,
+                       None if self.shard.is_loaded else E.COORDINATOR_LOAD_IN_PROGRESS)
+        if refused is not None:
+            self.sent.append((token, refused))
+            return [(token, refused)]
+        return self.run(handler(self.shard, req, version, self.now, token, *extra))
+
     def answers(self, token):
         return [r for t, r in self.sent if t == token]
 
@@ -108,10 +120,13 @@ class Ctx:
 
     def advance(self, ms: int):
         self.now += ms
-        return self.run(self.shard.poll_timers(self.now))
+        out = []
+        for result in self.shard.poll_timers(self.now):     # each timer written and replayed in turn
+            out.extend(self.run(result))
+        return out
 
     def group(self, group_id):
-        return self.shard.group_metadata_manager.groups.get(group_id)
+        return self.shard.group_metadata_manager.classic_group(group_id)
 
     def state(self, group_id) -> str:
         g = self.group(group_id)
@@ -124,7 +139,7 @@ class Ctx:
         req = JoinGroupRequest(group_id=group_id, session_timeout_ms=session, rebalance_timeout_ms=rebalance,
                                member_id=member_id, group_instance_id=instance_id, protocol_type=protocol_type,
                                protocols=protocols("range") if protos is None else protos, reason=reason)
-        self.run(self.shard.handle_join_group(req, version, self.now, token, client_id, "/127.0.0.1"))
+        self.handle(S.handle_join_group, req, version, token, client_id, "/127.0.0.1")
         return token
 
     def join_dynamic(self, group_id, *, version=9, **kw):
@@ -141,14 +156,14 @@ class Ctx:
                                group_instance_id=instance_id, protocol_type=protocol_type,
                                protocol_name=protocol_name,
                                assignments=[A(member_id=m, assignment=a) for m, a in (assignments or {}).items()])
-        self.run(self.shard.handle_sync_group(req, version, self.now, token))
+        self.handle(S.handle_sync_group, req, version, token)
         return token
 
     def heartbeat(self, group_id, member_id, generation, *, version=4, instance_id=None):
         token = self.token()
         req = HeartbeatRequest(group_id=group_id, generation_id=generation, member_id=member_id,
                                group_instance_id=instance_id)
-        self.run(self.shard.handle_heartbeat(req, version, self.now, token))
+        self.handle(S.handle_heartbeat, req, version, token)
         return self.answer(token).error_code
 
     def leave(self, group_id, *members, version=5):
@@ -161,7 +176,7 @@ class Ctx:
         else:
             req = LeaveGroupRequest(group_id=group_id, members=[
                 M(member_id=m, group_instance_id=i, reason="bye") for m, i in ms])
-        self.run(self.shard.handle_leave_group(req, version, self.now, token))
+        self.handle(S.handle_leave_group, req, version, token)
         return self.answer(token)
 
     def commit(self, group_id, offsets, *, member_id="", generation=-1, version=9, instance_id=None,
@@ -179,7 +194,7 @@ class Ctx:
                                   member_id=member_id, group_instance_id=instance_id,
                                   retention_time_ms=retention,
                                   topics=[T(name=t, partitions=ps) for t, ps in by_topic.items()])
-        self.run(self.shard.handle_offset_commit(req, version, self.now, token))
+        self.handle(S.handle_offset_commit, req, version, token)
         resp = self.answer(token)
         return {(t.name, p.partition_index): p.error_code for t in resp.topics for p in t.partitions}
 
@@ -195,7 +210,7 @@ class Ctx:
             T = OffsetFetchRequest.OffsetFetchRequestTopic
             req = OffsetFetchRequest(group_id=group_id, require_stable=require_stable, topics=None if topics is None
                                      else [T(name=t, partition_indexes=ps) for t, ps in topics.items()])
-        self.run(self.shard.handle_offset_fetch(req, version, self.now, token))
+        self.handle(S.handle_offset_fetch, req, version, token)
         return self.answer(token)
 
     def fetched(self, group_id, topics=None, **kw):
@@ -206,20 +221,18 @@ class Ctx:
 
     def describe(self, *group_ids, version=5):
         token = self.token()
-        self.run(self.shard.handle_describe_groups(DescribeGroupsRequest(groups=list(group_ids)),
-                                                   version, self.now, token))
+        self.handle(S.handle_describe_groups, DescribeGroupsRequest(groups=list(group_ids)), version, token)
         return self.answer(token).groups
 
     def list_groups(self, states=(), types=(), version=5):
         token = self.token()
         req = ListGroupsRequest(states_filter=list(states), types_filter=list(types))
-        self.run(self.shard.handle_list_groups(req, version, self.now, token))
+        self.handle(S.handle_list_groups, req, version, token)
         return self.answer(token)
 
     def delete_groups(self, *group_ids, version=2):
         token = self.token()
-        self.run(self.shard.handle_delete_groups(DeleteGroupsRequest(groups_names=list(group_ids)),
-                                                 version, self.now, token))
+        self.handle(S.handle_delete_groups, DeleteGroupsRequest(groups_names=list(group_ids)), version, token)
         return {r.group_id: r.error_code for r in self.answer(token).results}
 
     def delete_offsets(self, group_id, topics):
@@ -228,7 +241,7 @@ class Ctx:
         req = OffsetDeleteRequest(group_id=group_id, topics=[
             T(name=t, partitions=[T.OffsetDeleteRequestPartition(partition_index=p) for p in ps])
             for t, ps in topics.items()])
-        self.run(self.shard.handle_offset_delete(req, 0, self.now, token))
+        self.handle(S.handle_offset_delete, req, 0, token)
         return self.answer(token)
 
     # -- composite: bring a group to Stable ----------------------------------------------------
@@ -276,7 +289,7 @@ class CgCtx(Ctx):
         return self.run(self.shard.handle_topics_changed(self.now))
 
     def cg(self, group_id):
-        return self.shard.consumer_group_manager.groups.get(group_id)
+        return self.shard.consumer_group_manager.consumer_group(group_id)
 
     def hb(self, group_id, member_id, epoch, *, topics=None, regex=None, owned=None, instance_id=None,
            rebalance=30000, assignor=None, version=1, rack=None, full=False):
@@ -293,7 +306,7 @@ class CgCtx(Ctx):
                 subscribed_topic_regex=regex, server_assignor=assignor,
                 topic_partitions=None if owned is None else [
                     R.TopicPartitions(topic_id=topic_id(t), partitions=list(p)) for t, p in owned.items()])
-        self.run(self.shard.handle_consumer_group_heartbeat(req, version, self.now, token, "client", "/127.0.0.1"))
+        self.handle(S.handle_consumer_group_heartbeat, req, version, token, "client", "/127.0.0.1")
         return self.answer(token)
 
     def names(self, resp_or_assignment):

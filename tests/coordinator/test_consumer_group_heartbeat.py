@@ -142,7 +142,7 @@ def test_group_configs_set_the_heartbeat_interval_and_session_timeout():
     """Kafka 4.0's GROUP configs (GroupConfigManager): a group's consumer.heartbeat.interval.ms is
     answered and its consumer.session.timeout.ms fences a silent member; a group without them
     keeps the broker's (5 s, 45 s). A change applies from each member's next heartbeat on."""
-    from kgroup.coordinator.consumer_group.manager import session_key
+    from kgroup.coordinator.timer import session_key
     from .support import fresh_shard
     c = CgCtx({"a": 2})
     c.group_configs["g"] = {"consumer.heartbeat.interval.ms": 8000, "consumer.session.timeout.ms": 50000}
@@ -310,7 +310,7 @@ def test_offset_commit_and_fetch_check_the_member_epoch():
     assert c.commit("g", {("a", 0): 6}, member_id="m1", generation=1, version=8) == {
         ("a", 0): E.UNSUPPORTED_VERSION}
     assert c.fetched("g", {"a": [0]}) == {("a", 0): (5, 0)}
-    assert "g" not in c.shard.group_metadata_manager.groups      # one namespace: no classic twin
+    assert c.shard.group_metadata_manager.classic_group("g") is None      # one namespace: no classic twin
 
 
 def test_config_bounds():
@@ -327,7 +327,7 @@ def test_reload_restarts_sessions():
     join(c, "g", "m1", topics=["a"])
     from .support import fresh_shard
     other = fresh_shard(c.shard, c.log, c.now)
-    assert other.consumer_group_manager.groups["g"].members["m1"].member_epoch == 1
+    assert other.consumer_group_manager.consumer_group("g").members["m1"].member_epoch == 1
     assert other.next_deadline() is not None
 
 
@@ -366,7 +366,7 @@ def test_classic_join_on_a_consumer_group():
     c = CgCtx({"a": 2, "t": 1})
     join(c, "g", "m1", topics=["a"])
     token = c.join("g")     # a classic member joins the consumer group (online migration)
-    assert c.answer(token).error_code == E.MEMBER_ID_REQUIRED and "g" in c.shard.consumer_group_manager.groups
+    assert c.answer(token).error_code == E.MEMBER_ID_REQUIRED and c.shard.consumer_group_manager.consumer_group("g") is not None
     c.hb("g", "m1", -1)
     c.stable_group("g", 1)            # an empty consumer group becomes a classic group
     assert c.cg("g") is None and c.state("g") == "Stable"

@@ -116,7 +116,7 @@ def test_the_resolution_survives_a_reload():
     c = CgCtx({"t-a": 1, "t-b": 1})
     c.hb("g", "m1", 0, regex="t-.*")
     other = fresh_shard(c.shard, c.log, c.now)
-    assert other.consumer_group_manager.groups["g"].resolved_regexes == c.cg("g").resolved_regexes
+    assert other.consumer_group_manager.consumer_group("g").resolved_regexes == c.cg("g").resolved_regexes
 
 
 @pytest.mark.parametrize("regex, matches, not_matches", [

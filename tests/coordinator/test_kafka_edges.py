@@ -3,7 +3,8 @@ deleted partitions lose their committed offsets (tombstones, replayed like any r
 request validation Kafka does before the shard's loading check."""
 from __future__ import annotations
 
-from kgroup.coordinator import GroupCoordinatorShard, TimerQueue
+from kgroup.coordinator import GroupCoordinatorShard
+from kgroup.coordinator.result import gate
 from kgroup.protocol.messages.join_group import JoinGroupRequest
 from kgroup.protocol.messages.sync_group import SyncGroupRequest
 from tests.coordinator.support import E, Ctx, fresh_shard, protocols
@@ -29,45 +30,46 @@ def test_partitions_deleted_tombstone_every_groups_offsets():
     assert c.answer("none") == 0 and len(c.log) == n
 
 
-def _unloaded():
-    shard = GroupCoordinatorShard(3, Ctx().config, TimerQueue(), lambda: "m")
-    assert not shard.is_loaded
-    return shard
+LOADING = E.COORDINATOR_LOAD_IN_PROGRESS
 
 
-def _answer(result):
-    ((_, response),) = result.responses
-    return response
+def _gated(handler, req, version):
+    """What the runtime answers for a request to a partition still loading (``result.gate``)."""
+    return gate(handler, req, version, Ctx().config, LOADING)
 
 
 def test_validation_happens_before_the_loading_check():
-    shard = _unloaded()
+    S = GroupCoordinatorShard
     J = JoinGroupRequest
     join = J(group_id="", session_timeout_ms=10000, rebalance_timeout_ms=10000, member_id="m1",
              protocol_type="consumer", protocols=protocols("range"))
-    r = _answer(shard.handle_join_group(join, 9, 0, "t"))
+    r = _gated(S.handle_join_group, join, 9)
     assert (r.error_code, r.member_id) == (E.INVALID_GROUP_ID, "m1")
     join = J(group_id="g", session_timeout_ms=1, rebalance_timeout_ms=10000, member_id="",
              protocol_type="consumer", protocols=protocols("range"))
-    assert _answer(shard.handle_join_group(join, 9, 0, "t")).error_code == E.INVALID_SESSION_TIMEOUT
+    assert _gated(S.handle_join_group, join, 9).error_code == E.INVALID_SESSION_TIMEOUT
     join.session_timeout_ms = 10000
-    assert _answer(shard.handle_join_group(join, 9, 0, "t")).error_code == E.COORDINATOR_LOAD_IN_PROGRESS
+    assert _gated(S.handle_join_group, join, 9).error_code == LOADING
     sync = SyncGroupRequest(group_id="g", generation_id=1, member_id="m", protocol_type=None, protocol_name="range",
                             assignments=[])
-    assert _answer(shard.handle_sync_group(sync, 5, 0, "t")).error_code == E.INCONSISTENT_GROUP_PROTOCOL
+    assert _gated(S.handle_sync_group, sync, 5).error_code == E.INCONSISTENT_GROUP_PROTOCOL
     sync.group_id = ""      # KafkaApis.handleSyncGroupRequest: protocol type/name before the group id
-    assert _answer(shard.handle_sync_group(sync, 5, 0, "t")).error_code == E.INCONSISTENT_GROUP_PROTOCOL
-    assert _answer(shard.handle_sync_group(sync, 4, 0, "t")).error_code == E.INVALID_GROUP_ID
+    assert _gated(S.handle_sync_group, sync, 5).error_code == E.INCONSISTENT_GROUP_PROTOCOL
+    assert _gated(S.handle_sync_group, sync, 4).error_code == E.INVALID_GROUP_ID
     sync.protocol_type = "consumer"
-    assert _answer(shard.handle_sync_group(sync, 5, 0, "t")).error_code == E.INVALID_GROUP_ID
+    assert _gated(S.handle_sync_group, sync, 5).error_code == E.INVALID_GROUP_ID
     sync.group_id, sync.protocol_type = "g", "consumer"
-    assert _answer(shard.handle_sync_group(sync, 5, 0, "t")).error_code == E.COORDINATOR_LOAD_IN_PROGRESS
+    assert _gated(S.handle_sync_group, sync, 5).error_code == LOADING
     from kgroup.protocol.messages.heartbeat import HeartbeatRequest
     from kgroup.protocol.messages.leave_group import LeaveGroupRequest
     from kgroup.protocol.messages.offset_delete import OffsetDeleteRequest
     hb = HeartbeatRequest(group_id="", generation_id=1, member_id="m")
-    assert _answer(shard.handle_heartbeat(hb, 4, 0, "t")).error_code == E.INVALID_GROUP_ID
+    assert _gated(S.handle_heartbeat, hb, 4).error_code == E.INVALID_GROUP_ID
+    hb.group_id = "g"       # Kafka: "the group is still loading, so blindly respond"
+    assert _gated(S.handle_heartbeat, hb, 4).error_code == E.NONE
     leave = LeaveGroupRequest(group_id="", members=[])
-    assert _answer(shard.handle_leave_group(leave, 5, 0, "t")).error_code == E.INVALID_GROUP_ID
+    assert _gated(S.handle_leave_group, leave, 5).error_code == E.INVALID_GROUP_ID
     od = OffsetDeleteRequest(group_id="", topics=[])
-    assert _answer(shard.handle_offset_delete(od, 0, 0, "t")).error_code == E.INVALID_GROUP_ID
+    assert _gated(S.handle_offset_delete, od, 0).error_code == E.INVALID_GROUP_ID
+    # an active partition runs the handler
+    assert gate(S.handle_offset_delete, OffsetDeleteRequest(group_id="g", topics=[]), 0, Ctx().config, None) is None

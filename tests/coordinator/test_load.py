@@ -9,6 +9,7 @@ import pytest
 
 from kgroup.coordinator import CoordinatorLoadError, GroupCoordinatorShard, group_partition, java_string_hash_code
 from kgroup.coordinator.partitioner import java_utils_abs
+from kgroup.coordinator.result import gate
 from kgroup.coordinator.timer import heartbeat_key
 from kgroup.protocol.messages.heartbeat import HeartbeatRequest
 from kgroup.protocol.messages.join_group import JoinGroupRequest
@@ -46,15 +47,19 @@ def test_group_partition():
 
 # -- loading ---------------------------------------------------------------------------------------
 def test_requests_while_loading_get_load_in_progress():
-    shard = GroupCoordinatorShard(3)
+    """The runtime answers a loading partition's requests in each API's error form (``gate``);
+    the shard itself runs only once the partition is active."""
+    S, config, loading = GroupCoordinatorShard, Ctx().config, E.COORDINATOR_LOAD_IN_PROGRESS
     req = JoinGroupRequest(group_id="g", session_timeout_ms=10000, protocol_type="consumer",
                            protocols=protocols("range"))
-    assert shard.handle_join_group(req, 9, 0, "t").responses[0][1].error_code == E.COORDINATOR_LOAD_IN_PROGRESS
-    assert shard.handle_list_groups(ListGroupsRequest(), 5, 0, "t").responses[0][1].error_code == \
-        E.COORDINATOR_LOAD_IN_PROGRESS
-    hb = shard.handle_heartbeat(HeartbeatRequest(group_id="g", member_id="m"), 4, 0, "t")
-    assert hb.responses[0][1].error_code == E.NONE      # Kafka answers heartbeats blindly while loading
+    assert gate(S.handle_join_group, req, 9, config, loading).error_code == loading
+    assert gate(S.handle_list_groups, ListGroupsRequest(), 5, config, loading).error_code == loading
+    hb = gate(S.handle_heartbeat, HeartbeatRequest(group_id="g", member_id="m"), 4, config, loading)
+    assert hb.error_code == E.NONE      # Kafka answers heartbeats blindly while loading
+    assert gate(S.handle_join_group, req, 9, config, E.NOT_COORDINATOR).error_code == E.NOT_COORDINATOR
+    shard = GroupCoordinatorShard(3)
     shard.on_loaded(0)
+    assert gate(S.handle_join_group, req, 9, config, None) is None
     assert shard.handle_join_group(req, 9, 0, "t").responses[0][1].error_code == E.MEMBER_ID_REQUIRED
 
 
@@ -66,7 +71,7 @@ def test_restart_rebuilds_last_acknowledged_state():
     c.commit("simple", {("u", 0): 1})
     restarted = fresh_shard(c.shard, c.log, c.now + 500)
     assert restarted.durable_state() == c.shard.durable_state()
-    g = restarted.group_metadata_manager.groups["g"]
+    g = restarted.group_metadata_manager.classic_group("g")
     assert str(g.state) == "Stable" and g.generation_id == gen and set(g.members) == {a, b}
     assert g.leader_id == leader and g.protocol_name == "range"
     # consumption resumes at the committed offsets
@@ -99,7 +104,7 @@ def test_oversized_group_rebalances_after_load():
     for i, (k, v) in enumerate(c.log):
         shard.replay(k, v, i)
     shard.on_loaded(0)
-    assert str(shard.group_metadata_manager.groups["g"].state) == "PreparingRebalance"
+    assert str(shard.group_metadata_manager.classic_group("g").state) == "PreparingRebalance"
 
 
 # -- replay robustness --------------------------------------------------------------------------

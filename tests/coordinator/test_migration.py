@@ -178,8 +178,8 @@ def test_upgraded_group_replays_after_a_restart():
     c = CgCtx({"t": 4})
     upgraded(c)
     other = fresh_shard(c.shard, c.log, c.now)
-    assert other.group_metadata_manager.groups.get("g") is None
-    assert other.consumer_group_manager.groups["g"].classic_members == 2
+    assert other.group_metadata_manager.classic_group("g") is None
+    assert other.consumer_group_manager.consumer_group("g").classic_members == 2
 
 
 # == classic members inside a consumer group ==========================================================
@@ -416,7 +416,7 @@ def test_downgrade_when_the_last_consumer_member_leaves():
     assert group.protocol_name == "range" and set(group.members) == {j.member_id}
     assert group.members[j.member_id].protocol_names() == {"range", "roundrobin"}
     # the written classic group holds the member's target assignment
-    rec = c.shard.group_metadata_manager.groups["g"].record
+    rec = c.shard.group_metadata_manager.classic_group("g").record
     a, _ = ConsumerProtocolAssignment.from_versioned_bytes(rec.members[0].assignment)
     assert {tp.topic: sorted(tp.partitions) for tp in a.assigned_partitions} == mine
     # the classic member rejoins the classic group

@@ -3,7 +3,7 @@ failed appends, OffsetFetch, expiry (KIP-211), DeleteGroups and OffsetDelete; wi
 and the replay-consistency check after every step."""
 from __future__ import annotations
 
-from tests.coordinator.support import E, Ctx, protocols
+from tests.coordinator.support import E, S, Ctx, protocols
 
 DAY = 24 * 3600 * 1000
 RETENTION = 7 * DAY          # offsets.retention.minutes = 10080
@@ -74,7 +74,7 @@ def test_offset_metadata_too_large_only_for_that_partition():
         P(partition_index=1, committed_offset=11, committed_metadata="y" * 4096),
         P(partition_index=2, committed_offset=12, committed_metadata="é" * 4096),      # 4096 UTF-16 units
         P(partition_index=3, committed_offset=13, committed_metadata="\U0001F600" * 2049)])])  # 4098 units
-    c.run(c.shard.handle_offset_commit(req, 8, c.now, "tok"))
+    c.handle(S.handle_offset_commit, req, 8, "tok")
     errs = [p.error_code for p in c.answer("tok").topics[0].partitions]
     assert errs == [E.OFFSET_METADATA_TOO_LARGE, 0, 0, E.OFFSET_METADATA_TOO_LARGE]
     got = c.fetched("g", {"t": [0, 1, 2, 3]})
@@ -140,7 +140,7 @@ def test_fetch_multiple_groups_v8_and_require_stable():
     req = OffsetFetchRequest(require_stable=True, groups=[
         G(group_id="a", topics=None),
         G(group_id="b", topics=[G.OffsetFetchRequestTopics(name="t", partition_indexes=[0, 1])])])
-    c.run(c.shard.handle_offset_fetch(req, 8, c.now, "tok"))
+    c.handle(S.handle_offset_fetch, req, 8, "tok")
     groups = {g.group_id: g for g in c.answer("tok").groups}
     assert [(p.partition_index, p.committed_offset) for p in groups["a"].topics[0].partitions] == [(0, 1)]
     assert [(p.partition_index, p.committed_offset, p.error_code) for p in groups["b"].topics[0].partitions] == \
@@ -151,13 +151,15 @@ def test_fetch_multiple_groups_v8_and_require_stable():
 def test_group_errors_per_version():
     """Before v2 a group error goes into every partition; v2-7 top level; v8+ per group."""
     from kgroup.coordinator import GroupCoordinatorShard
+    from kgroup.coordinator.result import gate
     from kgroup.protocol.messages.offset_fetch import OffsetFetchRequest
-    shard = GroupCoordinatorShard(0)                       # not loaded yet
+    handler, loading = GroupCoordinatorShard.handle_offset_fetch, E.COORDINATOR_LOAD_IN_PROGRESS
     T = OffsetFetchRequest.OffsetFetchRequestTopic
     req = OffsetFetchRequest(group_id="g", topics=[T(name="t", partition_indexes=[0, 1])])
-    v1 = shard.handle_offset_fetch(req, 1, 0, "x").responses[0][1]
+    config = Ctx().config
+    v1 = gate(handler, req, 1, config, loading)          # the partition is still loading
     assert [p.error_code for p in v1.topics[0].partitions] == [E.COORDINATOR_LOAD_IN_PROGRESS] * 2
-    v3 = shard.handle_offset_fetch(req, 3, 0, "x").responses[0][1]
+    v3 = gate(handler, req, 3, config, loading)
     assert v3.error_code == E.COORDINATOR_LOAD_IN_PROGRESS and v3.topics == []
     assert v1.to_bytes(1) and v3.to_bytes(3)
 
@@ -171,7 +173,7 @@ def test_offsets_expire_retention_after_group_became_empty():
     assert c.fetched("g", {"t": [0]}) == {("t", 0): (5, 0)}
     c.heartbeat("g", a, gen)                  # (sessions expired long ago; the group is Empty now)
     assert c.state("g") == "Empty"
-    emptied_at = c.shard.group_metadata_manager.groups["g"].current_state_timestamp
+    emptied_at = c.shard.group_metadata_manager.classic_group("g").current_state_timestamp
     c.advance(emptied_at + RETENTION - c.now - 1)
     assert c.fetched("g", {"t": [0]}) == {("t", 0): (5, 0)}
     c.advance(CHECK)

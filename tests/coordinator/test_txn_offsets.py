@@ -4,7 +4,9 @@ marker and vanish at its ABORT; OffsetFetch require_stable answers UNSTABLE_OFFS
 they are pending; a regular commit and a transactional one in both orders around the marker;
 KIP-447 generation/member/instance fencing from v3; any offset tombstone (OffsetDelete, DeleteGroups,
 a deleted topic) drops the pending offsets too (KAFKA-14505), and expiry waits for them."""
+from kgroup.coordinator import GroupCoordinatorShard
 from kgroup.coordinator.coordinator_records import OFFSET_COMMIT, decode_record
+from kgroup.coordinator.result import gate
 from kgroup.protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
 from tests.coordinator.support import E, Ctx, assignment, assert_replay_consistent
 
@@ -23,6 +25,10 @@ class TxnCtx(Ctx):
         req = TxnOffsetCommitRequest(transactional_id="tx", group_id=group_id, producer_id=pid, producer_epoch=0,
                                      generation_id=generation, member_id=member_id, group_instance_id=instance_id,
                                      topics=[T(name=t, partitions=ps) for t, ps in by_topic.items()])
+        refused = gate(GroupCoordinatorShard.handle_txn_offset_commit, req, version, self.config,
+                       None if self.shard.is_loaded else E.COORDINATOR_LOAD_IN_PROGRESS)
+        if refused is not None:
+            return refused
         result = self.shard.handle_txn_offset_commit(req, version, self.now, token)
         # What the runtime does: the records go in the producer's transactional batch.
         self.log.extend(("txn", pid, r.key, r.value) for r in result.records)

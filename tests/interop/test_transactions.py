@@ -163,18 +163,23 @@ def describe(port, tid):
         c.close()
 
 
-def test_consume_transform_produce_exactly_once(broker):
-    """confluent-kafka: commit and abort paths; every output exactly once, offsets committed."""
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_consume_transform_produce_exactly_once(broker, protocol):
+    """confluent-kafka: commit and abort paths; every output exactly once, offsets committed. With
+    ``group.protocol=consumer`` (KIP-848) the TxnOffsetCommit names a consumer group's member and
+    epoch, validated by that group."""
     from confluent_kafka import Consumer, Producer, TopicPartition
     bs = broker.bootstrap
-    create_topics(bs, ("in", 2), ("out", 2))
+    src, dst, group = f"in-{protocol}", f"out-{protocol}", f"ctp-group-{protocol}"
+    create_topics(bs, (src, 2), (dst, 2))
     inputs = [b"%d" % i for i in range(N)]
-    produce_plain(bs, "in", inputs, 2)
-    p = Producer({"bootstrap.servers": bs, "transactional.id": "ctp"})
+    produce_plain(bs, src, inputs, 2)
+    p = Producer({"bootstrap.servers": bs, "transactional.id": f"ctp-{protocol}"})
     p.init_transactions(10)
-    c = Consumer({"bootstrap.servers": bs, "group.id": "ctp-group", "enable.auto.commit": False,
-                  "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
-    c.subscribe(["in"])
+    c = Consumer({"bootstrap.servers": bs, "group.id": group, "enable.auto.commit": False,
+                  "auto.offset.reset": "earliest", "isolation.level": "read_committed",
+                  "group.protocol": protocol})
+    c.subscribe([src])
     done, n, aborted = 0, 0, 0
     deadline = time.monotonic() + 60
     try:
@@ -185,7 +190,7 @@ def test_consume_transform_produce_exactly_once(broker):
             assert all(m.error() is None for m in msgs)
             p.begin_transaction()
             for m in msgs:
-                p.produce("out", value=b"out-" + m.value(), partition=m.partition())
+                p.produce(dst, value=b"out-" + m.value(), partition=m.partition())
             p.send_offsets_to_transaction(c.position(c.assignment()), c.consumer_group_metadata(), 10)
             n += 1
             if n % 3 == 0:
@@ -200,11 +205,16 @@ def test_consume_transform_produce_exactly_once(broker):
     finally:
         c.close()
     assert done == N and aborted > 0
-    assert committed_offsets(bs, "ctp-group", "in", 2) == {0: N // 2, 1: N // 2}
+    assert committed_offsets(bs, group, src, 2) == {0: N // 2, 1: N // 2}
     want = sorted(b"out-" + v for v in inputs)
     for name, read in READERS.items():
-        got = read(bs, "out", 2, N)
+        got = read(bs, dst, 2, N)
         assert sorted(got) == want, name
+    # one group, of the protocol the consumer used (no classic twin beside a consumer group)
+    from confluent_kafka.admin import AdminClient
+    admin = AdminClient({"bootstrap.servers": bs})
+    listed = admin.list_consumer_groups().result(10).valid
+    assert [(g.group_id, g.type.name.lower()) for g in listed if g.group_id == group] == [(group, protocol)]
 
 
 KILLED_PRODUCER = textwrap.dedent("""

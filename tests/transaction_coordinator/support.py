@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 
 from kgroup.coordinator import TimerQueue
+from kgroup.coordinator.result import gate
 from kgroup.protocol.errors import ErrorCode
 from kgroup.protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest
 from kgroup.protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest
@@ -65,8 +66,15 @@ class Ctx:
         return out
 
     def call(self, handler, req, version, **kw):
+        """What the runtime does: the gate (the request checks, then the partition's state), then
+        the shard's (bound) handler, written and replayed."""
         token = f"t{next(self._tokens)}"
         n = len(self.log)
+        refused = gate(handler, req, version, self.shard.config,
+                       None if self.shard.is_loaded else E.COORDINATOR_LOAD_IN_PROGRESS)
+        if refused is not None:
+            self.last_records = []
+            return refused
         self.run(handler(req, version, self.now, token, **kw))
         found = [r for t, r in self.sent if t == token]
         assert len(found) == 1, found
@@ -76,7 +84,8 @@ class Ctx:
     def advance(self, ms: int):
         self.now += ms
         n = len(self.log)
-        self.run(self.shard.poll_timers(self.now))
+        for result in self.shard.poll_timers(self.now):
+            self.run(result)
         return self.log[n:]
 
     def txn(self, tid):

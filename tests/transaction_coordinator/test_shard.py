@@ -417,7 +417,7 @@ def test_replay_skips_unknown_key_versions_and_rejects_garbage():
 def test_unloading_forgets_everything():
     c = Ctx()
     c.ongoing("tx")
-    c.shard.on_unloaded()
+    assert c.shard.on_unloaded(c.now) == []
     assert c.shard.transactions == {} and not c.shard.is_loaded
     assert c.shard.next_deadline() is None
 

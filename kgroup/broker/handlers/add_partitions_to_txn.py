@@ -21,13 +21,11 @@ def handle(broker, ctx, req, version):
     if version < 4:
         return txn.run(req.v3_and_below_transactional_id, Shard.handle_add_partitions_to_txn, req, version, exists)
     return txn.execute_split(
-        req, "transactions",
-        lambda shard, sub, v, now, token: shard.handle_add_partitions_to_txn(sub, v, now, token, exists),
-        version,
+        req, "transactions", Shard.handle_add_partitions_to_txn, version,
         lambda rs: AddPartitionsToTxnResponse(
             throttle_time_ms=0, error_code=next((r.error_code for r in rs if r.error_code), 0),
             results_by_transaction=[t for r in rs for t in r.results_by_transaction]),
-        group_id_of=lambda t: t.transactional_id)
+        group_id_of=lambda t: t.transactional_id, extra=(exists,))
 
 
 def _authorize(broker, ctx, req, version):

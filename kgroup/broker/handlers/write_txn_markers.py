@@ -1,10 +1,11 @@
 """WriteTxnMarkers (27) v0-1: the path by which a transaction coordinator writes COMMIT/ABORT
 control batches (the runtime calls the same ``write_markers`` directly, being on this node).
 Answered once the markers are fsynced. Unknown partitions answer UNKNOWN_TOPIC_OR_PARTITION."""
-from ...protocol.errors import ErrorCode, KafkaError
+from ...protocol.errors import ErrorCode
 from ...protocol.messages.write_txn_markers import WriteTxnMarkersResponse
 from ...storage.txn_index import CorruptIndexError
 from ..authorization import ALTER, CLUSTER_ACTION, CLUSTER_NAME, RT_CLUSTER, allowed
+from ..coordinator_runtime import CoordinatorAppendError
 from ..pending import PendingResponse
 
 R = WriteTxnMarkersResponse.WritableTxnMarkerResult
@@ -29,9 +30,9 @@ def handle(broker, ctx, req, version):
                     try:
                         logs |= txn.write_markers(m.producer_id, m.producer_epoch, m.transaction_result,
                                                   m.coordinator_epoch, ((t.name, p),))
-                    except CorruptIndexError:
-                        raise           # a broken index is the broker's failure, not a partition's answer
-                    except KafkaError as e:
+                    except CoordinatorAppendError as e:
+                        if isinstance(e.cause, CorruptIndexError):
+                            raise e.cause from None     # a broken index is the broker's failure
                         error = e.code
                 parts.append(R.WritableTxnMarkerTopicResult.WritableTxnMarkerPartitionResult(
                     partition_index=p, error_code=error))

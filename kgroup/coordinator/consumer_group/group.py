@@ -27,6 +27,8 @@ from typing import Mapping, NamedTuple
 from ...protocol.errors import ErrorCode, KafkaError
 from ..assignor import SubscriptionType, hash_map_put_order
 from ..coordinator_records import CoordinatorRecord
+from ..group import Group, GroupType
+from ..timer import cancel_member_timers
 from . import consumer_group_records as rec
 from .member import ConsumerGroupMember, MemberState, freeze
 
@@ -66,7 +68,8 @@ class ResolvedRegex(NamedTuple):
 EMPTY_RESOLVED_REGEX = ResolvedRegex(frozenset(), -1, -1)
 
 
-class ConsumerGroup:
+class ConsumerGroup(Group):
+    type = GroupType.CONSUMER
     __slots__ = ("group_id", "group_epoch", "members", "static_members", "subscription_metadata",
                  "assignment_epoch", "target_assignment", "partition_epochs", "subscribed_topic_names",
                  "subscribed_regexes", "server_assignors", "classic_members", "resolved_regexes")
@@ -150,11 +153,20 @@ class ConsumerGroup:
             raise KafkaError(ErrorCode.STALE_MEMBER_EPOCH, f"The received member epoch {received} does not "
                                                            f"match the expected member epoch {expected}.")
 
+    # -- the Group interface ----------------------------------------------------------------------
+    def state_string(self) -> str:
+        return self.state.value
+
+    def is_empty(self) -> bool:
+        return not self.members
+
     def validate_offset_commit(self, member_id: str, instance_id: str | None, member_epoch: int,
                                is_transactional: bool, api_version: int) -> None:
         """OffsetCommit (and TxnOffsetCommit, ``is_transactional``) against this group."""
         if member_epoch < 0 and not self.members:
             return      # the admin client or a consumer without group management: an empty group
+        if is_transactional and member_epoch == -1 and member_id == "" and instance_id is None:
+            return      # TxnOffsetCommit below v3 names no member
         m = self._member_or_unknown(member_id)
         if not is_transactional and m.classic_member_metadata is None and api_version < 9:
             raise KafkaError(ErrorCode.UNSUPPORTED_VERSION, "OffsetCommit version 9 or above must be used "
@@ -168,9 +180,30 @@ class ConsumerGroup:
         m = self._member_or_unknown(member_id)
         self._check_epoch(member_epoch, m.member_epoch, m.classic_member_metadata is not None)
 
+    def validate_offset_delete(self) -> None:
+        """Offsets of a consumer group may be deleted in any state (those of subscribed topics
+        are refused per topic)."""
+
     def validate_delete_group(self) -> None:
         if self.state is not ConsumerGroupState.EMPTY:
             raise KafkaError(ErrorCode.NON_EMPTY_GROUP)
+
+    def is_subscribed_to_topic(self, topic: str) -> bool:
+        """By name, or through a subscribed regex's resolution (Kafka counts both)."""
+        if topic in self.subscribed_topic_names:
+            return True
+        return any(topic in self.resolved_regexes.get(r, EMPTY_RESOLVED_REGEX).topics
+                   for r in self.subscribed_regexes)
+
+    def offset_expiration_condition(self):
+        return _commit_timestamp
+
+    def create_group_tombstone_records(self, records: list) -> None:
+        records.extend(group_deletion_records(self))
+
+    def cancel_timers(self, timer) -> None:
+        for member_id in self.members:
+            cancel_member_timers(timer, self.group_id, member_id)
 
     def durable_view(self) -> dict:
         """Everything records determine, canonical, for live == replayed comparisons."""
@@ -259,6 +292,10 @@ class ConsumerGroup:
                     del self.partition_epochs[topic_id]
 
 
+def _commit_timestamp(offset) -> int:
+    return offset.commit_timestamp_ms
+
+
 def _string_map_order(keys) -> list[str]:
     return hash_map_put_order(sorted(keys))
 
@@ -274,15 +311,20 @@ def _assignment(topic_partitions) -> dict[bytes, frozenset]:
     return freeze({tp.topic_id: tp.partitions for tp in topic_partitions})
 
 
-def replay(groups: dict[str, ConsumerGroup], record: CoordinatorRecord) -> None:
+def replay(groups: dict[str, Group], record: CoordinatorRecord) -> None:
     """Apply one KIP-848 record to the consumer groups of a shard (Kafka's replay of types 3-8, 16).
     A tombstone for a group or member that does not exist is ignored, as in Kafka."""
     t, key, value = record.record_type, record.key_struct, record.value_struct
     group = groups.get(key.group_id)
-    if group is None:
+    if group is None or group.type is not GroupType.CONSUMER:
         if value is None:
             return
+        if group is not None and not group.is_empty():
+            raise IllegalReplayState(f"Group {key.group_id} is not a consumer group")
+        # An empty classic group (a simple group holding offsets, or one whose tombstone comes
+        # first) gives way to the consumer group, as Kafka's getOrMaybeCreatePersistedConsumerGroup.
         group = groups[key.group_id] = ConsumerGroup(key.group_id)
+    assert isinstance(group, ConsumerGroup)
 
     if t == rec.MEMBER_METADATA:
         old = group.members.get(key.member_id)
@@ -358,6 +400,32 @@ def replay(groups: dict[str, ConsumerGroup], record: CoordinatorRecord) -> None:
             del groups[key.group_id]
     else:
         raise ValueError(f"not a consumer group record type: {t}")
+
+
+# -- views shared by the heartbeat and the migration paths ------------------------------------------
+
+def assignment_state(m: ConsumerGroupMember) -> tuple:
+    """What a member's current assignment record says: equal tuples need no new record."""
+    return (m.member_epoch, m.previous_member_epoch, m.state, m.assigned_partitions, m.partitions_pending_revocation)
+
+
+def preferred_assignor(members, default: str) -> str:
+    """The server assignor ``members`` would choose (``ConsumerGroup.preferred_server_assignor``)."""
+    probe = ConsumerGroup("")
+    for m in members:
+        if m.server_assignor_name:
+            probe.server_assignors[m.server_assignor_name] += 1
+    return probe.preferred_server_assignor(default)
+
+
+def subscription_metadata(members, image: Mapping[str, TopicMetadata],
+                          resolved_regexes: Mapping[str, ResolvedRegex] | None = None) -> dict[str, TopicMetadata]:
+    """The metadata of every existing topic some member subscribes to, by name or by regex (the
+    topics ``resolved_regexes`` says the regex stands for)."""
+    names: set = set()
+    for m in members:
+        names |= ConsumerGroup.resolve_subscription(m, resolved_regexes or {})
+    return {n: image[n] for n in sorted(names) if n in image}
 
 
 # -- the record sequences Kafka writes for removals --------------------------------------------------

@@ -31,12 +31,15 @@ from typing import Callable, Mapping
 
 from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse
+from ..group import Group, GroupType
+from ..timer import cancel_member_timers, rebalance_key, session_key
 from ..config import CONSUMER_HEARTBEAT_INTERVAL_MS, CONSUMER_SESSION_TIMEOUT_MS, GroupConfigs
 from . import consumer_group_records as rec
 from .current_assignment import reconcile
+from .migration import Migration
 from .describe import describe_group, group_not_found
-from .group import (EMPTY_RESOLVED_REGEX, ConsumerGroup, ResolvedRegex, TopicMetadata, group_deletion_records,
-                    member_removal_records)
+from .group import (EMPTY_RESOLVED_REGEX, ConsumerGroup, ResolvedRegex, TopicMetadata, assignment_state,
+                    member_removal_records, preferred_assignor, subscription_metadata)
 from .member import ConsumerGroupMember, MemberState, freeze
 from .target_assignment import build_target_assignment
 from .validation import (JOIN_GROUP_MEMBER_EPOCH, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
@@ -47,24 +50,6 @@ Topics = Callable[[], Mapping[str, TopicMetadata]]
 REGEX_BATCH_REFRESH_INTERVAL_MS = 10_000
 _HbAssignment = ConsumerGroupHeartbeatResponse.Assignment
 _HbTopicPartitions = ConsumerGroupHeartbeatResponse.TopicPartitions
-
-
-def session_key(group_id: str, member_id: str) -> str:
-    return f"consumer-group-session-timeout-{group_id}-{member_id}"
-
-
-def rebalance_key(group_id: str, member_id: str) -> str:
-    return f"consumer-group-rebalance-timeout-{group_id}-{member_id}"
-
-
-def join_timeout_key(group_id: str, member_id: str) -> str:
-    """A classic member inside a consumer group told to rejoin must do so within its rebalance timeout."""
-    return f"consumer-group-join-timeout-{group_id}-{member_id}"
-
-
-def sync_timeout_key(group_id: str, member_id: str) -> str:
-    """A classic member inside a consumer group must sync within its rebalance timeout of its join."""
-    return f"consumer-group-sync-timeout-{group_id}-{member_id}"
 
 
 def heartbeat_error(code, message=None, member_id=None, member_epoch=0) -> ConsumerGroupHeartbeatResponse:
@@ -95,18 +80,27 @@ def _is_subset(owned, assigned) -> bool:
 
 
 class ConsumerGroupManager:
-    def __init__(self, config, timer, uuid_factory, topics: Topics | None = None,
-                 topics_version: Callable[[], int] | None = None, group_configs: GroupConfigs | None = None):
+    def __init__(self, config, timer, uuid_factory, groups: dict[str, Group], group_metadata_manager,
+                 topics: Topics | None = None, topics_version: Callable[[], int] | None = None,
+                 group_configs: GroupConfigs | None = None):
         self.config = config
         self.group_configs: GroupConfigs = {} if group_configs is None else group_configs
         self.timer = timer
         self.uuid_factory = uuid_factory
         self.topics: Topics = topics or (lambda: {})
         self.topics_version: Callable[[], int] = topics_version or (lambda: -1)
-        self.groups: dict[str, ConsumerGroup] = {}
-        # online migration (migration.Migration), set by the shard: upgrades classic groups
-        # joined by a consumer-protocol member and downgrades when the last one leaves
-        self.migration = None
+        self.groups = groups       # the shard's one group map, shared with the other managers
+        # online migration between the protocols (KIP-848): upgrades classic groups joined by a
+        # consumer-protocol member, downgrades when the last one leaves, and classic members
+        # inside consumer groups
+        self.migration = Migration(config, timer, uuid_factory, group_metadata_manager, self)
+
+    def consumer_group(self, group_id: str) -> ConsumerGroup | None:
+        group = self.groups.get(group_id)
+        return group if group is not None and group.type is GroupType.CONSUMER else None     # type: ignore[return-value]
+
+    def consumer_groups(self) -> list[ConsumerGroup]:
+        return [g for g in self.groups.values() if g.type is GroupType.CONSUMER]     # type: ignore[misc]
 
     @property
     def default_assignor(self) -> str:
@@ -132,21 +126,14 @@ class ConsumerGroupManager:
     def on_loaded(self) -> None:
         """Every loaded member gets a fresh session (Kafka's onLoaded); members still revoking get
         their rebalance timeout again."""
-        for group in self.groups.values():
+        for group in self.consumer_groups():
             for m in group.members.values():
                 self._schedule_session(group.group_id, m.member_id)
                 if m.state is MemberState.UNREVOKED_PARTITIONS:
                     self._schedule_rebalance(group.group_id, m)
 
-    def cancel_timers(self) -> None:
-        for group in self.groups.values():
-            for member_id in group.members:
-                self.timer.cancel(session_key(group.group_id, member_id))
-                self.timer.cancel(rebalance_key(group.group_id, member_id))
-
     # == ConsumerGroupHeartbeat ======================================================================
-    def heartbeat(self, req, version: int, res, client_id: str = "", client_host: str = "",
-                  classic_group_exists: Callable[[str], bool] = lambda g: False):
+    def heartbeat(self, req, version: int, res, client_id: str = "", client_host: str = ""):
         """Returns the response (records are added to ``res``); KafkaError for a refused request."""
         validate_heartbeat(req, version, self.config.consumer_assignors)
         steady = self._steady_heartbeat(req, client_id, client_host, res.now_ms)
@@ -154,7 +141,7 @@ class ConsumerGroupManager:
             return steady
         if req.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
             return self._leave(req, res)
-        return self._heartbeat(req, version, res, client_id, client_host, classic_group_exists)
+        return self._heartbeat(req, version, res, client_id, client_host)
 
     def _steady_heartbeat(self, req, client_id, client_host, now_ms):
         """The common case, answered without recomputing anything: a member reconciled to a
@@ -165,7 +152,7 @@ class ConsumerGroupManager:
                 or req.rebalance_timeout_ms != -1 or req.server_assignor is not None \
                 or getattr(req, "subscribed_topic_regex", None) is not None:
             return None
-        group = self.groups.get(req.group_id)
+        group = self.consumer_group(req.group_id)
         if group is None or group.group_epoch != group.assignment_epoch:
             return None
         if group.subscribed_regexes and self._regex_refresh_due(group, set(group.subscribed_regexes), now_ms):
@@ -180,26 +167,34 @@ class ConsumerGroupManager:
         return ConsumerGroupHeartbeatResponse(member_id=m.member_id, member_epoch=m.member_epoch,
                                               heartbeat_interval_ms=self.heartbeat_interval_ms(group.group_id))
 
-    def _group_or_fail(self, group_id: str, create: bool, classic_group_exists, res=None) -> ConsumerGroup:
+    def _group_or_fail(self, group_id: str, create: bool, res=None) -> ConsumerGroup:
+        """Kafka's getOrMaybeCreateConsumerGroup over the one group id namespace."""
         group = self.groups.get(group_id)
-        if group is not None:
-            return group
-        if classic_group_exists(group_id):
-            # one group id namespace (Kafka's getOrMaybeCreateConsumerGroup): a joining member
-            # upgrades a classic group when the migration policy allows it (KIP-848 online upgrade)
-            if create and self.migration is not None and res is not None:
+        if group is None:
+            if not create:
+                raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
+            return ConsumerGroup(group_id)      # written by the records below, not stored here
+        if group.type is GroupType.CONSUMER:
+            return group        # type: ignore[return-value]
+        if create and res is not None:
+            if group.type is GroupType.CLASSIC and group.is_empty():
+                # an empty classic group is deleted by its tombstone, then the consumer group's
+                # records create the new group (Kafka's maybeDeleteEmptyClassicGroup)
+                group.create_group_tombstone_records(res.records)
+                group.cancel_timers(self.timer)
+                return ConsumerGroup(group_id)
+            # a joining member upgrades a classic group when the migration policy allows it
+            # (KIP-848 online upgrade)
+            if group.type is GroupType.CLASSIC and self.migration is not None:
                 converted = self.migration.upgrade(group_id, res)
                 if converted is not None:
                     return converted
-            raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
-        if not create:
-            raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
-        return ConsumerGroup(group_id)      # written by the records below, not stored here
+        raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
 
-    def _heartbeat(self, req, version, res, client_id, client_host, classic_group_exists):
+    def _heartbeat(self, req, version, res, client_id, client_host):
         group_id, member_epoch = req.group_id, req.member_epoch
         joining = member_epoch == JOIN_GROUP_MEMBER_EPOCH
-        group = self._group_or_fail(group_id, joining, classic_group_exists, res)
+        group = self._group_or_fail(group_id, joining, res)
         member_id = req.member_id or ""
         if version == 0 and joining and not member_id:
             member_id = self.uuid_factory()     # v0: the coordinator names the member
@@ -304,7 +299,7 @@ class ConsumerGroupManager:
             upd: dict = {member_id: updated}
             if replaced_static is not None:
                 upd[replaced_static.member_id] = None
-            assignor = _preferred_assignor(members.values(), self.default_assignor)
+            assignor = preferred_assignor(members.values(), self.default_assignor)
             target_records, targets = build_target_assignment(group, group_epoch, assignor, metadata, upd, resolved)
             if replaced_static is not None:     # the old member's target was already moved
                 target_records = [r for r in target_records
@@ -325,7 +320,7 @@ class ConsumerGroupManager:
             return e
         owned = [] if joining else _owned(req)
         reconciled = reconcile(updated, assignment_epoch, target, partition_epoch, owned)
-        if is_new or replaced_static is not None or _assignment_state(reconciled) != _assignment_state(existing):
+        if is_new or replaced_static is not None or assignment_state(reconciled) != assignment_state(existing):
             records.append(rec.current_assignment_record(group_id, reconciled))
         for r in records:
             res.add_record(r)
@@ -401,7 +396,7 @@ class ConsumerGroupManager:
     # -- leaving ----------------------------------------------------------------------------------
     def _leave(self, req, res):
         group_id, member_id = req.group_id, req.member_id
-        group = self.groups.get(group_id)
+        group = self.consumer_group(group_id)
         if group is None:
             raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
         if req.instance_id is not None:
@@ -444,16 +439,13 @@ class ConsumerGroupManager:
         self._cancel_member_timers(group_id, member.member_id)
 
     def _cancel_member_timers(self, group_id: str, member_id: str) -> None:
-        self.timer.cancel(session_key(group_id, member_id))
-        self.timer.cancel(rebalance_key(group_id, member_id))
-        self.timer.cancel(join_timeout_key(group_id, member_id))
-        self.timer.cancel(sync_timeout_key(group_id, member_id))
+        cancel_member_timers(self.timer, group_id, member_id)
 
     # -- timers -----------------------------------------------------------------------------------
     def _schedule_session(self, group_id: str, member_id: str, timeout_ms: int | None = None) -> None:
         """``timeout_ms``: a classic member's own session timeout (else the group's)."""
         def expire(res, group_id=group_id, member_id=member_id):
-            group = self.groups.get(group_id)
+            group = self.consumer_group(group_id)
             member = group.members.get(member_id) if group is not None else None
             if member is not None:
                 self._remove_member(group, member, res)
@@ -465,7 +457,7 @@ class ConsumerGroupManager:
 
         def expire(res, group_id=group_id, member_id=member.member_id):
             # the member did not revoke in time: fenced only if it is still revoking at that epoch
-            group = self.groups.get(group_id)
+            group = self.consumer_group(group_id)
             m = group.members.get(member_id) if group is not None else None
             if m is not None and m.state is MemberState.UNREVOKED_PARTITIONS and m.member_epoch == epoch:
                 self._remove_member(group, m, res)
@@ -478,7 +470,7 @@ class ConsumerGroupManager:
         no longer what it was computed against gets a new group epoch (its members' next heartbeats
         compute the new target). Regexes are resolved again at a later heartbeat, as in Kafka."""
         image = self.topics()
-        for group in self.groups.values():
+        for group in self.consumer_groups():
             if not group.members:
                 continue
             metadata = subscription_metadata(group.members.values(), image, group.resolved_regexes)
@@ -487,34 +479,16 @@ class ConsumerGroupManager:
                 res.add_record(rec.group_epoch_record(group.group_id, group.group_epoch + 1))
 
     # == ListGroups / DeleteGroups ==================================================================
-    def list_groups(self, states_filter, types_filter) -> list:
-        """Kafka's ConsumerGroup.asListedGroup: protocol type "consumer", type "consumer"."""
-        from ...protocol.messages.list_groups import ListGroupsResponse
-        states = {s.strip().lower() for s in states_filter}
-        types = {t.strip().lower() for t in types_filter}
-        if types and "consumer" not in types:
-            return []
-        out = []
-        for group in self.groups.values():
-            state = group.state.value
-            if states and state.lower() not in states:
-                continue
-            out.append(ListGroupsResponse.ListedGroup(group_id=group.group_id, protocol_type="consumer",
-                                                      group_state=state, group_type="consumer"))
-        return out
-
     def delete_group(self, group: ConsumerGroup, res) -> None:
         """Tombstones for every record of the group (Kafka's createGroupTombstoneRecords)."""
-        for r in group_deletion_records(group):
-            res.add_record(r)
-        for member_id in group.members:
-            self._cancel_member_timers(group.group_id, member_id)
+        group.create_group_tombstone_records(res.records)
+        group.cancel_timers(self.timer)
 
     # == ConsumerGroupDescribe =======================================================================
-    def describe(self, group_id: str, classic_group_exists: Callable[[str], bool] = lambda g: False):
-        group = self.groups.get(group_id)
+    def describe(self, group_id: str):
+        group = self.consumer_group(group_id)
         if group is None:
-            return group_not_found(group_id, classic_group_exists(group_id))
+            return group_not_found(group_id, group_id in self.groups)
         names = {t.topic_id: t.name for t in self.topics().values()}
         return describe_group(group, self.default_assignor, names)
 
@@ -528,30 +502,8 @@ def _topics_of(m: ConsumerGroupMember) -> tuple:
     return (m.subscribed_topic_names, m.subscribed_topic_regex)
 
 
-def _assignment_state(m: ConsumerGroupMember) -> tuple:
-    return (m.member_epoch, m.previous_member_epoch, m.state, m.assigned_partitions, m.partitions_pending_revocation)
-
-
-def _preferred_assignor(members, default: str) -> str:
-    probe = ConsumerGroup("")
-    for m in members:
-        if m.server_assignor_name:
-            probe.server_assignors[m.server_assignor_name] += 1
-    return probe.preferred_server_assignor(default)
-
-
 def _unused_regex_tombstones(group: ConsumerGroup, members: Mapping[str, ConsumerGroupMember]) -> list:
     """Tombstones (record 16) for the group's resolved regexes that none of ``members`` uses."""
     used = {m.subscribed_topic_regex for m in members.values()}
     return [rec.regular_expression_tombstone(group.group_id, r) for r in sorted(group.resolved_regexes)
             if r not in used]
-
-
-def subscription_metadata(members, image: Mapping[str, TopicMetadata],
-                          resolved_regexes: Mapping[str, ResolvedRegex] | None = None) -> dict[str, TopicMetadata]:
-    """The metadata of every existing topic some member subscribes to, by name or by regex (the
-    topics ``resolved_regexes`` says the regex stands for)."""
-    names: set = set()
-    for m in members:
-        names |= ConsumerGroup.resolve_subscription(m, resolved_regexes or {})
-    return {n: image[n] for n in sorted(names) if n in image}

@@ -37,9 +37,9 @@ from ..responses import join_response, sync_response
 from . import group as group_model
 from . import consumer_group_records as rec
 from .current_assignment import reconcile
-from .group import ConsumerGroup, IllegalReplayState, group_deletion_records, member_removal_records
-from .manager import (_assignment_state, _preferred_assignor, join_timeout_key, subscription_metadata,
-                      sync_timeout_key)
+from .group import (ConsumerGroup, IllegalReplayState, assignment_state, group_deletion_records,
+                    member_removal_records, preferred_assignor, subscription_metadata)
+from ..timer import join_timeout_key, sync_timeout_key
 from .member import ConsumerGroupMember, MemberState, freeze
 from .target_assignment import build_target_assignment
 
@@ -171,7 +171,7 @@ class Migration:
         conversion records to ``res`` and returns the consumer group they describe, or None when
         the policy, the protocol type or the size refuse it. KafkaError when a member's embedded
         consumer protocol does not decode."""
-        classic = self.classic.groups.get(group_id)
+        classic = self.classic.classic_group(group_id)
         if classic is None or not classic.members or not self.validate_online_upgrade(classic):
             return None
         records = [classic_rec.group_metadata_tombstone(group_id)]
@@ -195,8 +195,8 @@ class Migration:
             self.consumer._schedule_session(group_id, m.member_id, m.classic_member_metadata[0])
 
         def committed(r):
-            if self.classic.groups.get(group_id) is not classic:     # the tombstone was replayed
-                self.classic.cancel_group_timers(classic)
+            if self.classic.classic_group(group_id) is not classic:     # the tombstone was replayed
+                classic.cancel_timers(self.timer)
         res.on_commit(committed)
         return group
 
@@ -281,7 +281,7 @@ class Migration:
         res.add_record(classic_rec.group_metadata_record(gid, value))
 
         def committed(r):
-            classic = self.classic.groups.get(gid)
+            classic = self.classic.classic_group(gid)
             if classic is None:
                 return
             for mid, member in classic.members.items():
@@ -366,7 +366,7 @@ class Migration:
 
     def _fence(self, group_id: str, member_id: str, res) -> None:
         """consumerGroupFenceMemberOperation: the classic member did not rejoin or sync in time."""
-        group = self.consumer.groups.get(group_id)
+        group = self.consumer.consumer_group(group_id)
         m = group.members.get(member_id) if group is not None else None
         if m is not None:
             self.consumer._remove_member(group, m, res)
@@ -468,7 +468,7 @@ class Migration:
             upd: dict = {member_id: updated}
             if replaced is not None:
                 upd[replaced.member_id] = None
-            assignor = _preferred_assignor(members.values(), self.consumer.default_assignor)
+            assignor = preferred_assignor(members.values(), self.consumer.default_assignor)
             target_records, targets = build_target_assignment(group, group_epoch, assignor, metadata, upd)
             records += target_records
             target, target_epoch = targets.get(member_id, {}), group_epoch
@@ -485,7 +485,7 @@ class Migration:
         if not updated.is_reconciled_to(target_epoch):
             reconciled = reconcile(updated, target_epoch, target, partition_epoch,
                                    _owned_from_subscription(sub, ids_by_name))
-        if _assignment_state(reconciled) != _assignment_state(updated) or \
+        if assignment_state(reconciled) != assignment_state(updated) or \
                 (replaced is None and member_id not in group.members):
             records.append(rec.current_assignment_record(gid, reconciled))
         # 4. the last consumer-protocol member was the static member this one replaces: downgrade

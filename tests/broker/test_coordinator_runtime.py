@@ -1,0 +1,190 @@
+"""The generic coordinator runtime in-process (kgroup/broker/coordinator_runtime.py): partitions
+loaded and unloaded at run time (parked requests answered NOT_COORDINATOR, timers cancelled,
+epochs fencing stale loads and unloads, a reload rebuilding exactly the live state), and its
+one append path with one failure policy on every coordinator write (group records,
+TxnOffsetCommit batches, transaction records, markers)."""
+from __future__ import annotations
+
+import asyncio
+import errno
+
+import pytest
+
+from kgroup.broker.coordinator_runtime import CoordinatorAppendError, CoordinatorState
+from kgroup.broker.pending import PendingResponse
+from kgroup.coordinator import group_partition
+from kgroup.protocol.errors import ErrorCode as E
+from kgroup.protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
+from kgroup.protocol.messages.heartbeat import HeartbeatRequest
+from kgroup.protocol.messages.init_producer_id import InitProducerIdRequest
+from kgroup.protocol.messages.join_group import JoinGroupRequest
+from kgroup.protocol.messages.offset_commit import OffsetCommitRequest
+from kgroup.protocol.messages.offset_fetch import OffsetFetchRequest
+from kgroup.protocol.messages.sync_group import SyncGroupRequest
+from kgroup.protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
+from kgroup.storage.errors import KafkaStorageError
+from kgroup.transaction_coordinator import transaction_partition
+from tests.broker.support import answer_of, inproc, submit
+
+GROUP = "runtime-g"
+P = group_partition(GROUP, 50)
+PROTOCOLS = [JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=b"\x00\x00\x00\x00\x00\x01\x00\x01t"
+                                                                             b"\xff\xff\xff\xff")]
+
+
+def join_request(member_id="", group=GROUP):
+    return JoinGroupRequest(group_id=group, session_timeout_ms=10000, rebalance_timeout_ms=10000,
+                            member_id=member_id, protocol_type="consumer", protocols=PROTOCOLS)
+
+
+def commit_request(group, offsets, generation=-1, member_id=""):
+    T = OffsetCommitRequest.OffsetCommitRequestTopic
+    return OffsetCommitRequest(group_id=group, generation_id_or_member_epoch=generation, member_id=member_id,
+                               topics=[T(name="t", partitions=[
+                                   T.OffsetCommitRequestPartition(partition_index=p, committed_offset=o)
+                                   for p, o in offsets.items()])])
+
+
+def fetch_request(group):
+    T = OffsetFetchRequest.OffsetFetchRequestTopic
+    return OffsetFetchRequest(group_id=group, topics=[T(name="t", partition_indexes=[0, 1])])
+
+
+async def stable_member(b):
+    """A classic group of one Stable member with a committed offset; returns its member id."""
+    first = await answer_of(submit(b, join_request(), 9))
+    joined = await answer_of(submit(b, join_request(first.member_id), 9))
+    assert joined.error_code == 0
+    mid = joined.member_id
+    synced = await answer_of(submit(b, SyncGroupRequest(group_id=GROUP, generation_id=joined.generation_id,
+                                                        member_id=mid, protocol_type="consumer",
+                                                        protocol_name="range", assignments=[
+                                                            SyncGroupRequest.SyncGroupRequestAssignment(
+                                                                member_id=mid, assignment=b"\x00\x00a")]), 5))
+    assert synced.error_code == 0
+    committed = await answer_of(submit(b, commit_request(GROUP, {0: 5}, joined.generation_id, mid), 8))
+    assert [p.error_code for t in committed.topics for p in t.partitions] == [0]
+    return mid
+
+
+def test_unload_answers_parked_requests_and_reload_rebuilds_the_state(tmp_path):
+    async def scenario(b):
+        gc = b.group_coordinator
+        rt = gc.runtime
+        await stable_member(b)
+        cg = await answer_of(submit(b, ConsumerGroupHeartbeatRequest(
+            group_id="modern", member_id="m1", member_epoch=0, rebalance_timeout_ms=30000,
+            subscribed_topic_names=["t"], topic_partitions=[]), 0))
+        assert cg.error_code == 0
+        live = rt.shards[P].durable_state()
+        # a second member's JoinGroup parks: the group waits for the first to rejoin
+        first = await answer_of(submit(b, join_request(), 9))
+        parked = submit(b, join_request(first.member_id), 9)
+        assert type(parked) is PendingResponse and not parked.answered
+        assert P in rt._timers and rt.shards[P].next_deadline() is not None
+        gc.unload_partition(P)
+        assert (await answer_of(parked)).error_code == E.NOT_COORDINATOR
+        assert P not in rt.shards and P not in rt._timers and rt.state_error(P) == E.NOT_COORDINATOR
+        hb = submit(b, HeartbeatRequest(group_id=GROUP, generation_id=1, member_id="x"), 4)
+        assert hb.error_code == E.NOT_COORDINATOR
+        fetched = submit(b, fetch_request(GROUP), 7)
+        assert fetched.error_code == E.NOT_COORDINATOR
+        # loaded again at a newer epoch: loading, then the same durable state as before
+        gc.load_partition(P, epoch=1)
+        assert rt.state_error(P) in (E.COORDINATOR_LOAD_IN_PROGRESS, None)
+        for _ in range(200):
+            if rt.is_active(P):
+                break
+            await asyncio.sleep(0.01)
+        assert rt.is_active(P) and rt.epochs[P] == 1
+        reloaded = rt.shards[P].durable_state()
+        assert reloaded == live
+        fetched = await answer_of(submit(b, fetch_request(GROUP), 7))
+        assert fetched.error_code == 0 and fetched.topics[0].partitions[0].committed_offset == 5
+        # a stale unload (older epoch) is ignored; a stale load too
+        gc.unload_partition(P, epoch=0)
+        assert rt.is_active(P)
+        gc.load_partition(P, epoch=0)
+        assert rt.is_active(P) and rt.epochs[P] == 1
+    inproc(tmp_path, scenario)
+
+
+def test_a_partition_that_does_not_load_fails_alone(tmp_path):
+    """A log that does not replay leaves its partition FAILED (NOT_COORDINATOR), the others load
+    (Kafka's runtime transitions the context to FAILED)."""
+    async def scenario(b):
+        gc = b.group_coordinator
+        rt = gc.runtime
+        await stable_member(b)
+        other = next(p for p in range(50) if p != P)
+        gc.unload_partition(P)
+        gc.unload_partition(other)
+        from kgroup.protocol.records import Record, build_batch
+        from kgroup.storage.producer_state import AppendOrigin
+        plog = b.data_path.log("__consumer_offsets", P)
+        plog.append(build_batch([Record(key=b"\x00\x01garbage", value=b"\x00\x03\xff", timestamp=0)]),
+                    origin=AppendOrigin.COORDINATOR)
+        gc.load_partition(P, epoch=1)
+        gc.load_partition(other, epoch=1)
+        for _ in range(200):
+            if rt.is_active(other) and rt.states[P] is not CoordinatorState.LOADING:
+                break
+            await asyncio.sleep(0.01)
+        assert rt.states[P] is CoordinatorState.FAILED and rt.state_error(P) == E.NOT_COORDINATOR
+        assert rt.is_active(other)
+        assert submit(b, fetch_request(GROUP), 7).error_code == E.NOT_COORDINATOR
+    inproc(tmp_path, scenario)
+
+
+def _errors(resp):
+    return [p.error_code for t in resp.topics for p in t.partitions]
+
+
+@pytest.mark.parametrize("failure", ["offline", "storage", "eio"])
+def test_one_failure_policy_on_every_write_path(tmp_path, failure):
+    """Group records, a TxnOffsetCommit batch, a transaction record and markers into
+    ``__consumer_offsets`` all go through one append path: the same failure gets the same
+    answer on each (mapped by the shard as Kafka maps append errors), and nothing changes."""
+    async def scenario(b):
+        gc, tc = b.group_coordinator, b.transaction_coordinator
+        await answer_of(submit(b, commit_request(GROUP, {0: 1}), 8))
+        init = await answer_of(submit(b, InitProducerIdRequest(transactional_id="tx", transaction_timeout_ms=60000), 4))
+        assert init.error_code == 0
+        offsets_log = b.data_path.log("__consumer_offsets", P)
+        txn_log = b.data_path.log("__transaction_state", transaction_partition("tx", 50))
+
+        def broken(*a, **kw):
+            if failure == "storage":
+                raise KafkaStorageError("disk on fire")
+            raise OSError(errno.EIO, "Input/output error")
+        if failure == "offline":
+            b.log_dir_failure.offline = True
+        else:
+            offsets_log.append = broken
+            txn_log.append = broken
+        # group records (OffsetCommit)
+        commit = await answer_of(submit(b, commit_request(GROUP, {0: 99}), 8))
+        assert _errors(commit) == [E.NOT_COORDINATOR]
+        # a TxnOffsetCommit batch
+        T = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
+        txn_commit = await answer_of(submit(b, TxnOffsetCommitRequest(
+            transactional_id="tx", group_id=GROUP, producer_id=init.producer_id, producer_epoch=init.producer_epoch,
+            generation_id=-1, member_id="", topics=[T(name="t", partitions=[
+                T.TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=77)])]), 3))
+        assert _errors(txn_commit) == [E.NOT_COORDINATOR]
+        # a transaction record (InitProducerId bumps the epoch)
+        again = await answer_of(submit(b, InitProducerIdRequest(transactional_id="tx", transaction_timeout_ms=60000), 4))
+        assert again.error_code == E.NOT_COORDINATOR
+        # markers into __consumer_offsets
+        with pytest.raises(CoordinatorAppendError) as raised:
+            gc.write_txn_markers(P, [(init.producer_id, init.producer_epoch, True, 0)])
+        assert raised.value.code == E.KAFKA_STORAGE_ERROR
+        if failure == "eio":
+            assert b.log_dir_failure.offline      # a disk I/O error takes the directory offline
+        # nothing changed
+        shard = gc.runtime.shards[P]
+        assert shard.offset_metadata_manager.offset(GROUP, "t", 0).committed_offset == 1
+        assert not shard.offset_metadata_manager.pending_transactional_offsets
+        tshard = tc.runtime.shards[transaction_partition("tx", 50)]
+        assert tshard.transactions["tx"].producer_epoch == init.producer_epoch
+    inproc(tmp_path, scenario)
