@@ -73,15 +73,18 @@ def handle(broker, ctx, req, version):
             resp.topics.append(_topic(topic, node))
     if version >= 8:   # without an authorizer every supported operation, when asked (KafkaApis)
         if req.include_topic_authorized_operations:
-            for t in resp.topics:
-                if t.error_code == 0:
-                    t.topic_authorized_operations = (TOPIC_OPERATIONS if authorizer is None else
-                                                     authorizer.authorized_operations(ctx, RT_TOPIC, t.name))
+            for t in resp.topics:       # every topic but those refused (KafkaApis' topicMetadata)
+                if authorizer is None:
+                    t.topic_authorized_operations = TOPIC_OPERATIONS
+                elif t.error_code != ErrorCode.TOPIC_AUTHORIZATION_FAILED:
+                    t.topic_authorized_operations = authorizer.authorized_operations(ctx, RT_TOPIC, t.name)
         if version <= 10 and req.include_cluster_authorized_operations:
             if authorizer is None:
                 resp.cluster_authorized_operations = CLUSTER_OPERATIONS
             elif authorizer.authorize(ctx, DESCRIBE, RT_CLUSTER, CLUSTER_NAME):
                 resp.cluster_authorized_operations = authorizer.authorized_operations(ctx, RT_CLUSTER, CLUSTER_NAME)
+            else:
+                resp.cluster_authorized_operations = 0
     return resp
 
 
