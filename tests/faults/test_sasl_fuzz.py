@@ -6,10 +6,9 @@ topic, record or offset appears), the broker does not crash, its memory stays bo
 authenticated client is then served. KGROUP_FUZZ_FRAMES=N sends N frames (default 2,000)."""
 import os
 import random
-import struct
 import time
 
-from kgroup.protocol.api import ApiKey, encode_request
+from kgroup.protocol.api import encode_request
 from kgroup.protocol.messages.api_versions import ApiVersionsRequest
 from kgroup.protocol.messages.create_topics import CreateTopicsRequest
 from kgroup.protocol.messages.join_group import JoinGroupRequest

@@ -8,7 +8,6 @@ import asyncio
 
 import pytest
 
-from kgroup.protocol import messages as M  # noqa: F401
 from kgroup.protocol.api import API_BY_KEY, ApiKey
 from kgroup.protocol.errors import ErrorCode as E
 from kgroup.protocol.records import Record, build_batch
