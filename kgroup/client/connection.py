@@ -244,6 +244,7 @@ class KafkaClient:
         self.topics: dict[str, TopicInfo] = {}
         self.topic_names: dict[bytes, str] = {}
         self.cluster_id: str | None = None
+        self.unauthorized_topics: set[str] = set()
         self.controller_id = -1
         self.last_refresh_ms = -1
         self._conns: dict[tuple[str, int], BrokerConnection] = {}
@@ -382,6 +383,9 @@ class KafkaClient:
         self.cluster_id = resp.cluster_id
         self.controller_id = resp.controller_id
         seen = set()
+        # Java's Metadata.unauthorizedTopics: the topics the last answer refused
+        self.unauthorized_topics = {t.name for t in resp.topics
+                                    if t.error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED and t.name is not None}
         for t in resp.topics:
             if t.name is None:
                 continue
