@@ -64,8 +64,11 @@ class SaslGate:
             return True
         if self.state == AUTHENTICATE:
             if api_key != ApiKey.SASL_AUTHENTICATE:
-                conn.close(f"ILLEGAL_SASL_STATE: Unexpected Kafka request of type {_name(api_key)} "
-                           "during SASL authentication.")
+                # Kafka answers the request with ILLEGAL_SASL_STATE (its getErrorResponse), then
+                # closes; a request whose error answer cannot be built is closed unanswered
+                self._illegal_state_answer(conn, frame, api_key, version)
+                conn.close_after_failed_authentication(
+                    f"ILLEGAL_SASL_STATE: Unexpected Kafka request of type {_name(api_key)} during SASL authentication.")
                 return True
             self._authenticate(conn, frame, version)
             return True
@@ -182,6 +185,18 @@ class SaslGate:
             self.expires_at = None
             conn.gate = None             # nothing more to check on this connection
         return lifetime_ms
+
+    @staticmethod
+    def _illegal_state_answer(conn, frame, api_key, version):
+        if (api_key, version) not in HANDLER_BY_KEY_VERSION:
+            return
+        from .faults import FaultError, error_response
+        try:
+            header, body = parse_request(frame, (api_key, version))
+            resp = error_response(api_key, version, body, ErrorCode.ILLEGAL_SASL_STATE)
+        except (DecodeError, FaultError):
+            return
+        conn.send_direct(encode_response(api_key, version, header.correlation_id, resp))
 
     # -- an authenticated connection whose session can expire -----------------------------------
     def _authenticated(self, conn, frame) -> bool:

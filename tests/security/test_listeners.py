@@ -176,3 +176,18 @@ def test_api_versions_retry_lower_before_authentication(secure):
     s.sendall(_frame(ApiKey.API_VERSIONS, 0, 3))        # a second one before the handshake closes
     assert s.recv(1) == b""
     s.close()
+
+
+def test_request_during_the_exchange_is_illegal_sasl_state(secure):
+    """After the handshake only SaslAuthenticate: anything else is answered ILLEGAL_SASL_STATE and
+    the connection closed (SaslServerAuthenticator.handleSaslToken)."""
+    s = socket.create_connection(("127.0.0.1", secure.port_of("SASL_PLAINTEXT")))
+    s.settimeout(5)
+    s.sendall(_frame(ApiKey.SASL_HANDSHAKE, 1, 1, struct.pack(">h", 5) + b"PLAIN"))
+    assert struct.unpack_from(">ih", _recv(s)) == (1, 0)
+    group = b"g"
+    s.sendall(_frame(ApiKey.HEARTBEAT, 0, 2, struct.pack(">h", len(group)) + group + struct.pack(">ih", 1, 1) + b"m"))
+    corr, error = struct.unpack_from(">ih", _recv(s))
+    assert (corr, error) == (2, 34)         # ILLEGAL_SASL_STATE
+    assert s.recv(1) == b""
+    s.close()
