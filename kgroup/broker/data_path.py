@@ -14,8 +14,9 @@ Durability (what is on disk when a produce is acknowledged):
   or at a clean shutdown. A machine crash (not a process crash) can lose it, as with Kafka.
 - acks=0: no response; otherwise as acks=1.
 
-Parked fetches are data (architecture rule 4): a ``FetchWaiter`` registered on every partition it
-reads; an append to one of them re-evaluates it, and its timer answers it at ``max_wait_ms``.
+Parked fetches are data (README's rule 6, one way to answer later): a ``FetchWaiter`` registered
+on every partition it reads; an append to one of them re-evaluates it, and its timer answers it
+at ``max_wait_ms``.
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ import struct
 import threading
 import time
 
+from ..clock import now_ms
 from ..storage.config import LogConfig
 from ..storage.fs import syncfs, syncfs_available
 from ..storage.manager import LogManager
@@ -165,19 +167,20 @@ class FetchWaiter:
 
 class DataPath:
     def __init__(self, config: BrokerConfig, data_dir: str, topic_configs: dict[str, dict[str, str]],
-                 max_open_files: int | None = None):
+                 max_open_files: int | None = None, clock=None):
         self.config = config
+        self.clock = clock or now_ms      # the broker's clock (BrokerClock.now_ms)
         self.default_log_config = log_config_from_broker(config)
         self.data_dir = data_dir
         self.logs = LogManager(data_dir, self.default_log_config, topic_configs=topic_configs,
-                               max_open_files=max_open_files)
+                               max_open_files=max_open_files, clock=self.clock)
         self._data_device = os.stat(data_dir).st_dev
         self._device_of: dict[str, int] = {}    # log directory -> st_dev
         self.producer_ids = ProducerIdManager(data_dir)
         self._waiters: dict[tuple[str, int], set[FetchWaiter]] = {}
         self._flush_pending: set = set()
         # (PendingResponse, the logs it waits for): a log's failure fails only its own waiters
-        # (a topic deleted mid-round must not fail another topic's produce, issue 17).
+        # (a topic deleted mid-round must not fail another topic's produce).
         self._flush_waiters: list[tuple[PendingResponse, object]] = []
         self._flush_scheduled = False
         self._sync_in_flight = False
@@ -203,6 +206,14 @@ class DataPath:
 
     def log(self, topic: str, partition: int):
         return self.logs.get(topic, partition)
+
+    def remove_expired_producers(self, now_ms: int | None = None) -> int:
+        """Kafka's periodic UnifiedLog.removeExpiredProducers on every log (each
+        producer.id.expiration.check.interval.ms): producers idle longer than
+        producer.id.expiration.ms, with no open transaction, are forgotten, so their next
+        append starts a new sequence (or answers UNKNOWN_PRODUCER_ID). Returns how many."""
+        now = self.clock() if now_ms is None else now_ms
+        return sum(plog.producer_state.remove_expired_producers(now) for _, plog in self.logs)
 
     # -- durability ---------------------------------------------------------------------------
     def wait_flushed(self, logs) -> PendingResponse:

@@ -9,7 +9,7 @@ replayed from the log's batch headers.
 Rules (ProducerAppendInfo): an epoch lower than the current one is INVALID_PRODUCER_EPOCH; a
 new epoch must start at sequence 0 unless the producer has no epoch yet; within an epoch the
 first sequence must follow the last one (Int.MAX wraps to 0); a producer with no state may
-write any sequence (Kafka 4.0 no longer answers UNKNOWN_PRODUCER_ID). A batch whose epoch and
+write any sequence (Kafka 4.0 does not answer UNKNOWN_PRODUCER_ID). A batch whose epoch and
 sequence range match one of the 5 retained batches is a duplicate.
 """
 from __future__ import annotations
@@ -107,10 +107,6 @@ class ProducerStateEntry:
     @property
     def last_seq(self) -> int:
         return self.batch_metadata[-1].last_seq if self.batch_metadata else NO_SEQUENCE
-
-    @property
-    def first_data_offset(self) -> int:
-        return self.batch_metadata[0].first_offset if self.batch_metadata else -1
 
     @property
     def last_data_offset(self) -> int:
@@ -335,10 +331,13 @@ class ProducerStateManager:
     def update_map_end_offset(self, offset: int) -> None:
         self.last_map_offset = offset
 
-    def remove_expired_producers(self, now_ms: int) -> None:
+    def remove_expired_producers(self, now_ms: int) -> int:
+        """Kafka's ProducerStateManager.removeExpiredProducers: forget the producers idle for
+        producer.id.expiration.ms with no transaction open; returns how many."""
         expired = [pid for pid, e in self.producers.items() if self._is_expired(now_ms, e)]
         for pid in expired:
             del self.producers[pid]
+        return len(expired)
 
     def _is_expired(self, now_ms: int, entry: ProducerStateEntry) -> bool:
         return (entry.current_txn_first_offset is None
@@ -453,6 +452,3 @@ class ProducerStateManager:
         except FileNotFoundError:
             pass
 
-    def delete_snapshots_before(self, offset: int) -> None:
-        for snap in [s for s in self.snapshots if s < offset]:
-            self.delete_snapshot(snap)
