@@ -68,3 +68,4 @@ bench: install-test
 	$(PY) benchmarks/spark_write_bench.py
 	$(PY) benchmarks/footprint_bench.py
 	$(PY) benchmarks/cleaner_stall_bench.py $(if $(BASELINE_REV),--baseline-rev $(BASELINE_REV))
+	$(PY) benchmarks/security_bench.py

@@ -340,6 +340,8 @@ class Producer:
             info = self._client.topics.get(topic)
             if info is not None and info.partitions:
                 return len(info.partitions)
+            if topic in self._client.unauthorized_topics:     # Java: TopicAuthorizationException, at once
+                raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, f"Not authorized to access topics: [{topic}]")
             if now_ms() >= deadline:
                 raise KafkaTimeoutError(f"Topic {topic} not present in metadata after {max_block_ms} ms.")
             await asyncio.sleep(min(self._backoff.backoff(attempts), max(1, deadline - now_ms())) / 1000)

@@ -13,6 +13,8 @@ ResultConfig = CreateTopicsResponse.CreatableTopicResult.CreatableTopicConfigs
 # ConfigSource values (DescribeConfigsResponse)
 TOPIC_CONFIG, DEFAULT_CONFIG = 1, 5
 
+from ..authorization import CLUSTER_NAME, CREATE, RT_CLUSTER, RT_TOPIC, allowed
+
 
 def handle(broker, ctx, req, version):
     resp = CreateTopicsResponse(throttle_time_ms=0, topics=[])
@@ -27,6 +29,11 @@ def handle(broker, ctx, req, version):
         if names.count(t.name) > 1:
             resp.topics.append(Result(name=t.name, error_code=ErrorCode.INVALID_REQUEST,
                                       error_message="Duplicate topic name."))
+            continue
+        if broker.authorizer is not None and not allowed(broker, ctx, CREATE, RT_CLUSTER, CLUSTER_NAME) \
+                and not allowed(broker, ctx, CREATE, RT_TOPIC, t.name):     # CREATE on the cluster or the topic
+            resp.topics.append(Result(name=t.name, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                      error_message="Authorization failed.", configs=None))
             continue
         try:
             configs = {c.name: c.value for c in t.configs}

@@ -7,12 +7,20 @@ from .. import admin
 TopicResult = DeleteRecordsResponse.DeleteRecordsTopicResult
 PartitionResult = TopicResult.DeleteRecordsPartitionResult
 
+from ...protocol.errors import ErrorCode
+from ..authorization import DELETE, denied_topics
+
 
 def handle(broker, ctx, req, version):
     resp = DeleteRecordsResponse(throttle_time_ms=0, topics=[])
+    denied = denied_topics(broker, ctx, DELETE, (t.name for t in req.topics))     # KafkaApis: DELETE on topics
     for t in req.topics:
         result = TopicResult(name=t.name, partitions=[])
         for p in t.partitions:
+            if denied and t.name in denied:
+                result.partitions.append(PartitionResult(partition_index=p.partition_index, low_watermark=-1,
+                                                         error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                continue
             try:
                 low = admin.delete_records(broker, t.name, p.partition_index, p.offset)
                 result.partitions.append(PartitionResult(partition_index=p.partition_index, low_watermark=low,

@@ -24,8 +24,12 @@ TopicResponse = ListOffsetsResponse.ListOffsetsTopicResponse
 PartitionResponse = ListOffsetsResponse.ListOffsetsPartitionResponse
 
 
+from ..authorization import DESCRIBE, denied_topics
+
+
 def handle(broker, ctx, req, version):
     resp = ListOffsetsResponse(throttle_time_ms=0, topics=[])
+    denied = denied_topics(broker, ctx, DESCRIBE, (t.name for t in req.topics))   # KafkaApis: DESCRIBE
     for t in req.topics:
         tr = TopicResponse(name=t.name, partitions=[])
         resp.topics.append(tr)
@@ -33,6 +37,9 @@ def handle(broker, ctx, req, version):
         for p in t.partitions:
             pr = PartitionResponse(partition_index=p.partition_index, timestamp=-1, offset=-1, leader_epoch=-1)
             tr.partitions.append(pr)
+            if denied and t.name in denied:
+                pr.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                continue
             plog = broker.data_path.log(t.name, p.partition_index) if topic else None
             if plog is None or not 0 <= p.partition_index < topic.num_partitions:
                 pr.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
