@@ -1,6 +1,8 @@
 """kgroup.testing's ``kafka_broker_secure`` fixture, as a user's test would use it."""
 import pytest
 
+from kgroup.protocol.errors import KafkaError
+
 
 @pytest.mark.kafka_broker_config({"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
                                   "super.users": "User:admin;User:ANONYMOUS"})
@@ -10,7 +12,7 @@ def test_secure_fixture(kafka_broker_secure):
     admin = b.security_config("SASL_SSL", "admin", "SCRAM-SHA-512")
     assert len(b.produce("orders", [b"1"], **admin)) == 1
     alice = b.security_config("SASL_SSL", "alice", "SCRAM-SHA-256")
-    with pytest.raises(Exception):      # authenticated, not authorized
+    with pytest.raises(KafkaError):     # authenticated, not authorized
         b.consume("orders", 1, group="g", timeout=3, **alice)
     # the mutual-TLS principal is the client certificate's name; grant it READ on the topic
     from kgroup.security import acl as A

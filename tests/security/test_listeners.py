@@ -120,8 +120,8 @@ def test_principals(secure):
             {"bootstrap.servers": secure.bootstrap()}
         with KafkaAdmin({**cfg, "client.id": f"who-{listener}"}) as admin:
             admin.list_topics()
-            got = secure.call(lambda b: {str(c.principal) for c in b.connections
-                                         if c.client_software and c.listener.name == listener})
+            got = secure.call(lambda b, name=listener: {str(c.principal) for c in b.connections
+                                                    if c.client_software and c.listener.name == name})
         assert want in got, (listener, got)
 
 

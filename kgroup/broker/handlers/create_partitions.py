@@ -5,10 +5,9 @@ as with Kafka."""
 from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages.create_partitions import CreatePartitionsResponse
 from .. import admin
+from ..authorization import ALTER, RT_TOPIC, allowed
 
 Result = CreatePartitionsResponse.CreatePartitionsTopicResult
-
-from ..authorization import ALTER, RT_TOPIC, allowed
 
 
 def handle(broker, ctx, req, version):

@@ -6,14 +6,13 @@ once every topic is created and saved, while other connections are served meanwh
 from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages.create_topics import CreateTopicsResponse
 from .controller_limits import check_create_topics_records
+from ..authorization import CLUSTER_NAME, CREATE, RT_CLUSTER, RT_TOPIC, allowed
 
 Result = CreateTopicsResponse.CreatableTopicResult
 ResultConfig = CreateTopicsResponse.CreatableTopicResult.CreatableTopicConfigs
 
 # ConfigSource values (DescribeConfigsResponse)
 TOPIC_CONFIG, DEFAULT_CONFIG = 1, 5
-
-from ..authorization import CLUSTER_NAME, CREATE, RT_CLUSTER, RT_TOPIC, allowed
 
 
 def handle(broker, ctx, req, version):

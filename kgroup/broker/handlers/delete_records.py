@@ -1,14 +1,12 @@
 """DeleteRecords (21) v0-2: advance partitions' log start offsets (offset -1: the high
 watermark); the answer's low watermark is the new log start offset, -1 on error."""
-from ...protocol.errors import KafkaError
+from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages.delete_records import DeleteRecordsResponse
 from .. import admin
+from ..authorization import DELETE, denied_topics
 
 TopicResult = DeleteRecordsResponse.DeleteRecordsTopicResult
 PartitionResult = TopicResult.DeleteRecordsPartitionResult
-
-from ...protocol.errors import ErrorCode
-from ..authorization import DELETE, denied_topics
 
 
 def handle(broker, ctx, req, version):

@@ -1,10 +1,9 @@
 """DeleteTopics (20) v0-6: by name (v0-5 ``topic_names``), by name or topic id (v6 ``topics``)."""
 from ...protocol.errors import ErrorCode
 from ...protocol.messages.delete_topics import DeleteTopicsResponse
+from ..authorization import DELETE, RT_TOPIC, allowed
 
 Result = DeleteTopicsResponse.DeletableTopicResult
-
-from ..authorization import DELETE, RT_TOPIC, allowed
 
 
 def handle(broker, ctx, req, version):

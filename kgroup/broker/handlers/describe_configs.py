@@ -7,8 +7,9 @@ from ...protocol.messages.describe_configs import DescribeConfigsResponse
 from ..config import CONFIG_DEFS
 from ..metadata import TOPIC_CONFIGS
 from .. import group_configs
-from ..admin import DYNAMIC_BROKER_CONFIGS
+from ..admin import DYNAMIC_BROKER_CONFIGS, config_resource_denied
 from ..topic_configs import TOPIC_CONFIG_DEFS, broker_synonym_source
+from ...security.acl import DESCRIBE_CONFIGS
 
 Result = DescribeConfigsResponse.DescribeConfigsResult
 Entry = Result.DescribeConfigsResourceResult
@@ -18,9 +19,6 @@ TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
 TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
 # ConfigType (KIP-569): BOOLEAN 1, STRING 2, INT 3, SHORT 4, LONG 5, DOUBLE 6, LIST 7
 _TYPES = {"boolean": 1, "string": 2, "int": 3, "short": 4, "long": 5, "double": 6, "list": 7, "password": 9}
-
-from ...security.acl import DESCRIBE_CONFIGS
-from ..admin import config_resource_denied
 
 
 def handle(broker, ctx, req, version):

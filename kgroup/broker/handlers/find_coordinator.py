@@ -4,11 +4,10 @@ the group APIs, as in Kafka. Transactional ids (key type 1): this node too, ``__
 created on first use. Batched keys from v4."""
 from ...protocol.errors import ErrorCode
 from ...protocol.messages.find_coordinator import FindCoordinatorResponse
+from ..authorization import DESCRIBE, RT_GROUP, RT_TRANSACTIONAL_ID, allowed
 
 Coordinator = FindCoordinatorResponse.Coordinator
 GROUP, TRANSACTION = 0, 1
-
-from ..authorization import DESCRIBE, RT_GROUP, RT_TRANSACTIONAL_ID, allowed
 
 
 def handle(broker, ctx, req, version):

@@ -18,13 +18,11 @@ from ...protocol.records import RecordBatchError
 from ...storage.errors import LogError
 from ...storage.log import (EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, LATEST_TIERED_TIMESTAMP,
                             LATEST_TIMESTAMP, MAX_TIMESTAMP)
+from ..authorization import DESCRIBE, denied_topics
 
 _SPECIAL = (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP, LATEST_TIMESTAMP, LATEST_TIERED_TIMESTAMP, MAX_TIMESTAMP)
 TopicResponse = ListOffsetsResponse.ListOffsetsTopicResponse
 PartitionResponse = ListOffsetsResponse.ListOffsetsPartitionResponse
-
-
-from ..authorization import DESCRIBE, denied_topics
 
 
 def handle(broker, ctx, req, version):

@@ -2,6 +2,7 @@
 of unknown topics, or beyond a topic's partition count, are answered UNKNOWN_TOPIC_OR_PARTITION
 here first and merged with the coordinator's answer (KafkaApis, OffsetDeleteResponse.Builder)."""
 import copy
+from ..authorization import DELETE, READ, denied_topics, group_denied
 
 from ...coordinator import GroupCoordinatorShard as Shard
 from ...protocol.errors import ErrorCode
@@ -10,8 +11,6 @@ from ..pending import PendingResponse
 
 RT = OffsetDeleteResponse.OffsetDeleteResponseTopic
 RP = RT.OffsetDeleteResponsePartition
-
-from ..authorization import DELETE, READ, denied_topics, group_denied
 
 
 def handle(broker, ctx, req, version):
