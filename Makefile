@@ -65,5 +65,7 @@ bench: install-test
 	$(PY) benchmarks/test_control_bench.py
 	$(PY) benchmarks/transactions_bench.py
 	$(PY) benchmarks/spark_read_bench.py
+	$(PY) benchmarks/spark_write_bench.py
 	$(PY) benchmarks/footprint_bench.py
 	$(PY) benchmarks/cleaner_stall_bench.py $(if $(BASELINE_REV),--baseline-rev $(BASELINE_REV))
+	$(PY) benchmarks/security_bench.py

@@ -1,4 +1,4 @@
-"""The one place that reads the clocks (README's rule 3, injected time). Everything else is
+"""The one place that reads the clocks (docs/architecture.md, rule 3: injected time). Everything else is
 handed ``now_ms`` or a clock callable, so tests drive time with a fake clock.
 
 A broker owns one ``BrokerClock``: wall time plus an offset that only a test moves forward

@@ -14,7 +14,7 @@ Durability (what is on disk when a produce is acknowledged):
   or at a clean shutdown. A machine crash (not a process crash) can lose it, as with Kafka.
 - acks=0: no response; otherwise as acks=1.
 
-Parked fetches are data (README's rule 6, one way to answer later): a ``FetchWaiter`` registered
+Parked fetches are data (docs/architecture.md, rule 6: one way to answer later): a ``FetchWaiter`` registered
 on every partition it reads; an append to one of them re-evaluates it, and its timer answers it
 at ``max_wait_ms``.
 """
@@ -40,7 +40,7 @@ log = logging.getLogger("kgroup.data_path")
 
 PRODUCER_ID_BLOCK = 1000
 # From this many logs in one group commit, one syncfs is cheaper than their fsyncs (one journal
-# commit instead of one per log; README, "Data path", has the figures).
+# commit instead of one per log; docs/benchmarks.md, "Data path", has the figures).
 SYNCFS_MIN_LOGS = 2
 
 

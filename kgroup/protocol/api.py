@@ -25,6 +25,8 @@ from .messages import (add_offsets_to_txn, add_partitions_to_txn, alter_configs,
                        init_producer_id, join_group, leave_group, list_groups, list_offsets,
                        list_transactions, metadata, offset_commit, offset_delete, offset_fetch,
                        produce, sync_group, txn_offset_commit, write_txn_markers)
+from .messages import (alter_user_scram_credentials, create_acls, delete_acls, describe_acls,  # security
+                       describe_user_scram_credentials, sasl_authenticate, sasl_handshake)
 from .messages import (describe_producers, describe_topic_partitions, get_telemetry_subscriptions,
                        list_config_resources, offset_for_leader_epoch, push_telemetry, update_features)
 from .primitives import DecodeError
@@ -50,6 +52,7 @@ class ApiKey(enum.IntEnum):
     SYNC_GROUP = 14
     DESCRIBE_GROUPS = 15
     LIST_GROUPS = 16
+    SASL_HANDSHAKE = 17
     API_VERSIONS = 18
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
@@ -61,12 +64,18 @@ class ApiKey(enum.IntEnum):
     END_TXN = 26
     WRITE_TXN_MARKERS = 27
     TXN_OFFSET_COMMIT = 28
+    DESCRIBE_ACLS = 29
+    CREATE_ACLS = 30
+    DELETE_ACLS = 31
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
+    SASL_AUTHENTICATE = 36
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
     INCREMENTAL_ALTER_CONFIGS = 44
     OFFSET_DELETE = 47
+    DESCRIBE_USER_SCRAM_CREDENTIALS = 50
+    ALTER_USER_SCRAM_CREDENTIALS = 51
     UPDATE_FEATURES = 57
     DESCRIBE_CLUSTER = 60
     DESCRIBE_PRODUCERS = 61
@@ -127,6 +136,14 @@ API_BY_KEY: dict[int, Api] = {a.key: a for a in (
     # only what the handler table answers, so these stay unadvertised until the coordinator serves them.
     _api(ApiKey.CONSUMER_GROUP_HEARTBEAT, consumer_group_heartbeat, "ConsumerGroupHeartbeat"),
     _api(ApiKey.CONSUMER_GROUP_DESCRIBE, consumer_group_describe, "ConsumerGroupDescribe"),
+    # security: SASL, ACLs, SCRAM credentials
+    _api(ApiKey.SASL_HANDSHAKE, sasl_handshake, "SaslHandshake"),
+    _api(ApiKey.SASL_AUTHENTICATE, sasl_authenticate, "SaslAuthenticate"),
+    _api(ApiKey.DESCRIBE_ACLS, describe_acls, "DescribeAcls"),
+    _api(ApiKey.CREATE_ACLS, create_acls, "CreateAcls"),
+    _api(ApiKey.DELETE_ACLS, delete_acls, "DeleteAcls"),
+    _api(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, describe_user_scram_credentials, "DescribeUserScramCredentials"),
+    _api(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, alter_user_scram_credentials, "AlterUserScramCredentials"),
     _api(ApiKey.OFFSET_FOR_LEADER_EPOCH, offset_for_leader_epoch, "OffsetForLeaderEpoch"),
     _api(ApiKey.UPDATE_FEATURES, update_features, "UpdateFeatures"),
     _api(ApiKey.DESCRIBE_PRODUCERS, describe_producers, "DescribeProducers"),

@@ -4,7 +4,7 @@ Two ways to run it, one object:
 
 * **in-process** (the default): the broker runs on its own event loop in a daemon thread of the
   test process. Nothing is spawned or imported anew, so it is ready in milliseconds (the figures
-  are in benchmarks/testing_bench.py and the README). Clients still talk to it over a real
+  are in benchmarks/testing_bench.py and docs/benchmarks.md). Clients still talk to it over a real
   socket on 127.0.0.1, exactly as to ``kgroup serve``.
 * **a subprocess** (``process=True``): ``python -m kgroup serve``, as an operator runs it. Slower
   to start (a new interpreter imports kgroup), but the only way to *kill -9* a broker without
@@ -19,6 +19,14 @@ Test defaults differ from a production broker in two keys: ``group.initial.rebal
 (the first join of a group is not held 3 s, as in Kafka's own test harnesses) and
 ``kgroup.fault.injection.enable=true`` (``inject()`` and friends work; kgroup/broker/faults.py).
 Pass ``overrides`` to change any key.
+
+``security=True`` starts a broker with Kafka's four listeners (PLAINTEXT first, which the helpers
+below use; SSL with required client certificates, i.e. mutual TLS; SASL_PLAINTEXT; SASL_SSL), a CA
+and certificates generated with ``openssl`` when it starts (``certs``: the CA file clients trust,
+the client certificates named in ``client_certs``), and ``users`` (name -> password) able to log in
+with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 (their SCRAM credentials salted into the data
+directory before the first start). ``port_of(listener)`` / ``bootstrap(listener)`` give each
+listener's address.
 """
 from __future__ import annotations
 
@@ -40,13 +48,17 @@ import time
 from typing import Iterable, Mapping
 
 TEST_DEFAULTS = {"group.initial.rebalance.delay.ms": "0", "kgroup.fault.injection.enable": "true"}
+SECURE_LISTENERS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+SASL_MECHANISMS = "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER"
 
 
 class KafkaBroker:
     """A kgroup broker on 127.0.0.1 with helpers for tests (see the module docstring)."""
 
     def __init__(self, data_dir: str | os.PathLike | None = None, overrides: Mapping[str, object] | None = None,
-                 *, process: bool = False, metrics: bool = False, start_timeout: float = 20.0):
+                 *, process: bool = False, metrics: bool = False, start_timeout: float = 20.0,
+                 security: bool = False, users: Mapping[str, str] | None = None,
+                 client_certs: Iterable[str] = ("client",)):
         self._own_dir = data_dir is None
         self.data_dir = str(data_dir) if data_dir is not None else tempfile.mkdtemp(prefix="kgroup-test-")
         self.overrides = {**TEST_DEFAULTS, **{k: str(v) for k, v in (overrides or {}).items()}}
@@ -56,6 +68,11 @@ class KafkaBroker:
         self.http_port = 0
         self.start_timeout = start_timeout
         self.port = 0                 # 0 until the first start picks an ephemeral port, then kept
+        self.security = security
+        self.users = dict(users or {})
+        self.client_cert_names = tuple(client_certs)
+        self.certs = None             # TestCertificates, when security is on
+        self.ports: dict[str, int] = {n: 0 for n in (SECURE_LISTENERS if security else ("PLAINTEXT",))}
         self.broker = None            # the in-process Broker (None in subprocess mode)
         self.proc: subprocess.Popen | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -93,8 +110,45 @@ class KafkaBroker:
                                "(or a metrics.listener override)")
         return f"http://127.0.0.1:{self.http_port}"
 
+    def port_of(self, listener: str) -> int:
+        return self.ports[listener.upper()]
+
+    def bootstrap(self, listener: str = "PLAINTEXT") -> str:
+        return f"{self.host}:{self.port_of(listener)}"
+
+    def _security_items(self) -> dict[str, str]:
+        if self.certs is None:
+            from .certs import TestCertificates
+            self.certs = TestCertificates.generate(self.data_dir.rstrip(os.sep) + "-certs", self.client_cert_names)
+            self._write_scram_credentials()
+        jaas = ("org.apache.kafka.common.security.plain.PlainLoginModule required "
+                + " ".join(f'user_{u}="{p}"' for u, p in self.users.items()) + ";")
+        items = {"ssl.keystore.type": "PEM", "ssl.keystore.location": self.certs.server_keystore,
+                 "ssl.truststore.type": "PEM", "ssl.truststore.location": self.certs.ca_cert,
+                 "listener.name.ssl.ssl.client.auth": "required",
+                 "sasl.enabled.mechanisms": SASL_MECHANISMS}
+        for listener in ("sasl_plaintext", "sasl_ssl"):
+            items[f"listener.name.{listener}.plain.sasl.jaas.config"] = jaas
+        return items
+
+    def _write_scram_credentials(self) -> None:
+        from ..broker.scram_credentials import ScramCredentialStore
+        from ..security import scram
+        os.makedirs(self.data_dir, exist_ok=True)
+        store = ScramCredentialStore(self.data_dir)
+        ups = []
+        for user, password in self.users.items():
+            for mech in (scram.SCRAM_SHA_256, scram.SCRAM_SHA_512):
+                salt = os.urandom(32)
+                ups.append((user, mech.type_code, 4096, salt, scram.salted_password(mech, password, salt, 4096)))
+        for name, code, msg in store.alter([], [u for u in ups if u[1] == 1]) + store.alter([], [u for u in ups if u[1] == 2]):
+            if code:
+                raise RuntimeError(f"SCRAM credential for {name}: {msg}")
+
     def _config_items(self) -> dict[str, str]:
-        items = {**self.overrides, "listeners": f"PLAINTEXT://127.0.0.1:{self.port}", "log.dirs": self.data_dir}
+        listeners = ",".join(f"{n}://127.0.0.1:{p}" for n, p in self.ports.items())
+        items = {**(self._security_items() if self.security else {}), **self.overrides,
+                 "listeners": listeners, "log.dirs": self.data_dir}
         if self.http_port and items.get("metrics.listener"):   # a restart keeps its HTTP port too
             items["metrics.listener"] = f"http://127.0.0.1:{self.http_port}"
         return items
@@ -218,6 +272,7 @@ class KafkaBroker:
                 gc.unfreeze()
         self.broker = broker
         self.port = broker.bound_port
+        self.ports.update(broker.bound_ports)
         if broker.http is not None:
             self.http_port = broker.http.port
 
@@ -264,8 +319,11 @@ class KafkaBroker:
         while time.monotonic() < deadline:
             text = self.log_text(since)
             m = re.search(r"serving on 127\.0\.0\.1:(\d+)", text)
-            if m and ("metrics.listener" not in self.overrides or "metrics listener on" in text):
-                self.port = int(m.group(1))
+            if m and ("metrics.listener" not in self.overrides or "metrics listener on" in text) and \
+                    len(re.findall(r"listener \w+ \(\w+\) serving on", text)) >= len(self.ports) - 1:
+                self.port = self.ports["PLAINTEXT"] = int(m.group(1))
+                for name, port in re.findall(r"listener (\w+) \(\w+\) serving on [^:]+:(\d+)", text):
+                    self.ports[name] = int(port)
                 h = re.search(r"metrics listener on http://[^:]+:(\d+)", text)
                 if h:
                     self.http_port = int(h.group(1))
@@ -291,6 +349,27 @@ class KafkaBroker:
         if self._log_file is not None:
             self._log_file.close()
             self._log_file = None
+
+    def security_config(self, listener: str, user: str | None = None, mechanism: str = "SCRAM-SHA-512",
+                        password: str | None = None, client_cert: str | None = None) -> dict:
+        """Java-client keys (kgroup's client takes them) to reach ``listener`` as ``user`` (its
+        password from ``users`` unless given) with ``mechanism``, or over SSL with the client
+        certificate ``client_cert`` (default: the first of ``client_certs``)."""
+        listener = listener.upper()
+        cfg = {"bootstrap.servers": self.bootstrap(listener), "security.protocol": listener}
+        if listener in ("SSL", "SASL_SSL"):
+            cfg.update({"ssl.truststore.type": "PEM", "ssl.truststore.location": self.certs.ca_cert})
+        if listener == "SSL":
+            cert, key = self.certs.client_cert(client_cert or self.client_cert_names[0])
+            cfg.update({"ssl.keystore.type": "PEM", "ssl.keystore.certificate.chain": open(cert).read(),
+                        "ssl.keystore.key": open(key).read()})
+        if listener.startswith("SASL_"):
+            module = "plain.PlainLoginModule" if mechanism == "PLAIN" else "scram.ScramLoginModule"
+            pw = password if password is not None else self.users[user]
+            cfg.update({"sasl.mechanism": mechanism,
+                        "sasl.jaas.config": f'org.apache.kafka.common.security.{module} required '
+                                            f'username="{user}" password="{pw}";'})
+        return cfg
 
     # -- helpers (through the Kafka protocol, with kgroup's own client) ------------------------
     def client_config(self, **configs) -> dict:

@@ -12,6 +12,11 @@ ephemeral port and a fresh data directory under pytest's ``tmp_path``):
   few milliseconds instead of a broker per test.
 * ``kafka_broker_process`` — one ``kgroup serve`` subprocess per test: what ``kill()`` (SIGKILL)
   and ``kill_and_restart()`` need.
+* ``kafka_broker_secure`` — one in-process broker per test with Kafka's four listeners (PLAINTEXT,
+  SSL with required client certificates, SASL_PLAINTEXT, SASL_SSL), certificates generated for
+  the run (``.certs``: CA, client certificate "client"), and users ``alice`` / ``admin``
+  (passwords ``alice-secret`` / ``admin-secret``) for PLAIN and SCRAM; ``security_config(listener,
+  user, mechanism)`` gives a client's keys (docs/security.md).
 
 When a test that used one of these fixtures fails, its report gets two sections: the tail of
 the broker's log and the rebalance timelines of the groups the broker knows (the state it
@@ -26,7 +31,7 @@ import pytest
 
 from .broker import KafkaBroker, format_timeline_event
 
-FIXTURES = ("kafka_broker", "kafka_broker_session", "kafka_broker_clean", "kafka_broker_process")
+FIXTURES = ("kafka_broker", "kafka_broker_session", "kafka_broker_clean", "kafka_broker_process", "kafka_broker_secure")
 
 
 def pytest_configure(config):
@@ -64,6 +69,15 @@ def kafka_broker_clean(kafka_broker_session):
 @pytest.fixture
 def kafka_broker_process(request, tmp_path):
     with KafkaBroker(tmp_path / "kafka-data", _overrides(request), process=True) as b:
+        yield b
+
+
+SECURE_USERS = {"alice": "alice-secret", "admin": "admin-secret"}
+
+
+@pytest.fixture
+def kafka_broker_secure(request, tmp_path):
+    with KafkaBroker(tmp_path / "kafka-data", _overrides(request), security=True, users=SECURE_USERS) as b:
         yield b
 
 

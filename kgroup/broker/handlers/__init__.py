@@ -15,6 +15,8 @@ from . import (add_offsets_to_txn, add_partitions_to_txn, describe_transactions,
                list_transactions, txn_offset_commit, write_txn_markers)
 from . import describe_producers, describe_topic_partitions, list_config_resources, offset_for_leader_epoch
 from . import get_telemetry_subscriptions, push_telemetry
+from . import (acls, alter_user_scram_credentials, describe_user_scram_credentials,  # security
+               sasl_authenticate, sasl_handshake)
 
 # api key -> (handler, min version, max version)
 HANDLERS = {
@@ -62,6 +64,14 @@ HANDLERS = {
     # client metrics (KIP-714): advertised only with a metrics listener (api_versions.py)
     ApiKey.GET_TELEMETRY_SUBSCRIPTIONS: (get_telemetry_subscriptions.handle, 0, 0),
     ApiKey.PUSH_TELEMETRY: (push_telemetry.handle, 0, 0),
+    # security (SASL on a SASL listener is handled by broker/authentication.py before these)
+    ApiKey.SASL_HANDSHAKE: (sasl_handshake.handle, 0, 1),
+    ApiKey.SASL_AUTHENTICATE: (sasl_authenticate.handle, 0, 2),
+    ApiKey.DESCRIBE_ACLS: (acls.handle_describe, 1, 3),
+    ApiKey.CREATE_ACLS: (acls.handle_create, 1, 3),
+    ApiKey.DELETE_ACLS: (acls.handle_delete, 1, 3),
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (describe_user_scram_credentials.handle, 0, 0),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (alter_user_scram_credentials.handle, 0, 0),
 }
 
 

@@ -18,6 +18,7 @@ from ...protocol.records import RecordBatchError
 from ...storage.errors import LogError
 from ...storage.log import (EARLIEST_LOCAL_TIMESTAMP, EARLIEST_PENDING_UPLOAD_TIMESTAMP, EARLIEST_TIMESTAMP,
                             LATEST_TIERED_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP)
+from ..authorization import DESCRIBE, denied_topics
 
 # special timestamp -> the first version that may ask for it
 _SPECIAL = {EARLIEST_TIMESTAMP: 1, LATEST_TIMESTAMP: 1, MAX_TIMESTAMP: 7, EARLIEST_LOCAL_TIMESTAMP: 8,
@@ -28,6 +29,7 @@ PartitionResponse = ListOffsetsResponse.ListOffsetsPartitionResponse
 
 def handle(broker, ctx, req, version):
     resp = ListOffsetsResponse(throttle_time_ms=0, topics=[])
+    denied = denied_topics(broker, ctx, DESCRIBE, (t.name for t in req.topics))   # KafkaApis: DESCRIBE
     for t in req.topics:
         tr = TopicResponse(name=t.name, partitions=[])
         resp.topics.append(tr)
@@ -35,6 +37,9 @@ def handle(broker, ctx, req, version):
         for p in t.partitions:
             pr = PartitionResponse(partition_index=p.partition_index, timestamp=-1, offset=-1, leader_epoch=-1)
             tr.partitions.append(pr)
+            if denied and t.name in denied:
+                pr.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                continue
             plog = broker.data_path.log(t.name, p.partition_index) if topic else None
             if plog is None or not 0 <= p.partition_index < topic.num_partitions:
                 pr.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION

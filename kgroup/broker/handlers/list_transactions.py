@@ -7,6 +7,8 @@ from ...protocol.messages.list_transactions import ListTransactionsResponse
 from ...transaction_coordinator import TransactionCoordinatorShard as Shard
 from ...transaction_coordinator.shard import transactional_id_pattern
 
+from ..authorization import DESCRIBE, RT_TRANSACTIONAL_ID, allowed
+
 
 def _merge(rs):
     return ListTransactionsResponse(
@@ -21,4 +23,11 @@ def handle(broker, ctx, req, version):
             transactional_id_pattern(req.transactional_id_pattern)
         except KafkaError as e:
             return ListTransactionsResponse(throttle_time_ms=0, error_code=int(e.code))
+    if broker.authorizer is not None:   # KafkaApis: only the transactional ids the principal may DESCRIBE
+        def merge(rs):
+            resp = _merge(rs)
+            resp.transaction_states = [s for s in resp.transaction_states
+                                       if allowed(broker, ctx, DESCRIBE, RT_TRANSACTIONAL_ID, s.transactional_id)]
+            return resp
+        return broker.transaction_coordinator.execute_split(req, None, Shard.handle_list_transactions, version, merge)
     return broker.transaction_coordinator.execute_split(req, None, Shard.handle_list_transactions, version, _merge)

@@ -14,6 +14,7 @@ from ...protocol.messages.produce import ProduceResponse
 from ...protocol.records import (BATCH_HEADER, Compression, InvalidRecordError, RecordBatchError,
                                  UnsupportedCompressionTypeError, iter_batches, read_batch_header)
 from ...storage.errors import LogClosedError, LogError
+from ..authorization import RT_TRANSACTIONAL_ID, WRITE, allowed, denied_topics, whole_request_error
 from ..pending import PendingResponse
 
 TopicResponse = ProduceResponse.TopicProduceResponse
@@ -34,6 +35,11 @@ def handle(broker, ctx, req, version, _added=False):
         answer_query = broker.control_topics.get(req.topic_data[0].name)
         if answer_query is not None:
             return answer_query(req)
+    denied = None
+    if broker.authorizer is not None:     # KafkaApis.handleProduceRequest: WRITE on the transactional id, topics
+        if req.transactional_id is not None and not allowed(broker, ctx, WRITE, RT_TRANSACTIONAL_ID, req.transactional_id):
+            return whole_request_error(broker, ctx, version, req, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        denied = denied_topics(broker, ctx, WRITE, _topic_names(broker, req, version))
     if req.transactional_id is None and _has_transactional_records(req):
         # KafkaApis: transactional records need a transactional id (authorized to write): the
         # whole request is refused, or a hanging transaction no coordinator knows would be left
@@ -63,6 +69,9 @@ def handle(broker, ctx, req, version, _added=False):
         for pd in td.partition_data:
             pr = PartitionResponse(index=pd.index, base_offset=-1, log_append_time_ms=-1, log_start_offset=-1)
             tresp.partition_responses.append(pr)
+            if denied and topic is not None and topic.name in denied:
+                pr.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                continue
             if topic is None or not 0 <= pd.index < topic.num_partitions:
                 pr.error_code = unknown
                 continue
@@ -183,6 +192,13 @@ def chain(first: PendingResponse, then) -> PendingResponse:
             out.answer(answer)
     first.listen(run)
     return out
+
+
+def _topic_names(broker, req, version):
+    """The request's topic names (v13 names them by id: those this broker knows)."""
+    if version < 13:
+        return [td.name for td in req.topic_data]
+    return [t.name for td in req.topic_data if (t := broker.metadata.by_id(td.topic_id)) is not None]
 
 
 def _has_transactional_records(req) -> bool:

@@ -17,6 +17,8 @@ expect (KafkaApis.handleTxnOffsetCommitRequest)."""
 from ...coordinator.responses import txn_offset_commit_error_response
 from ...protocol.errors import ErrorCode
 from ...protocol.messages.txn_offset_commit import TxnOffsetCommitResponse
+from ..authorization import (GROUP_AUTHORIZATION_FAILED, READ, RT_TRANSACTIONAL_ID, TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                             WRITE, allowed, denied_topics, group_denied)
 from ..metadata import OFFSETS_TOPIC
 from ..pending import PendingResponse
 from .produce import chain
@@ -35,6 +37,18 @@ _OPERATION_ERRORS = {ErrorCode.NETWORK_EXCEPTION: ErrorCode.COORDINATOR_LOAD_IN_
 
 
 def handle(broker, ctx, req, version):
+    denied = None
+    if broker.authorizer is not None:   # KafkaApis: WRITE transactional id, READ group, READ topics
+        code = None
+        if not allowed(broker, ctx, WRITE, RT_TRANSACTIONAL_ID, req.transactional_id):
+            code = TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        elif group_denied(broker, ctx, READ, req.group_id):
+            code = GROUP_AUTHORIZATION_FAILED
+        if code is not None:
+            return TxnOffsetCommitResponse(throttle_time_ms=0, topics=[
+                T(name=t.name, partitions=[P(partition_index=p.partition_index, error_code=code) for p in t.partitions])
+                for t in req.topics])
+        denied = denied_topics(broker, ctx, READ, (t.name for t in req.topics))
     verifying = broker.config["transaction.partition.verification.enable"]
 
     def commit(r, added=False):
@@ -45,7 +59,7 @@ def handle(broker, ctx, req, version):
             if error and verifying:
                 return txn_offset_commit_error_response(r, error)
         return broker.group_coordinator.execute_txn_offset_commit(r, version)
-    answer = commit_known_partitions(broker.metadata, req, commit, T, P)
+    answer = commit_known_partitions(broker.metadata, req, commit, T, P, denied)
     if version >= 2:
         return answer
     if type(answer) is PendingResponse:

@@ -12,20 +12,26 @@ from ...protocol.errors import ErrorCode
 from ..pending import PendingResponse
 
 
-def commit_known_partitions(md, req, commit, topic_response, partition_response, use_topic_ids=False):
+def commit_known_partitions(md, req, commit, topic_response, partition_response, denied=None, use_topic_ids=False):
     """``commit(request)``: the coordinator's answer (a response or a PendingResponse) for a
-    request holding only known partitions. Returns the whole request's answer."""
+    request holding only known partitions. Returns the whole request's answer. Topics in
+    ``denied`` (READ refused by the authorizer) are answered TOPIC_AUTHORIZATION_FAILED."""
     if use_topic_ids:
-        return _commit_by_topic_ids(md, req, commit, topic_response, partition_response)
-    if _all_known(md, req.topics):
+        return _commit_by_topic_ids(md, req, commit, topic_response, partition_response, denied)
+    if not denied and _all_known(md, req.topics):
         return commit(req)
     unknown, known = [], []
     for t in req.topics:
         topic = md.get(t.name)
-        bad = [p.partition_index for p in t.partitions
-               if topic is None or not 0 <= p.partition_index < topic.num_partitions]
+        if denied and t.name in denied:
+            bad = [p.partition_index for p in t.partitions]
+            code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        else:
+            bad = [p.partition_index for p in t.partitions
+                   if topic is None or not 0 <= p.partition_index < topic.num_partitions]
+            code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         if bad:
-            unknown.append((t.name, bad, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+            unknown.append((t.name, bad, code))
             t = copy.copy(t)
             t.partitions = [p for p in t.partitions if p.partition_index not in bad]
         if t.partitions:
@@ -35,7 +41,7 @@ def commit_known_partitions(md, req, commit, topic_response, partition_response,
     return _merge(req, known, unknown, commit, topic_response, partition_response, None)
 
 
-def _commit_by_topic_ids(md, req, commit, topic_response, partition_response):
+def _commit_by_topic_ids(md, req, commit, topic_response, partition_response, denied):
     unknown, known, ids = [], [], {}
     for t in req.topics:
         topic = md.by_id(t.topic_id)
@@ -45,9 +51,13 @@ def _commit_by_topic_ids(md, req, commit, topic_response, partition_response):
         ids[topic.name] = topic.topic_id
         t = copy.copy(t)
         t.name = topic.name
-        bad = [p.partition_index for p in t.partitions if not 0 <= p.partition_index < topic.num_partitions]
+        if denied and topic.name in denied:
+            bad, code = [p.partition_index for p in t.partitions], ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        else:
+            bad = [p.partition_index for p in t.partitions if not 0 <= p.partition_index < topic.num_partitions]
+            code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         if bad:
-            unknown.append((topic.topic_id, bad, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+            unknown.append((topic.topic_id, bad, code))
             t.partitions = [p for p in t.partitions if p.partition_index not in bad]
         if t.partitions:
             known.append(t)
