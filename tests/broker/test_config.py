@@ -64,10 +64,10 @@ def test_every_kafka_broker_key_is_accepted():
     cfg = BrokerConfig({"transaction.partition.verification.enable": "false", "transaction.state.log.min.isr": "1",
                         "producer.id.expiration.check.interval.ms": "1000", "process.roles": "broker,controller",
                         "controller.quorum.bootstrap.servers": "localhost:9093", "num.replica.fetchers": "2",
-                        "ssl.keystore.location": "/x"})
+                        "background.threads": "4"})
     assert cfg["transaction.partition.verification.enable"] is False
     assert cfg["producer.id.expiration.check.interval.ms"] == 1000
     assert cfg.not_applied == {"process.roles": "broker,controller", "controller.quorum.bootstrap.servers":
-                               "localhost:9093", "num.replica.fetchers": "2", "ssl.keystore.location": "/x"}
+                               "localhost:9093", "num.replica.fetchers": "2", "background.threads": "4"}
     with pytest.raises(ConfigError, match="Unknown configuration 'no.such.key'"):
         BrokerConfig({"no.such.key": "1"})
