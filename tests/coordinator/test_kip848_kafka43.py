@@ -130,3 +130,37 @@ def test_full_group_refuses_any_unknown_member_id_before_looking_it_up():
     # members are not refused, and an existing static member's instance id is not counted again
     assert c.hb("g", "m1", 1, owned={}).error_code == 0
     assert c.hb("g", "m9", 0, topics=["a"], instance_id="i2").error_code == E.UNRELEASED_INSTANCE_ID
+
+
+# -- ConsumerGroup.subscriptionType: regexes count ----------------------------------------------------
+
+def test_subscription_type_counts_regexes():
+    from kgroup.coordinator.assignor import SubscriptionType as T
+    c = CgCtx({"ta": 3, "tb": 2, "x": 1})
+    join(c, "g", "m1", regex="t.*")
+    join(c, "g", "m2", regex="t.*")
+    assert c.cg("g").subscription_type() is T.HOMOGENEOUS        # one regex, every member
+    join(c, "g", "m3", regex="ta|tb")                             # same topics, another regex
+    assert c.cg("g").subscription_type() is T.HETEROGENEOUS
+    c2 = CgCtx({"ta": 3, "tb": 2})
+    join(c2, "g", "m1", topics=["ta", "tb"])
+    join(c2, "g", "m2", regex="t.*")                              # same topics by name and by regex
+    assert c2.cg("g").subscription_type() is T.HETEROGENEOUS
+    c3 = CgCtx({"ta": 1})
+    join(c3, "g", "m1", topics=["ta", "zz"])                      # names count whether they exist or not
+    join(c3, "g", "m2", topics=["ta", "zz"])
+    assert c3.cg("g").subscription_type() is T.HOMOGENEOUS
+
+
+def test_names_and_a_regex_for_the_same_topics_use_the_heterogeneous_builder():
+    """m1 by name, m2 by a regex matching the same two topics: HETEROGENEOUS, so the uniform
+    assignor's heterogeneous builder balances topic by topic (ta, 1.5 partitions per subscriber,
+    first): m1 keeps ta-0 and tb, ta-1 and ta-2 move to m2. The homogeneous builder would have
+    kept ta whole on m1 and moved tb."""
+    c = CgCtx({"ta": 3, "tb": 2})
+    r1 = join(c, "g", "m1", topics=["ta", "tb"])
+    assert c.names(r1) == {"ta": [0, 1, 2], "tb": [0, 1]}
+    join(c, "g", "m2", regex="t.*")
+    g = c.cg("g")
+    assert {m: c.names(a) for m, a in g.target_assignment.items()} == {
+        "m1": {"ta": [0], "tb": [0, 1]}, "m2": {"ta": [1, 2]}}

@@ -110,11 +110,8 @@ class ConsumerGroup(Group):
         return self.static_members.get(instance_id)
 
     def subscription_type(self) -> SubscriptionType:
-        """HOMOGENEOUS when every subscribed topic name is subscribed by every member."""
-        n = len(self.members)
-        if all(c == n for c in self.subscribed_topic_names.values()):
-            return SubscriptionType.HOMOGENEOUS
-        return SubscriptionType.HETEROGENEOUS
+        """The group's subscription type (Kafka's ConsumerGroup.subscriptionType) as replayed."""
+        return compute_subscription_type(self.members.values(), self.resolved_regexes)
 
     def preferred_server_assignor(self, default: str) -> str:
         """The assignor most members ask for, else the default; a tie goes to the first in Kafka's
@@ -290,6 +287,36 @@ class ConsumerGroup(Group):
                             f"partition is still owned at a different epoch {prev}")
                 if not epochs:
                     del self.partition_epochs[topic_id]
+
+
+def compute_subscription_type(members, resolved_regexes: Mapping[str, ResolvedRegex]) -> SubscriptionType:
+    """Kafka's ConsumerGroup.subscriptionType over ``members`` and the regex resolutions: without
+    regexes, HOMOGENEOUS when every subscribed topic name is subscribed by every member; with
+    regexes, HOMOGENEOUS only when every member subscribes to the same one regex and no topic is
+    also subscribed by name (nor by another resolved regex). Topics count whether they exist or not."""
+    n = 0
+    by_name: Counter = Counter()
+    regexes: Counter = Counter()
+    for m in members:
+        n += 1
+        by_name.update(m.subscribed_topic_names)
+        if m.subscribed_topic_regex:
+            regexes[m.subscribed_topic_regex] += 1
+    if not regexes:
+        if all(c == n for c in by_name.values()):
+            return SubscriptionType.HOMOGENEOUS
+        return SubscriptionType.HETEROGENEOUS
+    # a member has at most one regex: one regex counted n times is the only one
+    if next(iter(regexes.values())) != n:
+        return SubscriptionType.HETEROGENEOUS
+    if by_name:
+        return SubscriptionType.HETEROGENEOUS
+    by_regex: Counter = Counter()
+    for resolved in resolved_regexes.values():
+        by_regex.update(resolved.topics)
+    if any(c != 1 for c in by_regex.values()):
+        return SubscriptionType.HETEROGENEOUS
+    return SubscriptionType.HOMOGENEOUS
 
 
 def _commit_timestamp(offset) -> int:

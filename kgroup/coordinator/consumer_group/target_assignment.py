@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from ..assignor import ASSIGNORS, GroupSpec, MemberSpec, SubscriptionType, hash_map_put_order
+from ..assignor import ASSIGNORS, GroupSpec, MemberSpec, hash_map_put_order
 from ..coordinator_records import CoordinatorRecord
 from . import consumer_group_records as rec
-from .group import ConsumerGroup, ResolvedRegex, TopicMetadata
+from .group import ConsumerGroup, ResolvedRegex, TopicMetadata, compute_subscription_type
 from .member import ConsumerGroupMember, freeze
 
 
@@ -43,10 +43,8 @@ def build_target_assignment(group: ConsumerGroup, group_epoch: int, assignor: st
         members[member_id] = new
         targets[member_id] = start
 
-    # The subscription type counts topic names (regex matches included), existing or not, as
-    # ConsumerGroup.subscriptionType does: homogeneous when every member has the same names.
     resolved = {m: ConsumerGroup.resolve_subscription(x, resolved_regexes) for m, x in members.items()}
-    kind = SubscriptionType.HOMOGENEOUS if len(set(resolved.values())) <= 1 else SubscriptionType.HETEROGENEOUS
+    kind = compute_subscription_type(members.values(), resolved_regexes)
 
     specs = {}
     for member_id in hash_map_put_order(members):
