@@ -1,6 +1,8 @@
 """ConsumerGroupHeartbeat as Kafka 4.3's GroupMetadataManager / GroupCoordinatorService decide it, on
 the fake clock; every step is checked by the harness (live durable state == a shard replayed from
 the log)."""
+import pytest
+
 from kgroup.coordinator.consumer_group import consumer_group_records as rec
 from kgroup.coordinator.consumer_group.member import MemberState
 
@@ -164,3 +166,84 @@ def test_names_and_a_regex_for_the_same_topics_use_the_heterogeneous_builder():
     g = c.cg("g")
     assert {m: c.names(a) for m, a in g.target_assignment.items()} == {
         "m1": {"ta": [0], "tb": [0, 1]}, "m2": {"ta": [1, 2]}}
+
+
+# -- the uniform assignor in Kafka's iteration orders (UniformHomogeneousAssignmentBuilder, 4.1+) -----
+#
+# Each expected target below was obtained by running Kafka 4.3's algorithm by hand from its source
+# (UniformHomogeneousAssignmentBuilder.maybeRevokePartitions / assignRemainingPartitions and the
+# TargetAssignmentBuilder that feeds it), with the Java orders worked out as written in each case.
+# Member order: the builder's memberSpecs is a HashMap<String, ...>; "m1".hashCode() = 109*31+49 =
+# 3428 (bucket 3428 & 15 = 4), "m2" 3429 (bucket 5), "m3" 3430 (bucket 6): m1, m2, m3.
+
+def _uuid(msb: int, lsb: int) -> bytes:
+    return msb.to_bytes(8, "big") + lsb.to_bytes(8, "big")
+
+
+def _ctx_with_ids(**topics):
+    """A CgCtx whose topics have the given (id, partitions)."""
+    from kgroup.coordinator.consumer_group.group import TopicMetadata
+    c = CgCtx()
+    for name, (tid, n) in topics.items():
+        c.topics[name] = TopicMetadata(tid, name, n)
+        c.topics_version += 1
+    return c
+
+
+def _targets(c):
+    return {m: c.names(a) for m, a in sorted(c.cg("g").target_assignment.items())}
+
+
+# (case, topics name -> (id, partitions), steps, expected targets after the last step)
+# Uuid.hashCode = (int)(x >> 32) ^ (int)x with x = msb ^ lsb.
+UNIFORM_CASES = [
+    # ta = (0, 2): hashCode 2, bucket 2; tb = (1, 0): hashCode 1, bucket 1. m1 alone holds ta and tb
+    # (3 + 3); m2 joins: 6 partitions, quota 3 each, no extra. m1 walks its Assignment map
+    # (Assignment.fromRecord: a HashMap<Uuid>) tb first: keeps tb (3 <= 3), quota 0, revokes ta 0, 1, 2
+    # (HashSet<Integer> order) to the unassigned list; m2 (quota 3) takes ta 0, 1, 2.
+    # (Walking the topics in id byte order, ta first, would have moved tb instead.)
+    ("topic order of a member's assignment",
+     {"ta": (_uuid(0, 2), 3), "tb": (_uuid(1, 0), 3)},
+     [("m1", ["ta", "tb"]), ("m2", ["ta", "tb"])],
+     {"m1": {"tb": [0, 1, 2]}, "m2": {"ta": [0, 1, 2]}}),
+    # t = (0, 7), 4 partitions: m1 alone gets 0-3; m2 joins: quota 2 each, m1 keeps 0, 1 (HashSet
+    # order), revokes 2, 3 -> m2. Then t grows to 5: min 2, one extra. m1 (index 0): quota 3, holds 2,
+    # quota 1 left with the extra, and 2 - 0 members > 1 extra left: gives the extra up (quota 0).
+    # m2 (index 1): quota 3, holds 2, 2 - 1 > 1 is false: keeps the extra, unfilled 1, takes t-4.
+    # (Handing the extra to the first member in order, as Kafka 4.0 did, gives t-4 to m1.)
+    ("extra partition given up (KAFKA-18688)",
+     {"t": (_uuid(0, 7), 4)},
+     [("m1", ["t"]), ("m2", ["t"]), ("grow", ("t", 5))],
+     {"m1": {"t": [0, 1]}, "m2": {"t": [2, 3, 4]}}),
+    # ta = (0, 2) bucket 2, tb = (1, 0) bucket 1, 2 partitions each. m1 alone: 4. m2 joins: quota 2;
+    # m1 walks tb first, keeps tb 0, 1, revokes ta 0, 1 -> m2. m3 joins: 4 partitions, 3 members: min
+    # 1, one extra. Subscribed topics (new HashSet<>(ids)): tb (bucket 1), ta (bucket 2); no partition is
+    # free. m1 (index 0): quota 2 with the extra, holds tb 0, 1 (2 <= 2): quota 0, the extra kept
+    # (1 extra left -> 0). m2 (index 1): quota 1, holds ta 0, 1 (2 > 1): keeps ta-0, revokes ta-1.
+    # m3: quota 1, takes ta-1.
+    ("three members, two topics",
+     {"ta": (_uuid(0, 2), 2), "tb": (_uuid(1, 0), 2)},
+     [("m1", ["ta", "tb"]), ("m2", ["ta", "tb"]), ("m3", ["ta", "tb"])],
+     {"m1": {"tb": [0, 1]}, "m2": {"ta": [0]}, "m3": {"ta": [1]}}),
+]
+
+
+@pytest.mark.parametrize("case,topics,steps,expected", UNIFORM_CASES, ids=[c[0] for c in UNIFORM_CASES])
+def test_uniform_homogeneous_moves_kafkas_partitions(case, topics, steps, expected):
+    from kgroup.coordinator.consumer_group.group import TopicMetadata
+    c = _ctx_with_ids(**topics)
+    epochs = {}
+    for who, what in steps:
+        if who == "grow":
+            name, n = what
+            old = c.topics[name]
+            c.topics[name] = TopicMetadata(old.topic_id, name, n)
+            c.topics_changed()
+            # the next heartbeat computes the new target
+            mid = sorted(epochs)[0]
+            r = c.hb("g", mid, epochs[mid], owned=c.names(c.cg("g").members[mid].assigned_partitions))
+            assert r.error_code == 0, r
+            continue
+        r = join(c, "g", who, topics=what)
+        epochs[who] = r.member_epoch
+    assert _targets(c) == expected

@@ -26,6 +26,7 @@ from typing import Mapping, NamedTuple
 
 from ...protocol.errors import ErrorCode, KafkaError
 from ..assignor import SubscriptionType, hash_map_put_order
+from ..assignor.java_order import TimelineHashOrder
 from ..coordinator_records import CoordinatorRecord
 from ..group import Group, GroupType
 from ..timer import cancel_member_timers
@@ -72,7 +73,8 @@ class ConsumerGroup(Group):
     type = GroupType.CONSUMER
     __slots__ = ("group_id", "group_epoch", "members", "static_members", "subscription_metadata",
                  "assignment_epoch", "target_assignment", "partition_epochs", "subscribed_topic_names",
-                 "subscribed_regexes", "server_assignors", "classic_members", "resolved_regexes")
+                 "subscribed_regexes", "server_assignors", "classic_members", "resolved_regexes",
+                 "member_order")
 
     def __init__(self, group_id: str):
         self.group_id = group_id
@@ -88,6 +90,8 @@ class ConsumerGroup(Group):
         self.server_assignors: Counter = Counter()
         self.classic_members = 0
         self.resolved_regexes: dict[str, ResolvedRegex] = {}
+        # the order Kafka's TimelineHashMap of members iterates in (the assignors see it)
+        self.member_order = TimelineHashOrder()
 
     # -- reads -------------------------------------------------------------------------------------
     @property
@@ -230,6 +234,8 @@ class ConsumerGroup(Group):
     def _update_member(self, new: ConsumerGroupMember) -> None:
         old = self.members.get(new.member_id)
         self.members[new.member_id] = new
+        if old is None:
+            self.member_order.add(new.member_id)
         self._count(old, -1)
         self._count(new, +1)
         if old is not None:
@@ -241,6 +247,7 @@ class ConsumerGroup(Group):
 
     def _remove_member(self, member_id: str) -> None:
         old = self.members.pop(member_id)
+        self.member_order.remove(member_id)
         self._count(old, -1)
         self._remove_epochs(old)
         if old.instance_id is not None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from ..assignor import ASSIGNORS, GroupSpec, MemberSpec, hash_map_put_order
+from ..assignor.java_order import hash_map_order, int_hash_set_copy_order
 from ..coordinator_records import CoordinatorRecord
 from . import consumer_group_records as rec
 from .group import ConsumerGroup, ResolvedRegex, TopicMetadata, compute_subscription_type
@@ -46,11 +47,16 @@ def build_target_assignment(group: ConsumerGroup, group_epoch: int, assignor: st
     resolved = {m: ConsumerGroup.resolve_subscription(x, resolved_regexes) for m, x in members.items()}
     kind = compute_subscription_type(members.values(), resolved_regexes)
 
+    # Kafka's memberSpecs: a HashMap filled from the group's members (in its TimelineHashMap
+    # order), then the updated members; a removed member leaves the table as grown
+    puts = list(group.member_order) + [m for m, x in updated.items() if x is not None and m not in group.members]
     specs = {}
-    for member_id in hash_map_put_order(members):
+    for member_id in hash_map_put_order(puts):
+        if member_id not in members:
+            continue
         m = members[member_id]
         ids = frozenset(topics_by_name[t].topic_id for t in resolved[member_id] if t in topics_by_name)
-        specs[member_id] = MemberSpec(ids, targets[member_id], m.instance_id, m.rack_id)
+        specs[member_id] = MemberSpec(ids, _java_ordered(targets[member_id]), m.instance_id, m.rack_id)
     counts = {t.topic_id: t.num_partitions for t in topics_by_name.values()}
     new_assignment = {m: freeze(a) for m, a in ASSIGNORS[assignor](GroupSpec(specs, kind), counts).items()}
 
@@ -61,3 +67,10 @@ def build_target_assignment(group: ConsumerGroup, group_epoch: int, assignor: st
             records.append(rec.target_assignment_record(group.group_id, member_id, new))
     records.append(rec.target_assignment_epoch_record(group.group_id, group_epoch))
     return records, {m: new_assignment.get(m, {}) for m in specs}
+
+
+def _java_ordered(assignment: Mapping[bytes, frozenset]) -> dict[bytes, list[int]]:
+    """A target as Kafka's Assignment.fromRecord iterates it: topics in HashMap<Uuid> order,
+    partitions in HashSet<Integer> order (a record lists them sorted here, which stands in for
+    Kafka's list order where two partitions share a bucket)."""
+    return {t: int_hash_set_copy_order(sorted(assignment[t])) for t in hash_map_order(sorted(assignment))}
