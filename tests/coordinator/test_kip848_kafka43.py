@@ -247,3 +247,12 @@ def test_uniform_homogeneous_moves_kafkas_partitions(case, topics, steps, expect
         r = join(c, "g", who, topics=what)
         epochs[who] = r.member_epoch
     assert _targets(c) == expected
+
+
+def test_an_empty_regex_sent_where_none_was_is_no_subscription_change():
+    """librdkafka sends the unused subscription field empty; an empty regex is no regex
+    (maybeUpdateRegularExpressions: neither side is a regex), so the epoch stays."""
+    c = CgCtx({"a": 2})
+    r = join(c, "g", "m1", topics=["a"])
+    r = c.hb("g", "m1", 1, topics=["a"], regex="", owned={"a": [0, 1]})
+    assert r.error_code == 0 and c.cg("g").group_epoch == 1 and c.cg("g").members["m1"].subscribed_topic_regex == ""

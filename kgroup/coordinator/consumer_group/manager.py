@@ -505,7 +505,9 @@ def _subscription_of(m: ConsumerGroupMember) -> tuple:
 
 
 def _topics_of(m: ConsumerGroupMember) -> tuple:
-    return (m.subscribed_topic_names, m.subscribed_topic_regex)
+    """What the member subscribes to: its names and its regex (an empty regex is none, as Kafka's
+    isNotEmpty checks treat it)."""
+    return (m.subscribed_topic_names, m.subscribed_topic_regex or None)
 
 
 def _assignment_state(m: ConsumerGroupMember) -> tuple:
