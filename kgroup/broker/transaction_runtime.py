@@ -20,7 +20,10 @@ that transactional id (the next transaction's AddPartitionsToTxn / AddOffsetsToT
 InitProducerId), which clients retry after a backoff (librdkafka: 20 ms for AddPartitionsToTxn,
 retry.backoff.ms, 100 ms, for AddOffsetsToTxn). Here such a request waits in the runtime
 (``_completing``) and runs once the transaction completes, which is what the retry would get,
-without the backoff. The shard itself still answers CONCURRENT_TRANSACTIONS in a Prepare state
+without the backoff; if the transaction has not completed within ``COMPLETION_WAIT_S`` (its
+markers cannot be written), it is answered CONCURRENT_TRANSACTIONS as Kafka would answer it,
+and the client retries. Requests waiting when the partition is unloaded get NOT_COORDINATOR.
+The shard itself still answers CONCURRENT_TRANSACTIONS in a Prepare state
 (the runtime does not ask it then).
 """
 from __future__ import annotations
@@ -42,6 +45,9 @@ from .pending import PendingResponse
 log = logging.getLogger("kgroup.transaction_coordinator")
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 MARKER_RETRY_S = 0.1        # a marker that could not be written is retried (Kafka retries until it is)
+# How long a request waits for its transaction to complete before it is answered
+# CONCURRENT_TRANSACTIONS (what Kafka answers at once; clients retry it after a backoff)
+COMPLETION_WAIT_S = 1.0
 _DURABLE = PendingResponse(flush_only=True)     # an answered flush wait: nothing to wait for
 _DURABLE.answer(None)
 
@@ -115,7 +121,9 @@ class TransactionRuntime:
         waiting = self._completing.get(transactional_id)
         if waiting is not None:
             token = PendingResponse()
-            waiting.append((handle, req, version, extra, token))
+            entry = (handle, req, version, extra, token)
+            waiting.append(entry)
+            asyncio.get_running_loop().call_later(COMPLETION_WAIT_S, self._give_up, transactional_id, entry)
             return token
         self.ensure_topic()
         return self.runtime.execute(self.shard_for(transactional_id), handle, req, version, *extra)
@@ -137,6 +145,15 @@ class TransactionRuntime:
                 setattr(sub, field, items)
                 parts.append((p, sub))
         return self.runtime.execute_parts(parts, handle, version, merge, *extra)
+
+    def _give_up(self, transactional_id: str, entry) -> None:
+        """The transaction did not complete in time (its markers do not land): the waiting
+        request gets CONCURRENT_TRANSACTIONS, as Kafka answers it at once, and the client retries."""
+        waiting = self._completing.get(transactional_id)
+        if waiting is not None and entry in waiting:
+            waiting.remove(entry)
+            handle, req, version, _extra, token = entry
+            token.answer(handle.error_response(req, version, ErrorCode.CONCURRENT_TRANSACTIONS))
 
     def _resume(self, transactional_id: str, error=None) -> None:
         """The transaction of ``transactional_id`` completed (or ``error``: never will, the log

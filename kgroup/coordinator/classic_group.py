@@ -322,10 +322,6 @@ class ClassicGroup(Group):
     def is_empty(self) -> bool:
         return self.state is S.EMPTY
 
-    def is_simple_group(self) -> bool:
-        """Made by an offset commit without group management: no protocol, no members."""
-        return self.protocol_type is None and not self.members and not self.pending_join_members
-
     def protocol_type_name(self) -> str:
         return self.protocol_type or ""
 

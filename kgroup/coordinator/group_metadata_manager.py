@@ -152,9 +152,6 @@ class GroupMetadataManager(JoinGroupMixin):
         if group.state is S.PREPARING_REBALANCE and group.has_all_members_joined():
             self.complete_group_join(group, res)
 
-    def cancel_group_timers(self, group) -> None:
-        group.cancel_timers(self.timer)
-
     # == rebalance mechanics ======================================================================
     def maybe_prepare_rebalance_or_complete_join(self, group, res) -> None:
         if group.can_rebalance():

@@ -73,7 +73,7 @@ class JoinGroupMixin:
                     del self.groups[group.group_id]
                 else:
                     self.groups[group.group_id] = replaced
-            self.cancel_group_timers(group)
+            group.cancel_timers(self.timer)
             for member in group.members.values():
                 if member.awaiting_join is not None:
                     tok, ver = member.awaiting_join

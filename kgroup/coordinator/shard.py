@@ -43,7 +43,6 @@ from .config import GroupCoordinatorConfig
 from .consumer_group import group as consumer_group
 from .consumer_group import consumer_group_records
 from .consumer_group.manager import ConsumerGroupManager, heartbeat_error
-from .consumer_group.migration import Migration
 from .group_metadata_manager import GroupMetadataManager
 from .offset_metadata_manager import OffsetMetadataManager
 from .responses import (FetchGroup, delete_groups_response, describe_error_group, join_response,
@@ -113,12 +112,11 @@ class GroupCoordinatorShard:
         # the version of the image that last brought new topics (regex resolution); ``group_configs``
         # the groups' GROUP config overrides (config.GroupConfigs), configuration kept current by the runtime
         self.consumer_group_manager = ConsumerGroupManager(self.config, self.timer, uuids, self.groups,
-                                                           topics, topics_version, group_configs)
+                                                           self.group_metadata_manager, topics, topics_version,
+                                                           group_configs)
         # online migration between the two protocols (KIP-848), and classic members inside
         # consumer groups
-        self.migration = Migration(self.config, self.timer, uuids, self.group_metadata_manager,
-                                   self.consumer_group_manager)
-        self.consumer_group_manager.migration = self.migration
+        self.migration = self.consumer_group_manager.migration
         self.is_loaded = False
         self.skipped_records = 0
 

@@ -317,6 +317,27 @@ def test_end_txn_answered_once_prepared_and_next_request_waits_for_completion(tm
     _inproc(tmp_path, monkeypatch, scenario)
 
 
+def test_a_request_behind_a_transaction_whose_markers_never_land_gets_concurrent_transactions(tmp_path, monkeypatch):
+    """The markers of an ended transaction are never written (the test hook holds them): the
+    next AddPartitionsToTxn waits a bounded time, then is answered CONCURRENT_TRANSACTIONS as
+    Kafka answers it, and so is every retry; nothing waits for ever."""
+    async def scenario(b, connect):
+        conn = await connect()
+        pid, epoch = await _open_transaction(b, conn, "tx-h")
+        b.transaction_coordinator.hold_markers = True
+        ended, = await _pipelined(conn, [(EndTxnRequest(transactional_id="tx-h", producer_id=pid,
+                                                        producer_epoch=epoch, committed=True), 3)])
+        assert ended.error_code == 0
+        started = time.monotonic()
+        add, = await _pipelined(conn, [_add_partitions("tx-h", pid, epoch, [1])])
+        waited = time.monotonic() - started
+        assert add.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == \
+            E.CONCURRENT_TRANSACTIONS
+        assert 0.9 <= waited < 5
+        assert b.transaction_coordinator._completing == {"tx-h": []}
+    _inproc(tmp_path, monkeypatch, scenario)
+
+
 def test_txn_offset_commit_does_not_hold_the_produce_behind_it(tmp_path, monkeypatch):
     """A TxnOffsetCommit waits only for the fsync of its (replayed) pending offsets, so the
     transaction's Produce pipelined behind it on the same connection (as librdkafka sends them)

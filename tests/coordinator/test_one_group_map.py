@@ -135,3 +135,22 @@ def test_a_consumer_group_takes_over_an_empty_classic_group_with_a_tombstone():
     assert any(rec.decode_record(k, v).record_type == rec.GROUP_METADATA and v is None
                for k, v in c.log if k[:2] == (2).to_bytes(2, "big"))
     assert c.fetched("g", {"a": [0]}) == {("a", 0): (4, 0)}
+
+
+def test_two_session_timeouts_due_together_each_see_the_other_replayed():
+    """Each expired timer is its own write (Kafka schedules each as a write operation): two
+    members whose sessions end in the same poll bump the group epoch twice, to two epochs."""
+    from kgroup.coordinator.consumer_group import consumer_group_records as cg_rec
+    c = Ctx({"a": 3})
+    consumer_group(c, mid="m1")
+    consumer_group(c, mid="m2")
+    epoch = consumer_group(c, mid="m3")
+    before = c.cg("g").group_epoch
+    for _ in range(5):                  # m3 heartbeats, m1 and m2 are silent
+        c.advance(10_000)
+        assert c.hb("g", "m3", c.cg("g").members["m3"].member_epoch).error_code == 0
+    assert set(c.cg("g").members) == {"m3"}
+    epochs = [cg_rec.decode_record(k, v).value_struct.epoch for k, v in c.log
+              if k[:2] == (cg_rec.GROUP_METADATA).to_bytes(2, "big") and v is not None]
+    assert epochs[-2:] == [before + 1, before + 2], epochs
+    assert epoch > 0

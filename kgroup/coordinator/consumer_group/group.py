@@ -436,6 +436,32 @@ def replay(groups: dict[str, Group], record: CoordinatorRecord) -> None:
         raise ValueError(f"not a consumer group record type: {t}")
 
 
+# -- views shared by the heartbeat and the migration paths ------------------------------------------
+
+def assignment_state(m: ConsumerGroupMember) -> tuple:
+    """What a member's current assignment record says: equal tuples need no new record."""
+    return (m.member_epoch, m.previous_member_epoch, m.state, m.assigned_partitions, m.partitions_pending_revocation)
+
+
+def preferred_assignor(members, default: str) -> str:
+    """The server assignor ``members`` would choose (``ConsumerGroup.preferred_server_assignor``)."""
+    probe = ConsumerGroup("")
+    for m in members:
+        if m.server_assignor_name:
+            probe.server_assignors[m.server_assignor_name] += 1
+    return probe.preferred_server_assignor(default)
+
+
+def subscription_metadata(members, image: Mapping[str, TopicMetadata],
+                          resolved_regexes: Mapping[str, ResolvedRegex] | None = None) -> dict[str, TopicMetadata]:
+    """The metadata of every existing topic some member subscribes to, by name or by regex (the
+    topics ``resolved_regexes`` says the regex stands for)."""
+    names: set = set()
+    for m in members:
+        names |= ConsumerGroup.resolve_subscription(m, resolved_regexes or {})
+    return {n: image[n] for n in sorted(names) if n in image}
+
+
 # -- the record sequences Kafka writes for removals --------------------------------------------------
 
 def member_removal_records(group_id: str, member_id: str) -> list[CoordinatorRecord]:

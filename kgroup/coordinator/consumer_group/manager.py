@@ -36,8 +36,10 @@ from ..timer import cancel_member_timers, rebalance_key, session_key
 from ..config import CONSUMER_HEARTBEAT_INTERVAL_MS, CONSUMER_SESSION_TIMEOUT_MS, GroupConfigs
 from . import consumer_group_records as rec
 from .current_assignment import reconcile
+from .migration import Migration
 from .describe import describe_group, group_not_found
-from .group import (EMPTY_RESOLVED_REGEX, ConsumerGroup, ResolvedRegex, TopicMetadata, member_removal_records)
+from .group import (EMPTY_RESOLVED_REGEX, ConsumerGroup, ResolvedRegex, TopicMetadata, assignment_state,
+                    member_removal_records, preferred_assignor, subscription_metadata)
 from .member import ConsumerGroupMember, MemberState
 from .target_assignment import build_target_assignment
 from .validation import (JOIN_GROUP_MEMBER_EPOCH, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
@@ -78,8 +80,9 @@ def _is_subset(owned, assigned) -> bool:
 
 
 class ConsumerGroupManager:
-    def __init__(self, config, timer, uuid_factory, groups: dict[str, Group], topics: Topics | None = None,
-                 topics_version: Callable[[], int] | None = None, group_configs: GroupConfigs | None = None):
+    def __init__(self, config, timer, uuid_factory, groups: dict[str, Group], group_metadata_manager,
+                 topics: Topics | None = None, topics_version: Callable[[], int] | None = None,
+                 group_configs: GroupConfigs | None = None):
         self.config = config
         self.group_configs: GroupConfigs = {} if group_configs is None else group_configs
         self.timer = timer
@@ -87,9 +90,10 @@ class ConsumerGroupManager:
         self.topics: Topics = topics or (lambda: {})
         self.topics_version: Callable[[], int] = topics_version or (lambda: -1)
         self.groups = groups       # the shard's one group map, shared with the other managers
-        # online migration (migration.Migration), set by the shard: upgrades classic groups
-        # joined by a consumer-protocol member and downgrades when the last one leaves
-        self.migration = None
+        # online migration between the protocols (KIP-848): upgrades classic groups joined by a
+        # consumer-protocol member, downgrades when the last one leaves, and classic members
+        # inside consumer groups
+        self.migration = Migration(config, timer, uuid_factory, group_metadata_manager, self)
 
     def consumer_group(self, group_id: str) -> ConsumerGroup | None:
         group = self.groups.get(group_id)
@@ -127,12 +131,6 @@ class ConsumerGroupManager:
                 self._schedule_session(group.group_id, m.member_id)
                 if m.state is MemberState.UNREVOKED_PARTITIONS:
                     self._schedule_rebalance(group.group_id, m)
-
-    def cancel_timers(self) -> None:
-        for group in self.consumer_groups():
-            for member_id in group.members:
-                self.timer.cancel(session_key(group.group_id, member_id))
-                self.timer.cancel(rebalance_key(group.group_id, member_id))
 
     # == ConsumerGroupHeartbeat ======================================================================
     def heartbeat(self, req, version: int, res, client_id: str = "", client_host: str = ""):
@@ -317,7 +315,7 @@ class ConsumerGroupManager:
             upd: dict = {member_id: updated}
             if replaced_static is not None:
                 upd[replaced_static.member_id] = None
-            assignor = _preferred_assignor(members.values(), self.default_assignor)
+            assignor = preferred_assignor(members.values(), self.default_assignor)
             target_records, targets = build_target_assignment(group, group_epoch, assignor, metadata, upd, resolved)
             records += target_records
             target = targets.get(member_id, {})
@@ -326,7 +324,7 @@ class ConsumerGroupManager:
         # -- reconciliation -------------------------------------------------------------------------
         owned = [] if joining else _owned(req)
         reconciled = reconcile(updated, assignment_epoch, target, group.current_partition_epoch, owned)
-        if is_new or _assignment_state(reconciled) != _assignment_state(existing):
+        if is_new or assignment_state(reconciled) != assignment_state(existing):
             records.append(rec.current_assignment_record(group_id, reconciled))
         for r in records:
             res.add_record(r)
@@ -499,27 +497,10 @@ class ConsumerGroupManager:
         return describe_group(group, self.default_assignor, names)
 
 
-def _subscription_of(m: ConsumerGroupMember) -> tuple:
-    return (m.instance_id, m.rack_id, m.client_id, m.client_host, m.subscribed_topic_names, m.subscribed_topic_regex,
-            m.rebalance_timeout_ms, m.server_assignor_name)
-
-
 def _topics_of(m: ConsumerGroupMember) -> tuple:
     """What the member subscribes to: its names and its regex (an empty regex is none, as Kafka's
     isNotEmpty checks treat it)."""
     return (m.subscribed_topic_names, m.subscribed_topic_regex or None)
-
-
-def _assignment_state(m: ConsumerGroupMember) -> tuple:
-    return (m.member_epoch, m.previous_member_epoch, m.state, m.assigned_partitions, m.partitions_pending_revocation)
-
-
-def _preferred_assignor(members, default: str) -> str:
-    probe = ConsumerGroup("")
-    for m in members:
-        if m.server_assignor_name:
-            probe.server_assignors[m.server_assignor_name] += 1
-    return probe.preferred_server_assignor(default)
 
 
 def _unused_regex_tombstones(group: ConsumerGroup, members: Mapping[str, ConsumerGroupMember]) -> list:
@@ -527,13 +508,3 @@ def _unused_regex_tombstones(group: ConsumerGroup, members: Mapping[str, Consume
     used = {m.subscribed_topic_regex for m in members.values()}
     return [rec.regular_expression_tombstone(group.group_id, r) for r in sorted(group.resolved_regexes)
             if r not in used]
-
-
-def subscription_metadata(members, image: Mapping[str, TopicMetadata],
-                          resolved_regexes: Mapping[str, ResolvedRegex] | None = None) -> dict[str, TopicMetadata]:
-    """The metadata of every existing topic some member subscribes to, by name or by regex (the
-    topics ``resolved_regexes`` says the regex stands for)."""
-    names: set = set()
-    for m in members:
-        names |= ConsumerGroup.resolve_subscription(m, resolved_regexes or {})
-    return {n: image[n] for n in sorted(names) if n in image}

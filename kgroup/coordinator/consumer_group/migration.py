@@ -37,9 +37,9 @@ from ..responses import join_response, sync_response
 from . import group as group_model
 from . import consumer_group_records as rec
 from .current_assignment import reconcile
-from .group import ConsumerGroup, IllegalReplayState, group_deletion_records, member_removal_records
+from .group import (ConsumerGroup, IllegalReplayState, assignment_state, group_deletion_records,
+                    member_removal_records, preferred_assignor, subscription_metadata)
 from ..timer import join_timeout_key, sync_timeout_key
-from .manager import _assignment_state, _preferred_assignor, subscription_metadata
 from .member import ConsumerGroupMember, MemberState, freeze
 from .target_assignment import build_target_assignment
 
@@ -196,7 +196,7 @@ class Migration:
 
         def committed(r):
             if self.classic.classic_group(group_id) is not classic:     # the tombstone was replayed
-                self.classic.cancel_group_timers(classic)
+                classic.cancel_timers(self.timer)
         res.on_commit(committed)
         return group
 
@@ -468,7 +468,7 @@ class Migration:
             upd: dict = {member_id: updated}
             if replaced is not None:
                 upd[replaced.member_id] = None
-            assignor = _preferred_assignor(members.values(), self.consumer.default_assignor)
+            assignor = preferred_assignor(members.values(), self.consumer.default_assignor)
             target_records, targets = build_target_assignment(group, group_epoch, assignor, metadata, upd)
             records += target_records
             target, target_epoch = targets.get(member_id, {}), group_epoch
@@ -485,7 +485,7 @@ class Migration:
         if not updated.is_reconciled_to(target_epoch):
             reconciled = reconcile(updated, target_epoch, target, partition_epoch,
                                    _owned_from_subscription(sub, ids_by_name))
-        if _assignment_state(reconciled) != _assignment_state(updated) or \
+        if assignment_state(reconciled) != assignment_state(updated) or \
                 (replaced is None and member_id not in group.members):
             records.append(rec.current_assignment_record(gid, reconciled))
         # 4. the last consumer-protocol member was the static member this one replaces: downgrade
