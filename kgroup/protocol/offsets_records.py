@@ -171,6 +171,7 @@ ConsumerGroupCurrentMemberAssignmentValue = message('ConsumerGroupCurrentMemberA
         ('TopicPartitions', [
             F('topic_id', 'uuid', '0+'),
             F('partitions', '[]int32', '0+'),
+            F('assignment_epochs', '[]int32', '0+', nullable='0+', tag=0, tagged='0+', default="null"),
         ]),
     ],
     fields=[

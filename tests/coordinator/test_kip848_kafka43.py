@@ -256,3 +256,58 @@ def test_an_empty_regex_sent_where_none_was_is_no_subscription_change():
     r = join(c, "g", "m1", topics=["a"])
     r = c.hb("g", "m1", 1, topics=["a"], regex="", owned={"a": [0, 1]})
     assert r.error_code == 0 and c.cg("g").group_epoch == 1 and c.cg("g").members["m1"].subscribed_topic_regex == ""
+
+
+# -- ConsumerGroup.validateOffsetCommit: per-partition assignment epochs (Kafka 4.3, KIP-1251) --------
+
+def test_an_older_member_epoch_commits_the_partitions_it_already_had():
+    c = CgCtx({"a": 2, "b": 2})
+    r = join(c, "g", "m1", topics=["a"])                                  # a-0, a-1 at epoch 1
+    r = c.hb("g", "m1", 1, topics=["a", "b"], owned={"a": [0, 1]})        # b-0, b-1 at epoch 2
+    assert r.member_epoch == 2 and c.names(r) == {"a": [0, 1], "b": [0, 1]}
+    m = c.cg("g").members["m1"]
+    assert m.assignment_epoch(c.topics["a"].topic_id, 0) == 1 and m.assignment_epoch(c.topics["b"].topic_id, 1) == 2
+    # the record carries them (ConsumerGroupCurrentMemberAssignmentValue.AssignmentEpochs)
+    last = [v for t, _, v in written(c, 0) if t == rec.CURRENT_MEMBER_ASSIGNMENT][-1]
+    assert sorted((tp.partitions, tp.assignment_epochs) for tp in last.assigned_partitions) == [
+        ([0, 1], [1, 1]), ([0, 1], [2, 2])]
+    # a commit at epoch 1 (sent before the epoch-2 heartbeat answer arrived) for a partition held since
+    # epoch 1 is accepted ...
+    assert c.commit("g", {("a", 0): 5}, member_id="m1", generation=1) == {("a", 0): 0}
+    assert c.shard.offset_metadata_manager.offset("g", "a", 0).committed_offset == 5
+    # ... one for a partition assigned at epoch 2 fails the whole request, nothing written
+    assert c.commit("g", {("a", 1): 6, ("b", 0): 7}, member_id="m1", generation=1) == {
+        ("a", 1): E.STALE_MEMBER_EPOCH, ("b", 0): E.STALE_MEMBER_EPOCH}
+    assert c.shard.offset_metadata_manager.offset("g", "a", 1) is None
+    # a partition it does not hold, and a newer epoch, are refused; the current epoch commits anything
+    assert c.commit("g", {("x", 0): 1}, member_id="m1", generation=1) == {("x", 0): E.STALE_MEMBER_EPOCH}
+    assert c.commit("g", {("a", 0): 8}, member_id="m1", generation=3) == {("a", 0): E.STALE_MEMBER_EPOCH}
+    assert c.commit("g", {("b", 0): 9}, member_id="m1", generation=2) == {("b", 0): 0}
+
+
+def test_static_member_temporary_leave_resets_its_assignment_epochs_to_zero():
+    c = CgCtx({"a": 2})
+    join(c, "g", "m1", topics=["a"], instance_id="i1")
+    assert c.hb("g", "m1", -2, instance_id="i1").error_code == 0
+    tid = c.topics["a"].topic_id
+    assert c.cg("g").members["m1"].assignment_epoch(tid, 0) == 0
+    r = join(c, "g", "m1b", topics=["a"], instance_id="i1")
+    assert c.names(r) == {"a": [0, 1]}
+    assert c.cg("g").members["m1b"].assignment_epoch(tid, 1) == 0
+    # the new member id may commit from any epoch for them; the old id is gone
+    assert c.commit("g", {("a", 1): 3}, member_id="m1b", generation=0) == {("a", 1): 0}
+    assert c.commit("g", {("a", 1): 3}, member_id="m1", generation=1) == {("a", 1): E.UNKNOWN_MEMBER_ID}
+
+
+def test_txn_offset_commit_with_an_older_epoch_is_checked_per_partition():
+    """validateTransactionalOffsetCommit + the validator: a partition assigned after the epoch, or
+    a topic the metadata image does not have, is ILLEGAL_GENERATION (TxnOffsetCommit has no
+    STALE_MEMBER_EPOCH)."""
+    from tests.coordinator.test_one_group_map import Ctx as TxnCtx
+    c = TxnCtx({"a": 2, "b": 2})
+    join(c, "g", "m1", topics=["a"])
+    assert c.hb("g", "m1", 1, topics=["a", "b"], owned={"a": [0, 1]}).member_epoch == 2
+    assert c.txn_commit("g", {("a", 0): 4}, member_id="m1", generation=1) == {("a", 0): E.NONE}
+    assert c.txn_commit("g", {("b", 0): 4}, member_id="m1", generation=1) == {("b", 0): E.ILLEGAL_GENERATION}
+    assert c.txn_commit("g", {("zz", 0): 4}, member_id="m1", generation=1) == {("zz", 0): E.ILLEGAL_GENERATION}
+    assert c.txn_commit("g", {("b", 0): 4}, member_id="m1", generation=2) == {("b", 0): E.NONE}

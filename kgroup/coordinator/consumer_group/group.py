@@ -162,17 +162,29 @@ class ConsumerGroup(Group):
         return not self.members
 
     def validate_offset_commit(self, member_id: str, instance_id: str | None, member_epoch: int,
-                               is_transactional: bool, api_version: int) -> None:
-        """OffsetCommit (and TxnOffsetCommit, ``is_transactional``) against this group."""
+                               is_transactional: bool, api_version: int):
+        """OffsetCommit (and TxnOffsetCommit, ``is_transactional``) against this group (Kafka 4.3's
+        ConsumerGroup.validateOffsetCommit): the member's current epoch commits anything; a newer
+        one is refused; an older one commits each partition it was assigned at or before that
+        epoch (createAssignmentEpochValidator, KIP-1251), checked per partition."""
         if member_epoch < 0 and not self.members:
-            return      # the admin client or a consumer without group management: an empty group
+            return None     # the admin client or a consumer without group management: an empty group
         if is_transactional and member_epoch == -1 and member_id == "" and instance_id is None:
-            return      # TxnOffsetCommit below v3 names no member
+            return None     # TxnOffsetCommit below v3 names no member
         m = self._member_or_unknown(member_id)
-        if not is_transactional and m.classic_member_metadata is None and api_version < 9:
+        classic = m.classic_member_metadata is not None
+        if not is_transactional and not classic and api_version < 9:
             raise KafkaError(ErrorCode.UNSUPPORTED_VERSION, "OffsetCommit version 9 or above must be used "
-                                                            "by members using the modern group protocol")
-        self._check_epoch(member_epoch, m.member_epoch, m.classic_member_metadata is not None)
+                                                            "by members using the consumer group protocol")
+        if member_epoch == m.member_epoch:
+            return None
+        if member_epoch > m.member_epoch:
+            if classic:
+                raise KafkaError(ErrorCode.ILLEGAL_GENERATION, f"Received generation id {member_epoch} is newer "
+                                                               f"than current member epoch {m.member_epoch}.")
+            raise KafkaError(ErrorCode.STALE_MEMBER_EPOCH, f"Received member epoch {member_epoch} is newer than "
+                                                           f"current member epoch {m.member_epoch}.")
+        return _assignment_epoch_validator(m, member_epoch)
 
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> None:
         """OffsetFetch v9+ with a member id and epoch (require the member's current epoch)."""
@@ -218,7 +230,8 @@ class ConsumerGroup(Group):
             "members": {mid: (m.member_epoch, m.previous_member_epoch, int(m.state), m.instance_id, m.rack_id,
                               m.rebalance_timeout_ms, m.client_id, m.client_host, sorted(m.subscribed_topic_names),
                               m.subscribed_topic_regex, m.server_assignor_name, m.classic_member_metadata,
-                              a(m.assigned_partitions), a(m.partitions_pending_revocation))
+                              a(m.assigned_partitions), a(m.partitions_pending_revocation),
+                              {t.hex(): sorted(e.items()) for t, e in sorted(m.assignment_epochs.items())})
                         for mid, m in sorted(self.members.items())},
             "static_members": dict(sorted(self.static_members.items())),
             "partition_epochs": {t.hex(): sorted(e.items()) for t, e in sorted(self.partition_epochs.items())},
@@ -296,6 +309,25 @@ class ConsumerGroup(Group):
                     del self.partition_epochs[topic_id]
 
 
+def _assignment_epoch_validator(member: ConsumerGroupMember, received: int):
+    """Kafka's createAssignmentEpochValidator: a partition the member neither holds nor is revoking,
+    or one assigned after the received epoch, is refused (ILLEGAL_GENERATION for a classic member,
+    else STALE_MEMBER_EPOCH)."""
+    code = ErrorCode.ILLEGAL_GENERATION if member.classic_member_metadata is not None else \
+        ErrorCode.STALE_MEMBER_EPOCH
+    what = "generation id" if member.classic_member_metadata is not None else "member epoch"
+
+    def validate(topic: str, topic_id: bytes | None, partition: int) -> None:
+        epoch = None if topic_id is None else member.assignment_epoch(topic_id, partition)
+        if epoch is None:
+            raise KafkaError(code, f"Partition {topic}-{partition} is not assigned or pending revocation "
+                                   f"for member.")
+        if received < epoch:
+            raise KafkaError(code, f"Received {what} {received} is older than assignment epoch {epoch} for "
+                                   f"partition {topic}-{partition}.")
+    return validate
+
+
 def compute_subscription_type(members, resolved_regexes: Mapping[str, ResolvedRegex]) -> SubscriptionType:
     """Kafka's ConsumerGroup.subscriptionType over ``members`` and the regex resolutions: without
     regexes, HOMOGENEOUS when every subscribed topic name is subscribed by every member; with
@@ -339,6 +371,23 @@ def _classic(value) -> tuple | None:
     if c is None:
         return None
     return (c.session_timeout_ms, tuple((p.name, bytes(p.metadata)) for p in c.supported_protocols))
+
+
+def _assignment_epochs(member_epoch: int, *lists) -> dict[bytes, dict[int, int]]:
+    """Kafka's Utils.assignmentFromTopicPartitions: each partition's assignment epoch, the member's
+    epoch (at least 0) for a record without them or with a list of another length."""
+    default = max(member_epoch, 0)
+    out: dict[bytes, dict[int, int]] = {}
+    for topic_partitions in lists:
+        for tp in topic_partitions:
+            epochs = tp.assignment_epochs
+            if epochs is not None and len(epochs) == len(tp.partitions):
+                pairs = zip(tp.partitions, epochs)
+            else:
+                pairs = ((p, default) for p in tp.partitions)
+            if tp.partitions:
+                out.setdefault(tp.topic_id, {}).update(pairs)
+    return out
 
 
 def _assignment(topic_partitions) -> dict[bytes, frozenset]:
@@ -385,11 +434,14 @@ def replay(groups: dict[str, Group], record: CoordinatorRecord) -> None:
                 member_epoch=value.member_epoch, previous_member_epoch=value.previous_member_epoch,
                 state=MemberState.from_value(value.state),
                 assigned_partitions=_assignment(value.assigned_partitions),
-                partitions_pending_revocation=_assignment(value.partitions_pending_revocation)))
+                partitions_pending_revocation=_assignment(value.partitions_pending_revocation),
+                assignment_epochs=_assignment_epochs(
+                    value.member_epoch, value.assigned_partitions, value.partitions_pending_revocation)))
         elif old is not None:
             group._update_member(old.replace(member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
                                              previous_member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
-                                             assigned_partitions={}, partitions_pending_revocation={}))
+                                             assigned_partitions={}, partitions_pending_revocation={},
+                                             assignment_epochs={}))
     elif t == rec.TARGET_ASSIGNMENT_MEMBER:
         if value is not None:
             group.target_assignment[key.member_id] = _assignment(value.topic_partitions)

@@ -416,9 +416,13 @@ class ConsumerGroupManager:
             raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")
         if req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             # a static member's temporary leave: it keeps its partitions (nobody else gets them)
-            # until it comes back under its instance id or its session expires
+            # until it comes back under its instance id or its session expires; their assignment
+            # epochs go back to 0, so the member that comes back owns them from epoch 0 and a
+            # commit of the old member id is fenced (Kafka's consumerGroupStaticMemberGroupLeave)
             res.add_record(rec.current_assignment_record(
-                group_id, member.replace(member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, partitions_pending_revocation={})))
+                group_id, member.replace(member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, partitions_pending_revocation={},
+                                         assignment_epochs={t: dict.fromkeys(ps, 0)
+                                                            for t, ps in member.assigned_partitions.items()})))
             self.timer.cancel(rebalance_key(group_id, member_id))
         else:
             self._remove_member(group, member, res)
