@@ -9,7 +9,7 @@ The offsets store changes only in ``replay*``; handlers validate and produce rec
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Callable, Mapping, NamedTuple
 
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages.offset_commit import OffsetCommitResponse
@@ -50,7 +50,7 @@ class OffsetMetadataManager:
         self.group_metadata_manager = group_metadata_manager
         # the broker's topic image (name -> TopicMetadata): a per-partition commit check names the
         # topic by id, as Kafka resolves it from its metadata image
-        self.topics = topics or (lambda: {})
+        self.topics: Callable[[], Mapping] = topics or (lambda: {})
         self.offsets: dict[str, dict[str, dict[int, CommittedOffset]]] = {}
         # Transactional offsets not settled yet: producer id -> {(group, topic, partition):
         # [offset, superseded]}; ``superseded`` when a regular commit of that partition was

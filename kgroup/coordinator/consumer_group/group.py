@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import enum
 from collections import Counter
-from typing import Mapping, NamedTuple
+from typing import Any, Mapping, NamedTuple
 
 from ...protocol.errors import ErrorCode, KafkaError
 from ..assignor import SubscriptionType, hash_map_put_order
@@ -373,7 +373,7 @@ def _classic(value) -> tuple | None:
     return (c.session_timeout_ms, tuple((p.name, bytes(p.metadata)) for p in c.supported_protocols))
 
 
-def _assignment_epochs(member_epoch: int, *lists) -> dict[bytes, dict[int, int]]:
+def _assignment_epochs(member_epoch: int, *lists: Any) -> dict[bytes, dict[int, int]]:
     """Kafka's Utils.assignmentFromTopicPartitions: each partition's assignment epoch, the member's
     epoch (at least 0) for a record without them or with a list of another length."""
     default = max(member_epoch, 0)
@@ -381,12 +381,10 @@ def _assignment_epochs(member_epoch: int, *lists) -> dict[bytes, dict[int, int]]
     for topic_partitions in lists:
         for tp in topic_partitions:
             epochs = tp.assignment_epochs
-            if epochs is not None and len(epochs) == len(tp.partitions):
-                pairs = zip(tp.partitions, epochs)
-            else:
-                pairs = ((p, default) for p in tp.partitions)
+            if epochs is None or len(epochs) != len(tp.partitions):
+                epochs = [default] * len(tp.partitions)
             if tp.partitions:
-                out.setdefault(tp.topic_id, {}).update(pairs)
+                out.setdefault(tp.topic_id, {}).update(zip(tp.partitions, epochs))
     return out
 
 
