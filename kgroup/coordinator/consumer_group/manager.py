@@ -265,6 +265,7 @@ class ConsumerGroupManager:
             changes["rebalance_timeout_ms"] = req.rebalance_timeout_ms
         changes["client_id"] = client_id
         changes["client_host"] = client_host
+        changes["classic_member_metadata"] = None      # a consumer-protocol member from now on
         if req.subscribed_topic_names is not None:
             changes["subscribed_topic_names"] = frozenset(req.subscribed_topic_names)
         regex = getattr(req, "subscribed_topic_regex", None)
