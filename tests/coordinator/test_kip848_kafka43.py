@@ -311,3 +311,19 @@ def test_txn_offset_commit_with_an_older_epoch_is_checked_per_partition():
     assert c.txn_commit("g", {("b", 0): 4}, member_id="m1", generation=1) == {("b", 0): E.ILLEGAL_GENERATION}
     assert c.txn_commit("g", {("zz", 0): 4}, member_id="m1", generation=1) == {("zz", 0): E.ILLEGAL_GENERATION}
     assert c.txn_commit("g", {("b", 0): 4}, member_id="m1", generation=2) == {("b", 0): E.NONE}
+
+
+def test_member_revoking_partitions_rejoins_with_epoch_zero():
+    """testMemberCanRejoinWithEpochZeroInUnrevokedPartitionsState: a rejoin owns nothing, so the
+    revocation is done; the member moves to the target epoch with what it keeps."""
+    c = CgCtx({"a": 4})
+    join(c, "g", "m1", topics=["a"])
+    join(c, "g", "m2", topics=["a"])
+    r = c.hb("g", "m1", 1, owned={"a": [0, 1, 2, 3]})
+    m = c.cg("g").members["m1"]
+    assert m.state is MemberState.UNREVOKED_PARTITIONS and r.member_epoch == 1
+    kept = c.names(m.assigned_partitions)
+    r = c.hb("g", "m1", 0, topics=["a"])
+    assert r.error_code == 0 and r.member_epoch == 2 and c.names(r) == kept
+    assert c.cg("g").members["m1"].state is MemberState.STABLE
+    c.owned_check("g")
