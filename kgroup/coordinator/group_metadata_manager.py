@@ -294,7 +294,7 @@ class GroupMetadataManager(JoinGroupMixin):
                                            protocol_name=group.protocol_name,
                                            assignment=group.members[mid].assignment))
 
-    def _write_leader_assignment(self, group, req, res) -> None:
+    def _write_leader_assignment(self, group: ClassicGroup, req, res) -> None:
         """Persist the leader's assignment; nobody is answered until the record is written."""
         assignment = {a.member_id: bytes(a.assignment) for a in req.assignments}
         for m in group.members:

@@ -1,3 +1,5 @@
+# mypy: disable-error-code="attr-defined"
+# (JoinGroupMixin reaches the GroupMetadataManager it is mixed into: mypy sees the mixin alone)
 """JoinGroup for classic groups (Kafka's classicGroupJoinToClassicGroup and friends).
 
 Paths, as in Kafka:

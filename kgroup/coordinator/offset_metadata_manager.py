@@ -15,10 +15,11 @@ from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages.offset_commit import OffsetCommitResponse
 from ..protocol.messages.offset_delete import OffsetDeleteResponse
 from ..protocol.messages.txn_offset_commit import TxnOffsetCommitResponse
+from ..java_compat import utf16_length
 from . import coordinator_records as rec
+from .classic_group import ClassicGroup
 from .classic_group import ClassicGroupState as S
-from .group import Group, GroupType
-from .partitioner import utf16_length
+from .group import Group
 from .responses import FetchGroup
 
 INVALID_OFFSET = -1
@@ -50,7 +51,7 @@ class OffsetMetadataManager:
         self.group_metadata_manager = group_metadata_manager
         # the broker's topic image (name -> TopicMetadata): a per-partition commit check names the
         # topic by id, as Kafka resolves it from its metadata image
-        self.topics: Callable[[], Mapping] = topics or (lambda: {})
+        self.topics: Callable[[], Mapping] = topics or dict
         self.offsets: dict[str, dict[str, dict[int, CommittedOffset]]] = {}
         # Transactional offsets not settled yet: producer id -> {(group, topic, partition):
         # [offset, superseded]}; ``superseded`` when a regular commit of that partition was
@@ -226,7 +227,7 @@ class OffsetMetadataManager:
                             validator(topic.name, None if meta is None else meta.topic_id, p.partition_index)
             # the classic protocol's commits keep the member's session alive (Kafka does the same
             # type check in OffsetMetadataManager.validateOffsetCommit)
-            if group.type is GroupType.CLASSIC and group.state in (S.STABLE, S.PREPARING_REBALANCE):
+            if isinstance(group, ClassicGroup) and group.state in (S.STABLE, S.PREPARING_REBALANCE):
                 member = group.members.get(req.member_id)
                 if member is not None:
                     self.group_metadata_manager.reschedule_heartbeat(group, member)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import copy
 import uuid
+from typing import Any
 
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages.consumer_group_describe import ConsumerGroupDescribeResponse
@@ -466,7 +467,7 @@ class GroupCoordinatorShard:
                   if isinstance(group, ClassicGroup)}
         consumer_groups = {g: group.durable_view() for g, group in self.groups.items()
                            if isinstance(group, consumer_group.ConsumerGroup)}
-        state = {"offsets": offsets, "groups": groups, "consumer_groups": consumer_groups}
+        state: dict[str, Any] = {"offsets": offsets, "groups": groups, "consumer_groups": consumer_groups}
         pending = self.offset_metadata_manager.pending_transactional_offsets
         if pending:
             state["pending_transactional_offsets"] = {

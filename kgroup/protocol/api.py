@@ -26,7 +26,7 @@ from .messages import (add_offsets_to_txn, add_partitions_to_txn, alter_configs,
                        list_transactions, metadata, offset_commit, offset_delete, offset_fetch,
                        produce, sync_group, txn_offset_commit, write_txn_markers)
 from .primitives import DecodeError
-from .schema import DECODE_FAILURES, is_flexible
+from .schema import DECODE_FAILURES, Message, is_flexible
 
 _INT32 = struct.Struct(">i")
 _KEY_VERSION = struct.Struct(">hh")
@@ -73,8 +73,8 @@ class ApiKey(enum.IntEnum):
 
 class Api(NamedTuple):
     key: ApiKey
-    request: type
-    response: type
+    request: type[Message]
+    response: type[Message]
 
 
 def _api(key, module, name):
@@ -190,7 +190,7 @@ def encode_request(body, version: int, correlation_id: int, client_id: str | Non
 
 def encode_response(api_key: int, version: int, correlation_id: int, body) -> list:
     """A response frame (length prefix included) as a list of bytes-like pieces."""
-    pieces = []
+    pieces: list = []
     type(body)._ENCODERS[version](body, pieces)
     prefix, header_size = _RESPONSE_PREFIX[api_key, version]
     pieces.insert(0, prefix.pack(header_size + sum(map(len, pieces)), correlation_id))

@@ -197,8 +197,13 @@ ConsumerGroupRegularExpressionValue = message('ConsumerGroupRegularExpressionVal
         F('timestamp', 'int64', '0+'),
 ])
 
-# record type (the key's version) -> (key schema, value schema), for the KIP-848 records
-CONSUMER_GROUP_RECORDS = {
+# The one table of record types (Kafka's CoordinatorRecordType): record type, which is also the
+# version its key is read at -> (key schema, value schema). The value's own int16 prefix gives its
+# version. The coordinator's decoders and ``kgroup dump-log`` read records through it.
+RECORD_SCHEMAS = {
+    0: (OffsetCommitKey, OffsetCommitValue),        # legacy offset commit (value version 0 only)
+    1: (OffsetCommitKey, OffsetCommitValue),
+    2: (GroupMetadataKey, GroupMetadataValue),
     3: (ConsumerGroupMetadataKey, ConsumerGroupMetadataValue),
     4: (ConsumerGroupPartitionMetadataKey, ConsumerGroupPartitionMetadataValue),
     5: (ConsumerGroupMemberMetadataKey, ConsumerGroupMemberMetadataValue),
@@ -207,3 +212,5 @@ CONSUMER_GROUP_RECORDS = {
     8: (ConsumerGroupCurrentMemberAssignmentKey, ConsumerGroupCurrentMemberAssignmentValue),
     16: (ConsumerGroupRegularExpressionKey, ConsumerGroupRegularExpressionValue),
 }
+CLASSIC_RECORD_TYPES = frozenset((0, 1, 2))
+CONSUMER_GROUP_RECORD_TYPES = frozenset(RECORD_SCHEMAS) - CLASSIC_RECORD_TYPES     # KIP-848: 3-8, 16

@@ -11,8 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kgroup.coordinator.assignor import (ASSIGNORS, GroupSpec, MemberSpec, PartitionAssignorError,
-                                         SubscriptionType, hash_map_put_order, hash_set_copy_order,
-                                         uuid_hash_code, uuid_sort_key)
+                                         SubscriptionType)
 from kgroup.coordinator.assignor import range as range_assignor
 from kgroup.coordinator.assignor import uniform
 
@@ -41,22 +40,6 @@ def sets(result):
 def run(assign, members, topics, kind=None):
     spec = GroupSpec(members, kind) if kind else GroupSpec.of(members)
     return sets(assign(spec, topics))
-
-
-# -- Java order helpers ---------------------------------------------------------------------------
-
-def test_uuid_hash_and_order_are_javas():
-    # Uuid(msb=1, lsb=2): xor 3 -> hashCode 3; Uuid(msb=-1, lsb=0): (int)(-1 >> 32) ^ (int)-1 = 0
-    assert uuid_hash_code((1).to_bytes(8, "big") + (2).to_bytes(8, "big")) == 3
-    assert uuid_hash_code(b"\xff" * 8 + bytes(8)) == 0
-    # compareTo on signed longs: a negative msb sorts first
-    neg, pos = b"\x80" + bytes(15), b"\x01" + bytes(15)
-    assert sorted([pos, neg], key=uuid_sort_key) == [neg, pos]
-    # HashSet buckets: hash spread (h ^ h >>> 16) & (n - 1), n = 16 for small sets
-    ids = [i.to_bytes(16, "big") for i in (17, 2, 33, 1)]   # hashes 17, 2, 33, 1 -> buckets 1, 2, 1, 1
-    assert hash_set_copy_order(ids) == [ids[0], ids[2], ids[3], ids[1]]
-    # String keys of a HashMap grown by puts: "A".."C" hash 65..67 -> buckets 1..3
-    assert hash_map_put_order(["C", "A", "B"]) == ["A", "B", "C"]
 
 
 # -- uniform, homogeneous (OptimizedUniformAssignmentBuilderTest) ---------------------------------
@@ -133,14 +116,14 @@ def test_uniform_homogeneous_reassignment_stickiness():
 
 
 def test_java_orders_of_fromrecord_and_timeline_hash_map():
-    from kgroup.coordinator.assignor.java_order import TimelineHashOrder, hash_map_order, int_hash_set_copy_order
+    from kgroup.java_compat import TimelineHashOrder, int_hash_set_copy_order, uuid_map_order
     # new HashSet<Integer>(11 items): 16 buckets, bucket = value & 15, ties in insertion order
     assert int_hash_set_copy_order([0, 1, 2, 3, 4, 5, 16, 17, 18, 19, 20]) == [0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5]
     # 12 items: 12 / 0.75 + 1 = 17 -> 32 buckets
     assert int_hash_set_copy_order(list(range(6)) + list(range(16, 22))) == list(range(6)) + list(range(16, 22))
     # HashMap<Uuid>: Uuid(1, 0) hashes to 1, Uuid(0, 2) to 2
     a, b = bytes(15) + b"\x02", (1).to_bytes(8, "big") + bytes(8)
-    assert hash_map_order([a, b]) == [b, a]
+    assert uuid_map_order([a, b]) == [b, a]
     # TimelineHashMap: slot = top bits of hashCode * -7046029254386353131; 2 slots, doubled when
     # (size + 1) * 0.75 > slots (the third add: 4 slots, which then hold up to 5 keys); a removed
     # key leaves the others in place
@@ -151,8 +134,8 @@ def test_java_orders_of_fromrecord_and_timeline_hash_map():
     assert slots == 4 and sorted(order) == ["m1", "m2", "m3", "m4", "m5"]
 
     def slot(k, n):
-        from kgroup.coordinator.partitioner import java_string_hash_code
-        return ((java_string_hash_code(k) * -7046029254386353131) % (1 << 64)) >> (65 - n.bit_length())
+        from kgroup.java_compat import string_hash_code
+        return ((string_hash_code(k) * -7046029254386353131) % (1 << 64)) >> (65 - n.bit_length())
     assert [slot(k, slots) for k in order] == sorted(slot(k, slots) for k in order)
     order.remove("m3")
     order.add("m1")
@@ -414,7 +397,7 @@ def any_groups(draw):
 @given(group=any_groups())
 def test_every_subscribed_partition_assigned_exactly_once(group):
     topics, members = group
-    for name, assign in ASSIGNORS.items():
+    for _name, assign in ASSIGNORS.items():
         check_valid_and_balanced(members, assign(GroupSpec.of(members), topics), topics, balanced=False)
 
 

@@ -4,7 +4,7 @@ Topics are Kafka topic ids (16 bytes), partitions plain ints. A member's assignm
 id to a sequence of partitions; iteration order is significant (the homogeneous builder keeps the
 first partitions it walks when it must give some up), so the coordinator passes them in the order
 Kafka's ``Assignment.fromRecord`` maps iterate: topics as a ``HashMap<Uuid, ...>``, partitions as
-a ``HashSet<Integer>`` (``java_order.hash_map_order`` / ``int_hash_set_copy_order``). The members'
+a ``HashSet<Integer>`` (``java_compat.uuid_map_order`` / ``int_hash_set_copy_order``). The members'
 order is the order of ``GroupSpec.members`` (Kafka's ``groupSpec.memberIds()``).
 """
 from __future__ import annotations

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from ..assignor import ASSIGNORS, GroupSpec, MemberSpec, hash_map_put_order
-from ..assignor.java_order import hash_map_order, int_hash_set_copy_order
+from ...java_compat import int_hash_set_copy_order, string_map_order, uuid_map_order
+from ..assignor import ASSIGNORS, GroupSpec, MemberSpec
 from ..coordinator_records import CoordinatorRecord
 from . import consumer_group_records as rec
-from .group import ConsumerGroup, ResolvedRegex, TopicMetadata, compute_subscription_type
+from ..topic_metadata import TopicMetadata
+from .group import ConsumerGroup, ResolvedRegex, compute_subscription_type
 from .member import ConsumerGroupMember, freeze
 
 
@@ -51,7 +52,7 @@ def build_target_assignment(group: ConsumerGroup, group_epoch: int, assignor: st
     # order), then the updated members; a removed member leaves the table as grown
     puts = list(group.member_order) + [m for m, x in updated.items() if x is not None and m not in group.members]
     specs = {}
-    for member_id in hash_map_put_order(puts):
+    for member_id in string_map_order(puts):
         if member_id not in members:
             continue
         m = members[member_id]
@@ -62,9 +63,9 @@ def build_target_assignment(group: ConsumerGroup, group_epoch: int, assignor: st
 
     records = []
     for member_id in specs:
-        new = new_assignment.get(member_id, {})
-        if group.target_assignment.get(member_id) != new:
-            records.append(rec.target_assignment_record(group.group_id, member_id, new))
+        target = new_assignment.get(member_id, {})
+        if group.target_assignment.get(member_id) != target:
+            records.append(rec.target_assignment_record(group.group_id, member_id, target))
     records.append(rec.target_assignment_epoch_record(group.group_id, group_epoch))
     return records, {m: new_assignment.get(m, {}) for m in specs}
 
@@ -73,4 +74,4 @@ def _java_ordered(assignment: Mapping[bytes, frozenset]) -> dict[bytes, list[int
     """A target as Kafka's Assignment.fromRecord iterates it: topics in HashMap<Uuid> order,
     partitions in HashSet<Integer> order (a record lists them sorted here, which stands in for
     Kafka's list order where two partitions share a bucket)."""
-    return {t: int_hash_set_copy_order(sorted(assignment[t])) for t in hash_map_order(sorted(assignment))}
+    return {t: int_hash_set_copy_order(sorted(assignment[t])) for t in uuid_map_order(sorted(assignment))}
