@@ -62,6 +62,7 @@ bench: install-test
 	$(PY) benchmarks/coordinator_bench.py --metrics
 	$(PY) benchmarks/consumer_group_bench.py
 	$(PY) benchmarks/testing_bench.py
+	$(PY) benchmarks/test_control_bench.py
 	$(PY) benchmarks/transactions_bench.py
 	$(PY) benchmarks/spark_read_bench.py
 	$(PY) benchmarks/footprint_bench.py

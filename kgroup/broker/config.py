@@ -125,6 +125,8 @@ CONFIG_DEFS: dict[str, ConfigDef] = {c.name: c for c in (
     _d("transaction.remove.expired.transaction.cleanup.interval.ms", "int", 3600000,
        "How often expired transactional ids are removed."),
     _d("producer.id.expiration.ms", "int", 86400000, "Expiry of idle producer ids."),
+    _d("producer.id.expiration.check.interval.ms", "int", 600000,
+       "How often producer ids idle longer than producer.id.expiration.ms are removed."),
     _d("num.network.threads", "int", 3, "Accepted for compatibility; kgroup uses one event loop."),
     _d("num.io.threads", "int", 8, "Accepted for compatibility; kgroup uses one event loop."),
     # kgroup's own keys (not Kafka's).
