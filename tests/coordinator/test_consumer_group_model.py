@@ -356,9 +356,15 @@ def test_offset_commit_and_fetch_validation():
     g = c.group
     assert g.members["m1"].member_epoch == 1
     assert code(g.validate_offset_commit, "m1", None, 1, False, 9) is None
-    assert code(g.validate_offset_commit, "m1", None, 0, False, 9) == (
-        ErrorCode.STALE_MEMBER_EPOCH, "The received member epoch 0 does not match the expected member epoch 1.")
-    assert code(g.validate_offset_commit, "m1", None, 2, False, 9)[0] == ErrorCode.STALE_MEMBER_EPOCH
+    # an older epoch: checked per partition against the epoch it was assigned at (Kafka 4.3)
+    validator = g.validate_offset_commit("m1", None, 0, False, 9)
+    tid = topic("a", 2).topic_id
+    assert code(validator, "a", tid, 0) == (
+        ErrorCode.STALE_MEMBER_EPOCH, "Received member epoch 0 is older than assignment epoch 1 for partition a-0.")
+    assert code(g.validate_offset_commit("m1", None, 1 - 1, False, 9), "b", b"\x09" * 16, 0) == (
+        ErrorCode.STALE_MEMBER_EPOCH, "Partition b-0 is not assigned or pending revocation for member.")
+    assert code(g.validate_offset_commit, "m1", None, 2, False, 9) == (
+        ErrorCode.STALE_MEMBER_EPOCH, "Received member epoch 2 is newer than current member epoch 1.")
     assert code(g.validate_offset_commit, "m1", None, 1, False, 8)[0] == ErrorCode.UNSUPPORTED_VERSION
     assert code(g.validate_offset_commit, "m1", None, 1, True, 3) is None        # TxnOffsetCommit
     assert code(g.validate_offset_commit, "", None, -1, False, 9) == (
