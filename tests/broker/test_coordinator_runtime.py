@@ -14,6 +14,7 @@ from kgroup.broker.coordinator_runtime import CoordinatorAppendError, Coordinato
 from kgroup.broker.pending import PendingResponse
 from kgroup.coordinator import group_partition
 from kgroup.protocol.errors import ErrorCode as E
+from kgroup.protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest
 from kgroup.protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 from kgroup.protocol.messages.heartbeat import HeartbeatRequest
 from kgroup.protocol.messages.init_producer_id import InitProducerIdRequest
@@ -150,6 +151,9 @@ def test_one_failure_policy_on_every_write_path(tmp_path, failure):
         await answer_of(submit(b, commit_request(GROUP, {0: 1}), 8))
         init = await answer_of(submit(b, InitProducerIdRequest(transactional_id="tx", transaction_timeout_ms=60000), 4))
         assert init.error_code == 0
+        added = await answer_of(submit(b, AddOffsetsToTxnRequest(transactional_id="tx", producer_id=init.producer_id,
+                                                                 producer_epoch=init.producer_epoch, group_id=GROUP), 3))
+        assert added.error_code == 0
         offsets_log = b.data_path.log("__consumer_offsets", P)
         txn_log = b.data_path.log("__transaction_state", transaction_partition("tx", 50))
 
@@ -187,4 +191,5 @@ def test_one_failure_policy_on_every_write_path(tmp_path, failure):
         assert not shard.offset_metadata_manager.pending_transactional_offsets
         tshard = tc.runtime.shards[transaction_partition("tx", 50)]
         assert tshard.transactions["tx"].producer_epoch == init.producer_epoch
+        assert tshard.transactions["tx"].state.kafka_name == "Ongoing"
     inproc(tmp_path, scenario)

@@ -144,8 +144,8 @@ def test_create_and_describe_every_config(tmp_path):
         (e,) = resp.results[0].configs
         assert (e.value, e.config_source) == ("0.25", 4)    # STATIC_BROKER_CONFIG, as Kafka reports it
         resp = c.request(DescribeConfigsRequest(resources=[DR(resource_type=2, resource_name="plain",
-                                                              configuration_keys=["file.delete.delay.ms"])]), 0)
+                                                              configuration_keys=["file.delete.delay.ms"])]), 1)
         (e,) = resp.results[0].configs
-        assert (e.value, e.is_default) == ("60000", True)
+        assert (e.value, e.config_source) == ("60000", 5)     # DEFAULT_CONFIG
     finally:
         b.stop()
