@@ -206,3 +206,117 @@ CONSUMER_GROUP_RECORDS = {
     8: (ConsumerGroupCurrentMemberAssignmentKey, ConsumerGroupCurrentMemberAssignmentValue),
     16: (ConsumerGroupRegularExpressionKey, ConsumerGroupRegularExpressionValue),
 }
+
+
+# -- KIP-932 share group records (key versions 10-15 are their record types) --------------------------
+# As a consumer group, a share group is several records: each member's subscription (10), the group
+# epoch with the hash of its subscribed topics' metadata (11), the target assignment's epoch (12) and
+# per-member target (13), each member's current assignment (14), and which share-partitions the share
+# coordinator holds state for (15: initializing, initialized, deleting). Kafka 4.3's formats.
+
+ShareGroupMemberMetadataKey = message('ShareGroupMemberMetadataKey', None, '10', flexible='none',
+    fields=[
+        F('group_id', 'string', '10'),
+        F('member_id', 'string', '10'),
+])
+
+ShareGroupMemberMetadataValue = message('ShareGroupMemberMetadataValue', None, '0', flexible='0+',
+    fields=[
+        F('rack_id', 'string', '0+', nullable='0+'),
+        F('client_id', 'string', '0+'),
+        F('client_host', 'string', '0+'),
+        F('subscribed_topic_names', '[]string', '0+'),
+])
+
+ShareGroupMetadataKey = message('ShareGroupMetadataKey', None, '11', flexible='none',
+    fields=[
+        F('group_id', 'string', '11'),
+])
+
+ShareGroupMetadataValue = message('ShareGroupMetadataValue', None, '0', flexible='0+',
+    fields=[
+        F('epoch', 'int32', '0+'),
+        F('metadata_hash', 'int64', '0+'),
+])
+
+ShareGroupTargetAssignmentMetadataKey = message('ShareGroupTargetAssignmentMetadataKey', None, '12',
+                                                flexible='none',
+    fields=[
+        F('group_id', 'string', '12'),
+])
+
+ShareGroupTargetAssignmentMetadataValue = message('ShareGroupTargetAssignmentMetadataValue', None, '0',
+                                                  flexible='0+',
+    fields=[
+        F('assignment_epoch', 'int32', '0+'),
+        F('assignment_timestamp', 'int64', '0+', tag=0, tagged='0+', default=0),
+])
+
+ShareGroupTargetAssignmentMemberKey = message('ShareGroupTargetAssignmentMemberKey', None, '13', flexible='none',
+    fields=[
+        F('group_id', 'string', '13'),
+        F('member_id', 'string', '13'),
+])
+
+ShareGroupTargetAssignmentMemberValue = message('ShareGroupTargetAssignmentMemberValue', None, '0', flexible='0+',
+    fields=[
+        F('topic_partitions', '[]TopicPartition', '0+', fields=[
+            F('topic_id', 'uuid', '0+'),
+            F('partitions', '[]int32', '0+'),
+        ]),
+])
+
+ShareGroupCurrentMemberAssignmentKey = message('ShareGroupCurrentMemberAssignmentKey', None, '14',
+                                               flexible='none',
+    fields=[
+        F('group_id', 'string', '14'),
+        F('member_id', 'string', '14'),
+])
+
+ShareGroupCurrentMemberAssignmentValue = message('ShareGroupCurrentMemberAssignmentValue', None, '0',
+                                                 flexible='0+',
+    common=[
+        ('TopicPartitions', [
+            F('topic_id', 'uuid', '0+'),
+            F('partitions', '[]int32', '0+'),
+        ]),
+    ],
+    fields=[
+        F('member_epoch', 'int32', '0+'),
+        F('previous_member_epoch', 'int32', '0+'),
+        F('state', 'int8', '0+'),
+        F('assigned_partitions', '[]TopicPartitions', '0+'),
+])
+
+ShareGroupStatePartitionMetadataKey = message('ShareGroupStatePartitionMetadataKey', None, '15', flexible='none',
+    fields=[
+        F('group_id', 'string', '15'),
+])
+
+ShareGroupStatePartitionMetadataValue = message('ShareGroupStatePartitionMetadataValue', None, '0', flexible='0+',
+    common=[
+        ('TopicPartitionsInfo', [
+            F('topic_id', 'uuid', '0+'),
+            F('topic_name', 'string', '0+'),
+            F('partitions', '[]int32', '0+'),
+        ]),
+        ('TopicInfo', [
+            F('topic_id', 'uuid', '0+'),
+            F('topic_name', 'string', '0+'),
+        ]),
+    ],
+    fields=[
+        F('initializing_topics', '[]TopicPartitionsInfo', '0+'),
+        F('initialized_topics', '[]TopicPartitionsInfo', '0+'),
+        F('deleting_topics', '[]TopicInfo', '0+'),
+])
+
+# record type (the key's version) -> (key schema, value schema), for the KIP-932 records
+SHARE_GROUP_RECORDS = {
+    10: (ShareGroupMemberMetadataKey, ShareGroupMemberMetadataValue),
+    11: (ShareGroupMetadataKey, ShareGroupMetadataValue),
+    12: (ShareGroupTargetAssignmentMetadataKey, ShareGroupTargetAssignmentMetadataValue),
+    13: (ShareGroupTargetAssignmentMemberKey, ShareGroupTargetAssignmentMemberValue),
+    14: (ShareGroupCurrentMemberAssignmentKey, ShareGroupCurrentMemberAssignmentValue),
+    15: (ShareGroupStatePartitionMetadataKey, ShareGroupStatePartitionMetadataValue),
+}
