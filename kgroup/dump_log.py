@@ -32,8 +32,8 @@ import struct
 import sys
 
 from .protocol.consumer_protocol import ConsumerProtocolAssignment, ConsumerProtocolSubscription
-from .protocol.offsets_records import (CONSUMER_GROUP_RECORDS, GroupMetadataKey, GroupMetadataValue,
-                                       OffsetCommitKey, OffsetCommitValue)
+from .protocol.offsets_records import (CONSUMER_GROUP_RECORDS, SHARE_GROUP_RECORDS, GroupMetadataKey,
+                                       GroupMetadataValue, OffsetCommitKey, OffsetCommitValue)
 from .protocol.records import (CONTROL_ABORT, CONTROL_COMMIT, Compression,
                                RecordBatchError, TimestampType, decode_records, increment_sequence,
                                iter_batches, read_end_transaction_marker, validate_batch)
@@ -46,6 +46,8 @@ _OFFSETS_RECORDS = {0: (OffsetCommitKey, 0, OffsetCommitValue), 1: (OffsetCommit
                     2: (GroupMetadataKey, 2, GroupMetadataValue)}
 # KIP-848 consumer group records: types 3-8 and 16, each its own key version
 _OFFSETS_RECORDS.update({t: (key, t, value) for t, (key, value) in CONSUMER_GROUP_RECORDS.items()})
+# KIP-932 share group records: types 10-15
+_OFFSETS_RECORDS.update({t: (key, t, value) for t, (key, value) in SHARE_GROUP_RECORDS.items()})
 
 
 # -- JSON as Kafka's generated JsonConverters write it ---------------------------------------------

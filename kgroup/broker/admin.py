@@ -154,7 +154,8 @@ def incremental(broker, resource_type: int, name: str, ops) -> dict[str, str]:
 
 def _config_type(resource_type: int, key: str) -> str | None:
     if resource_type == group_configs.GROUP:
-        return "int" if key in group_configs.GROUP_CONFIG_DEFS else None
+        d = group_configs.GROUP_CONFIG_DEFS.get(key)
+        return d.type if d else None
     if resource_type == TOPIC:
         d = TOPIC_CONFIG_DEFS.get(key)
     else:

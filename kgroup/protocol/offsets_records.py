@@ -214,13 +214,13 @@ CONSUMER_GROUP_RECORDS = {
 # per-member target (13), each member's current assignment (14), and which share-partitions the share
 # coordinator holds state for (15: initializing, initialized, deleting). Kafka 4.3's formats.
 
-ShareGroupMemberMetadataKey = message('ShareGroupMemberMetadataKey', None, '10', flexible='none',
+ShareGroupMemberMetadataKey = message('ShareGroupMemberMetadataKey', 10, '10', flexible='none',
     fields=[
         F('group_id', 'string', '10'),
         F('member_id', 'string', '10'),
 ])
 
-ShareGroupMemberMetadataValue = message('ShareGroupMemberMetadataValue', None, '0', flexible='0+',
+ShareGroupMemberMetadataValue = message('ShareGroupMemberMetadataValue', 10, '0', flexible='0+',
     fields=[
         F('rack_id', 'string', '0+', nullable='0+'),
         F('client_id', 'string', '0+'),
@@ -228,37 +228,37 @@ ShareGroupMemberMetadataValue = message('ShareGroupMemberMetadataValue', None, '
         F('subscribed_topic_names', '[]string', '0+'),
 ])
 
-ShareGroupMetadataKey = message('ShareGroupMetadataKey', None, '11', flexible='none',
+ShareGroupMetadataKey = message('ShareGroupMetadataKey', 11, '11', flexible='none',
     fields=[
         F('group_id', 'string', '11'),
 ])
 
-ShareGroupMetadataValue = message('ShareGroupMetadataValue', None, '0', flexible='0+',
+ShareGroupMetadataValue = message('ShareGroupMetadataValue', 11, '0', flexible='0+',
     fields=[
         F('epoch', 'int32', '0+'),
         F('metadata_hash', 'int64', '0+'),
 ])
 
-ShareGroupTargetAssignmentMetadataKey = message('ShareGroupTargetAssignmentMetadataKey', None, '12',
+ShareGroupTargetAssignmentMetadataKey = message('ShareGroupTargetAssignmentMetadataKey', 12, '12',
                                                 flexible='none',
     fields=[
         F('group_id', 'string', '12'),
 ])
 
-ShareGroupTargetAssignmentMetadataValue = message('ShareGroupTargetAssignmentMetadataValue', None, '0',
+ShareGroupTargetAssignmentMetadataValue = message('ShareGroupTargetAssignmentMetadataValue', 12, '0',
                                                   flexible='0+',
     fields=[
         F('assignment_epoch', 'int32', '0+'),
         F('assignment_timestamp', 'int64', '0+', tag=0, tagged='0+', default=0),
 ])
 
-ShareGroupTargetAssignmentMemberKey = message('ShareGroupTargetAssignmentMemberKey', None, '13', flexible='none',
+ShareGroupTargetAssignmentMemberKey = message('ShareGroupTargetAssignmentMemberKey', 13, '13', flexible='none',
     fields=[
         F('group_id', 'string', '13'),
         F('member_id', 'string', '13'),
 ])
 
-ShareGroupTargetAssignmentMemberValue = message('ShareGroupTargetAssignmentMemberValue', None, '0', flexible='0+',
+ShareGroupTargetAssignmentMemberValue = message('ShareGroupTargetAssignmentMemberValue', 13, '0', flexible='0+',
     fields=[
         F('topic_partitions', '[]TopicPartition', '0+', fields=[
             F('topic_id', 'uuid', '0+'),
@@ -266,14 +266,14 @@ ShareGroupTargetAssignmentMemberValue = message('ShareGroupTargetAssignmentMembe
         ]),
 ])
 
-ShareGroupCurrentMemberAssignmentKey = message('ShareGroupCurrentMemberAssignmentKey', None, '14',
+ShareGroupCurrentMemberAssignmentKey = message('ShareGroupCurrentMemberAssignmentKey', 14, '14',
                                                flexible='none',
     fields=[
         F('group_id', 'string', '14'),
         F('member_id', 'string', '14'),
 ])
 
-ShareGroupCurrentMemberAssignmentValue = message('ShareGroupCurrentMemberAssignmentValue', None, '0',
+ShareGroupCurrentMemberAssignmentValue = message('ShareGroupCurrentMemberAssignmentValue', 14, '0',
                                                  flexible='0+',
     common=[
         ('TopicPartitions', [
@@ -288,12 +288,12 @@ ShareGroupCurrentMemberAssignmentValue = message('ShareGroupCurrentMemberAssignm
         F('assigned_partitions', '[]TopicPartitions', '0+'),
 ])
 
-ShareGroupStatePartitionMetadataKey = message('ShareGroupStatePartitionMetadataKey', None, '15', flexible='none',
+ShareGroupStatePartitionMetadataKey = message('ShareGroupStatePartitionMetadataKey', 15, '15', flexible='none',
     fields=[
         F('group_id', 'string', '15'),
 ])
 
-ShareGroupStatePartitionMetadataValue = message('ShareGroupStatePartitionMetadataValue', None, '0', flexible='0+',
+ShareGroupStatePartitionMetadataValue = message('ShareGroupStatePartitionMetadataValue', 15, '0', flexible='0+',
     common=[
         ('TopicPartitionsInfo', [
             F('topic_id', 'uuid', '0+'),
