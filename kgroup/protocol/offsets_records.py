@@ -320,3 +320,58 @@ SHARE_GROUP_RECORDS = {
     14: (ShareGroupCurrentMemberAssignmentKey, ShareGroupCurrentMemberAssignmentValue),
     15: (ShareGroupStatePartitionMetadataKey, ShareGroupStatePartitionMetadataValue),
 }
+
+
+# -- __share_group_state (KIP-932's share coordinator): record types 0 (snapshot) and 1 (update) ---------
+# A share-partition's state (group, topic id, partition): a snapshot is the whole state, an update the
+# state batches that changed since; a snapshot tombstone deletes it.
+
+ShareSnapshotKey = message('ShareSnapshotKey', 0, '0', flexible='none',
+    fields=[
+        F('group_id', 'string', '0'),
+        F('topic_id', 'uuid', '0'),
+        F('partition', 'int32', '0'),
+])
+
+ShareSnapshotValue = message('ShareSnapshotValue', 0, '0', flexible='0+',
+    fields=[
+        F('snapshot_epoch', 'int32', '0+'),
+        F('state_epoch', 'int32', '0+'),
+        F('leader_epoch', 'int32', '0+'),
+        F('start_offset', 'int64', '0+'),
+        F('delivery_complete_count', 'int32', '0+', tag=0, tagged='0+', default=-1),
+        F('create_timestamp', 'int64', '0+'),
+        F('write_timestamp', 'int64', '0+'),
+        F('state_batches', '[]StateBatch', '0+', fields=[
+            F('first_offset', 'int64', '0+'),
+            F('last_offset', 'int64', '0+'),
+            F('delivery_state', 'int8', '0+'),
+            F('delivery_count', 'int16', '0+'),
+        ]),
+])
+
+ShareUpdateKey = message('ShareUpdateKey', 1, '1', flexible='none',
+    fields=[
+        F('group_id', 'string', '1'),
+        F('topic_id', 'uuid', '1'),
+        F('partition', 'int32', '1'),
+])
+
+ShareUpdateValue = message('ShareUpdateValue', 1, '0', flexible='0+',
+    fields=[
+        F('snapshot_epoch', 'int32', '0+'),
+        F('leader_epoch', 'int32', '0+'),
+        F('start_offset', 'int64', '0+'),
+        F('delivery_complete_count', 'int32', '0+', tag=0, tagged='0+', default=-1),
+        F('state_batches', '[]StateBatch', '0+', fields=[
+            F('first_offset', 'int64', '0+'),
+            F('last_offset', 'int64', '0+'),
+            F('delivery_state', 'int8', '0+'),
+            F('delivery_count', 'int16', '0+'),
+        ]),
+])
+
+SHARE_STATE_RECORDS = {
+    0: (ShareSnapshotKey, ShareSnapshotValue),
+    1: (ShareUpdateKey, ShareUpdateValue),
+}
