@@ -7,8 +7,16 @@ from kgroup.protocol.api import API_BY_KEY
 from kgroup.protocol.schema import INF, parse_versions, snake
 from tests.kafka_spec import load_spec
 
+# KIP-932's messages are Kafka 4.3's (ShareGroupHeartbeat v1, ShareFetch v1-2, ...), which the
+# Kafka 4.0 facts table predates (v0, since removed): their ranges are checked below against 4.3's
+# api-versions, their fields with the 4.3 facts table.
+SHARE_APIS = {"ShareGroupHeartbeat": (1, 1), "ShareGroupDescribe": (1, 1), "ShareFetch": (1, 2),
+              "ShareAcknowledge": (1, 2), "InitializeShareGroupState": (0, 0), "ReadShareGroupState": (0, 0),
+              "WriteShareGroupState": (0, 1), "DeleteShareGroupState": (0, 0), "ReadShareGroupStateSummary": (0, 1)}
 MESSAGES = []
 for api in API_BY_KEY.values():
+    if api.request.__name__[:-len("Request")] in SHARE_APIS:
+        continue
     MESSAGES.append((api.request, "messages"))
     MESSAGES.append((api.response, "messages"))
 MESSAGES += [(header_defs.RequestHeader, "messages"), (header_defs.ResponseHeader, "messages"),
@@ -63,6 +71,12 @@ def test_message_matches_spec(cls, folder):
     _compare_fields(cls.FIELDS, spec["fields"], common, cls.__name__)
 
 
+def test_share_api_version_ranges():
+    got = {a.request.__name__[:-len("Request")]: a.request.VERSIONS
+           for a in API_BY_KEY.values() if a.request.__name__[:-len("Request")] in SHARE_APIS}
+    assert got == SHARE_APIS
+
+
 def test_issue_version_ranges():
     """The ranges the foundation issue asks for (Kafka 4.0's full ranges)."""
     want = {"ApiVersions": 4, "Metadata": 12, "CreateTopics": 7, "DeleteTopics": 6, "Produce": 11,
@@ -77,7 +91,8 @@ def test_issue_version_ranges():
             # KIP-848 (registered, not advertised yet); the facts table has ConsumerGroupDescribe v0 only
             "ConsumerGroupHeartbeat": 1, "ConsumerGroupDescribe": 0}
     want.update({"CreatePartitions": 3, "AlterConfigs": 2, "IncrementalAlterConfigs": 1, "DeleteRecords": 2})
-    got = {a.request.__name__[:-len("Request")]: a.request.VERSIONS for a in API_BY_KEY.values()}
+    got = {a.request.__name__[:-len("Request")]: a.request.VERSIONS for a in API_BY_KEY.values()
+           if a.request.__name__[:-len("Request")] not in SHARE_APIS}
     assert got == {k: (0, v) for k, v in want.items()}
     assert consumer_protocol.ConsumerProtocolSubscription.VERSIONS == (0, 3)
     assert consumer_protocol.ConsumerProtocolAssignment.VERSIONS[1] >= 3
