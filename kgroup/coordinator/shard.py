@@ -478,16 +478,17 @@ class GroupCoordinatorShard:
                                                             for g in req.group_ids]))
         return res
 
-    def handle_initialize_share_group_state(self, group_id, topics, now_ms, token, succeeded=True) -> Result:
+    @coordinator_api(error=lambda req, version, e: None)
+    def handle_initialize_share_group_state(self, req, version, now_ms, token) -> Result:
         """The share coordinator answered an initialization the heartbeat queued
-        (``share_group_manager.drain_initializations``): ``topics`` topic id -> partitions move to
-        initialized, or back out of initializing when it failed (Kafka's
-        initializeShareGroupState / uninitializeShareGroupState)."""
+        (``share_group_manager.drain_initializations``; ``req`` a ShareStateInitialized): its
+        topic id -> partitions move to initialized, or back out of initializing when it failed
+        (Kafka's initializeShareGroupState / uninitializeShareGroupState)."""
         res = self._begin(now_ms)
-        if succeeded:
-            self.share_group_manager.initialize_share_group_state(group_id, topics, res)
+        if req.succeeded:
+            self.share_group_manager.initialize_share_group_state(req.group_id, req.topics, res)
         else:
-            self.share_group_manager.uninitialize_share_group_state(group_id, topics, res)
+            self.share_group_manager.uninitialize_share_group_state(req.group_id, req.topics, res)
         res.reply(token, None)
         return res
 

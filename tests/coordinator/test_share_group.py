@@ -6,6 +6,7 @@ the records' bytes and replay. Every operation is checked by the harness: live d
 shard replayed from the log."""
 from kgroup.coordinator.share_group import share_group_records as srec
 from kgroup.coordinator.share_group.group import compute_group_hash, compute_topic_hash
+from kgroup.coordinator.share_group.manager import ShareStateInitialized
 from kgroup.coordinator.share_group.simple_assignor import assign
 from kgroup.coordinator.timer import session_key
 from kgroup.protocol.messages.share_group_describe import ShareGroupDescribeRequest
@@ -29,8 +30,11 @@ class ShCtx(CgCtx):
         """What the runtime does with the share coordinator's answers: every queued initialization
         succeeds."""
         for init in self.shard.share_group_manager.drain_initializations():
-            self.run(self.shard.handle_initialize_share_group_state(init.group_id, init.topics, self.now,
-                                                                    self.token()))
+            self.initialized(init.group_id, init.topics)
+
+    def initialized(self, group_id, topics, succeeded=True):
+        self.handle(S.handle_initialize_share_group_state, ShareStateInitialized(group_id, topics, succeeded), 0,
+                    self.token())
 
     def describe_share(self, *group_ids):
         token = self.token()
@@ -51,7 +55,7 @@ def test_join_initializes_partitions_before_assigning_them():
     assert set(sp.initializing[topic_id("a")].partitions) == {0, 1, 2} and not sp.initialized
     inits = c.shard.share_group_manager.drain_initializations()
     assert [(i.group_id, i.group_epoch, dict(i.topics)) for i in inits] == [("g", 1, {topic_id("a"): {0, 1, 2}})]
-    c.run(c.shard.handle_initialize_share_group_state("g", inits[0].topics, c.now, c.token()))
+    c.initialized("g", inits[0].topics)
     sp = c.sg("g").state_partitions
     assert not sp.initializing and set(sp.initialized[topic_id("a")].partitions) == {0, 1, 2}
     # the next heartbeat sees initialized partitions the target does not assign: a new epoch
@@ -69,7 +73,7 @@ def test_failed_initialization_is_asked_again():
     c = ShCtx({"a": 2})
     c.shb("g", "m1", 0, topics=["a"])
     inits = c.shard.share_group_manager.drain_initializations()
-    c.run(c.shard.handle_initialize_share_group_state("g", inits[0].topics, c.now, c.token(), succeeded=False))
+    c.initialized("g", inits[0].topics, succeeded=False)
     assert not c.sg("g").state_partitions.initializing
     c.shb("g", "m1", 1)
     again = c.shard.share_group_manager.drain_initializations()
@@ -223,7 +227,7 @@ def test_new_partitions_are_initialized_then_assigned_after_a_topic_change():
     assert r.member_epoch == 3 and (r.assignment is None or c.names(r) == {"a": [0]})   # the hash changed
     inits = c.shard.share_group_manager.drain_initializations()
     assert [dict(i.topics) for i in inits] == [{topic_id("a"): {1, 2}}]
-    c.run(c.shard.handle_initialize_share_group_state("g", inits[0].topics, c.now, c.token()))
+    c.initialized("g", inits[0].topics)
     r = c.shb("g", "m1", 3)
     assert r.member_epoch == 4 and c.names(r) == {"a": [0, 1, 2]}
 

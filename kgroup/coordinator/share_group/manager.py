@@ -46,6 +46,15 @@ class InitializeShareGroupState(NamedTuple):
     topics: dict
 
 
+class ShareStateInitialized(NamedTuple):
+    """The share coordinator's answer to an InitializeShareGroupState: which partitions, and
+    whether it succeeded."""
+
+    group_id: str
+    topics: dict
+    succeeded: bool = True
+
+
 def heartbeat_error(code, message=None) -> ShareGroupHeartbeatResponse:
     return ShareGroupHeartbeatResponse(error_code=int(code), error_message=message)
 
