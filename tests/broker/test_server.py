@@ -54,7 +54,10 @@ def test_advertised_versions_only_implemented(broker):
                    19: (0, 7), 20: (0, 6), 21: (0, 2), 22: (0, 5), 32: (0, 4), 33: (0, 2), 37: (0, 3),
                    42: (0, 2), 44: (0, 1), 47: (0, 0), 60: (0, 1), 68: (0, 1), 69: (0, 0),
                    # transactions (EndTxn v5 is unstable in Kafka 4.0, which does not advertise it either)
-                   24: (0, 5), 25: (0, 4), 26: (0, 4), 27: (0, 1), 28: (0, 4), 65: (0, 0), 66: (0, 1)}
+                   24: (0, 5), 25: (0, 4), 26: (0, 4), 27: (0, 1), 28: (0, 4), 65: (0, 0), 66: (0, 1),
+                   # share groups (KIP-932), Kafka 4.3's versions
+                   76: (1, 1), 77: (1, 1), 78: (1, 2), 79: (1, 2), 83: (0, 0), 84: (0, 0), 85: (0, 1), 86: (0, 0),
+                   87: (0, 1)}
 
 
 def test_oversized_frame_closes_connection_before_reading_it(tmp_path):

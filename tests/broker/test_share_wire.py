@@ -101,3 +101,20 @@ def test_share_session_errors(tmp_path):
         assert fetch(2).error_code == E.SHARE_SESSION_NOT_FOUND        # closed by the final epoch
     finally:
         b.kill()
+
+
+def test_api_versions_lists_the_share_feature_and_apis(tmp_path):
+    from kgroup.protocol.messages.api_versions import ApiVersionsRequest
+    b = BrokerProcess(tmp_path / "d").start()
+    try:
+        c = RawClient(b.port)
+        r = c.request(ApiVersionsRequest(client_software_name="t", client_software_version="1"), 4)
+        assert [(f.name, f.min_version, f.max_version) for f in r.supported_features] == [("share.version", 0, 1)]
+        assert [(f.name, f.max_version_level) for f in r.finalized_features] == [("share.version", 1)]
+        keys = {k.api_key: (k.min_version, k.max_version) for k in r.api_keys}
+        assert (keys[76], keys[77], keys[78], keys[79], keys[85], keys[87]) == ((1, 1), (1, 1), (1, 2), (1, 2),
+                                                                                (0, 1), (0, 1))
+        r3 = c.request(ApiVersionsRequest(client_software_name="t", client_software_version="1"), 3)
+        assert r3.supported_features == [] and [f.name for f in r3.finalized_features] == ["share.version"]
+    finally:
+        b.kill()

@@ -1,13 +1,18 @@
 """ApiVersions (18) v0-4: the versions this broker handles end to end (KIP-35, KIP-511).
 
 v3+ requests carry the client's software name and version (KIP-511), recorded on the connection
-for logs. An unsupported ApiVersions version is answered by the server itself in the v0 layout
+for logs. v3+ answers list the share groups feature (KIP-932's ``share.version``): supported 0-1
+(listed from v4 only, as Kafka lists a feature whose lowest level is 0, KAFKA-17492) and finalized
+at 1, because this broker serves share groups. An unsupported ApiVersions version is answered by the server itself in the v0 layout
 (see ``unsupported_version_response``) so the client can retry at a version we know.
 """
 from ...protocol.errors import ErrorCode
 from ...protocol.messages.api_versions import ApiVersionsResponse
 
 ApiVersion = ApiVersionsResponse.ApiVersion
+SHARE_VERSION = "share.version"
+SHARE_VERSION_SUPPORTED = (0, 1)
+SHARE_VERSION_FINALIZED = 1
 
 
 def handle(broker, ctx, req, version):
@@ -18,7 +23,15 @@ def handle(broker, ctx, req, version):
                 not _valid_software_field(req.client_software_version):
             return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST,
                                        api_keys=_keys(advertised()))
-    return ApiVersionsResponse(error_code=0, api_keys=_keys(advertised()), throttle_time_ms=0)
+    resp = ApiVersionsResponse(error_code=0, api_keys=_keys(advertised()), throttle_time_ms=0)
+    if version >= 3:
+        if version >= 4:
+            resp.supported_features = [ApiVersionsResponse.SupportedFeatureKey(
+                name=SHARE_VERSION, min_version=SHARE_VERSION_SUPPORTED[0], max_version=SHARE_VERSION_SUPPORTED[1])]
+        resp.finalized_features_epoch = 0
+        resp.finalized_features = [ApiVersionsResponse.FinalizedFeatureKey(
+            name=SHARE_VERSION, max_version_level=SHARE_VERSION_FINALIZED, min_version_level=SHARE_VERSION_FINALIZED)]
+    return resp
 
 
 def _keys(entries):
