@@ -177,6 +177,15 @@ class SharePartitionManager:
         if session is not None:
             self.release_session(group_id, member_id, list(session.partitions))
 
+    def forget_group(self, group_id: str) -> None:
+        """The group was deleted: its share-partitions go (a new group of that name starts over)."""
+        for key in [k for k in self.partitions if k[0] == group_id]:
+            sp = self.partitions.pop(key)
+            sp.on_released = None
+            for o in list(sp.records):
+                sp.records.pop(o)
+            sp._advance_start()
+
     def on_connection_closed(self, connection) -> None:
         """Kafka's ShareSessionCache connection listener: a closed connection's sessions go."""
         for s in self.sessions.sessions_of_connection(connection):

@@ -196,3 +196,27 @@ def test_the_share_group_is_listed_and_described_over_the_wire(broker):
         assert "sg" not in {g.group_id for g in a.list_consumer_groups().result().valid}
     finally:
         c.close()
+
+
+def test_delete_group_deletes_its_share_state(broker):
+    """DeleteGroups on an empty share group deletes its share-partitions' state first: a new group
+    of the same name starts again from share.auto.offset.reset."""
+    from kgroup.protocol.messages.read_share_group_state import ReadShareGroupStateRequest
+    from tests.harness import RawClient
+    a = setup(broker.bootstrap, "t", n=3)
+    c = consumer(broker.bootstrap, "t")
+    assert len(poll_until(c, 3)) == 3
+    c.close()
+    assert a.delete_consumer_groups(["sg"])["sg"].result() is None
+    raw = RawClient(broker.port)
+    from kgroup.protocol.messages.metadata import MetadataRequest
+    t = raw.request(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="t")]), 12).topics[0].topic_id
+    R = ReadShareGroupStateRequest.ReadStateData
+    r = raw.request(ReadShareGroupStateRequest(group_id="sg", topics=[R(topic_id=t, partitions=[
+        R.PartitionData(partition=0, leader_epoch=0)])]), 0)
+    assert r.results[0].partitions[0].error_code == 42       # INVALID_REQUEST: no state any more
+    c = consumer(broker.bootstrap, "t")                      # the group again: from the earliest offset
+    try:
+        assert sorted(o for _, o, _ in poll_until(c, 3)) == [0, 1, 2]
+    finally:
+        c.close()
