@@ -220,3 +220,47 @@ def test_delete_group_deletes_its_share_state(broker):
         assert sorted(o for _, o, _ in poll_until(c, 3)) == [0, 1, 2]
     finally:
         c.close()
+
+
+def _release_reject_scenario(bootstrap):
+    """A share consumer in explicit mode; four records produced once it is assigned; offset 0
+    RELEASEd, 1 REJECTed, the rest (and any redelivery) ACCEPTed. Returns (offset, delivery
+    count) in delivery order."""
+    from confluent_kafka import AcknowledgeType
+    c = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": "cmp", "share.acknowledgement.mode": "explicit"})
+    c.subscribe(["t"])
+    got, produced, t0 = [], False, time.time()
+    try:
+        while time.time() - t0 < 30 and len(got) < 5:
+            for m in list(c.poll(0.5)):
+                assert m.error() is None, m.error()
+                got.append((m.offset(), m.delivery_count()))
+                kind = AcknowledgeType.ACCEPT
+                if m.delivery_count() == 1:
+                    kind = {0: AcknowledgeType.RELEASE, 1: AcknowledgeType.REJECT}.get(m.offset(), kind)
+                c.acknowledge(m, kind)
+            if got:
+                c.commit_sync()
+            if not produced and time.time() - t0 > 4:
+                p = Producer({"bootstrap.servers": bootstrap})
+                for i in range(4):
+                    p.produce("t", value=b"v%d" % i, partition=0)
+                p.flush()
+                produced = True
+        for m in list(c.poll(2.0)):
+            got.append((m.offset(), m.delivery_count()))
+    finally:
+        c.close()
+    return got
+
+
+def test_same_deliveries_as_librdkafka_mock(broker):
+    """librdkafka's mock cluster implements share groups: the same scenario against it and against
+    kgroup delivers the same records with the same delivery counts."""
+    from kgroup.testing.rdkafka_mock import MockCluster
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic("t", 1, 1)])["t"].result()
+    ours = _release_reject_scenario(broker.bootstrap)
+    with MockCluster(brokers=1, topics={"t": 1}) as mock:
+        theirs = _release_reject_scenario(mock.bootstrap_servers)
+    assert ours == theirs == [(0, 1), (1, 1), (2, 1), (3, 1), (0, 2)]
