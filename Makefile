@@ -37,8 +37,12 @@ serve: install
 	@echo "==> starting the kgroup broker on 127.0.0.1:9092 (data in ./data; Ctrl-C stops it)"
 	$(PY) -m kgroup serve --override listeners=PLAINTEXT://127.0.0.1:9092 --override log.dirs=./data
 
+# ruff (pyflakes, bugbear) and mypy (the pure core) first: a finding fails the run before pytest.
 # pytest exits 5 when it collected nothing: that is a broken suite, never a pass.
 test: install-test
+	@echo "==> ruff check, mypy"
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 	@echo "==> running the test suite"
 	@$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing the run"; exit 1; fi; exit $$rc
@@ -61,4 +65,4 @@ bench: install-test
 	$(PY) benchmarks/transactions_bench.py
 	$(PY) benchmarks/spark_read_bench.py
 	$(PY) benchmarks/footprint_bench.py
-	$(PY) benchmarks/cleaner_stall_bench.py --baseline-rev 6cf30e3
+	$(PY) benchmarks/cleaner_stall_bench.py $(if $(BASELINE_REV),--baseline-rev $(BASELINE_REV))

@@ -107,7 +107,7 @@ def main() -> None:
             their_repeats = 1 if large else 3
             label = f"{members}x{partitions}", "unequal" if unequal else "equal"
 
-            def timed(fn, group, previous, n):
+            def timed(fn, group, previous, n, cluster=cluster, topic_names=topic_names, unequal=unequal):
                 return min((fn(cluster, topic_names, group, previous, unequal) for _ in range(n)),
                            key=lambda r: r[0])
 

@@ -13,8 +13,9 @@ min.compaction.lag.ms on: their number, p50, p99 and the longest, and when the c
 were in place.
 
 ``--baseline-rev REV`` runs the same against the kgroup of commit REV of this repository (taken
-with ``git archive``; ``make bench`` gives the last commit whose cleaner ran on the event loop),
-``--baseline DIR`` against another checkout, in the same run, printed side by side.
+with ``git archive``, e.g. ``HEAD~3``; ``make bench BASELINE_REV=REV`` passes it),
+``--baseline DIR`` against another checkout, in the same run, printed side by side; without
+either, only this tree runs.
 
 Usage (from the repo root; about half a minute per broker)::
 

@@ -347,8 +347,8 @@ def main():
         shutil.rmtree(tmp, ignore_errors=True)
     k, m = results["kgroup"], results["rdkafka mock"]
     print()
-    print(f"| workload (1 partition, 1 MiB batches) | kgroup MB/s | rdkafka mock MB/s | kgroup / mock |")
-    print(f"|---|---:|---:|---:|")
+    print("| workload (1 partition, 1 MiB batches) | kgroup MB/s | rdkafka mock MB/s | kgroup / mock |")
+    print("|---|---:|---:|---:|")
     for row in k:
         print(f"| {row} | {k[row]:,.0f} | {m[row]:,.0f} | {k[row] / m[row]:.2f}x |")
 

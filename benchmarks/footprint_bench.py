@@ -1,4 +1,4 @@
-"""Connection and membership footprint of a kgroup broker process (issue 17), next to the goals:
+"""Connection and membership footprint of a kgroup broker process, next to the goals:
 
 - RSS per idle connection, holding N connections (default 10,000; goal <= 20 KB each);
 - the time to load R records of ``__consumer_offsets`` at start-up (default 1M commits of 1,000

@@ -8,8 +8,8 @@ previous target and one new member joining (one rebalance of a running group), a
 benchmark. Times are the best of --rounds runs of assign() alone (spec built beforehand).
 
 Kafka's figure, printed alongside: the Java UniformAssignor assigns 10k members x 10 partitions each
-(100k partitions) in about 4 ms; that number is the one issue 12 quotes for Kafka's JMH benchmark above.
-It was not re-measured here (running it needs a Gradle build of Apache Kafka); our goal is <= 1 s.
+(100k partitions) in about 4 ms in Kafka's JMH benchmark above (running it needs a Gradle build of
+Apache Kafka, so it is quoted, not run); our goal is <= 1 s.
 
     .venv/bin/python benchmarks/server_assignor_bench.py [--quick]
 """
@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kgroup.coordinator.assignor import ASSIGNORS, GroupSpec, MemberSpec  # noqa: E402
 
-KAFKA_JAVA_MS = 4.0     # UniformAssignor, 10k members x 10 partitions each (issue 12's figure)
+KAFKA_JAVA_MS = 4.0     # UniformAssignor, 10k members x 10 partitions each (Kafka's JMH figure)
 
 
 def build(members: int, partitions: int, topics: int, heterogeneous: bool):
@@ -67,7 +67,7 @@ def main() -> None:
         for hetero in (False, True):
             specs, counts = build(members, partitions, topics, hetero)
             group = GroupSpec.of(specs)
-            full_s, first = best(lambda: assign(group, counts), rounds)
+            full_s, first = best(lambda a=assign, g=group, c=counts: a(g, c), rounds)
             lo, hi = check(first, counts)
             kafka_row = name == "uniform" and not hetero and not args.quick
             java = f"~{KAFKA_JAVA_MS:g} ms (10k x 10 each)" if kafka_row else ""
@@ -77,7 +77,7 @@ def main() -> None:
             held = {m: s._replace(assignment=first[m]) for m, s in specs.items()}
             held["member-new"] = MemberSpec(next(iter(specs.values())).subscribed_topic_ids)
             group2 = GroupSpec.of(held)
-            inc_s, second = best(lambda: assign(group2, counts), rounds)
+            inc_s, second = best(lambda a=assign, g=group2, c=counts: a(g, c), rounds)
             lo, hi = check(second, counts)
             print(f"{name:8} {kind:14} {'INCREMENTAL':12} {inc_s * 1000:9.1f}  {lo:>8}/{hi:<9}")
     print("goal: uniform, homogeneous, 10,000 x 100,000 FULL <= 1000 ms")

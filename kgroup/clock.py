@@ -1,5 +1,5 @@
-"""The one place that reads the clocks (architecture rule 2). Everything else is handed
-``now_ms`` or a clock callable, so tests drive time with a fake clock."""
+"""The one place that reads the clocks (README's rule 3, injected time). Everything else is
+handed ``now_ms`` or a clock callable, so tests drive time with a fake clock."""
 import time
 
 

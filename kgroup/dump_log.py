@@ -32,8 +32,7 @@ import struct
 import sys
 
 from .protocol.consumer_protocol import ConsumerProtocolAssignment, ConsumerProtocolSubscription
-from .protocol.offsets_records import (CONSUMER_GROUP_RECORDS, SHARE_GROUP_RECORDS, GroupMetadataKey,
-                                       GroupMetadataValue, OffsetCommitKey, OffsetCommitValue)
+from .protocol.offsets_records import RECORD_SCHEMAS, GroupMetadataValue
 from .protocol.records import (CONTROL_ABORT, CONTROL_COMMIT, Compression,
                                RecordBatchError, TimestampType, decode_records, increment_sequence,
                                iter_batches, read_end_transaction_marker, validate_batch)
@@ -41,13 +40,6 @@ from .storage.txn_index import ENTRY as TXN_ENTRY
 
 _H = struct.Struct(">h")
 _TIMESTAMP_TYPE = {TimestampType.CREATE_TIME: "CreateTime", TimestampType.LOG_APPEND_TIME: "LogAppendTime"}
-# __consumer_offsets key type -> (key schema, key version, value schema)
-_OFFSETS_RECORDS = {0: (OffsetCommitKey, 0, OffsetCommitValue), 1: (OffsetCommitKey, 1, OffsetCommitValue),
-                    2: (GroupMetadataKey, 2, GroupMetadataValue)}
-# KIP-848 consumer group records: types 3-8 and 16, each its own key version
-_OFFSETS_RECORDS.update({t: (key, t, value) for t, (key, value) in CONSUMER_GROUP_RECORDS.items()})
-# KIP-932 share group records: types 10-15
-_OFFSETS_RECORDS.update({t: (key, t, value) for t, (key, value) in SHARE_GROUP_RECORDS.items()})
 
 
 # -- JSON as Kafka's generated JsonConverters write it ---------------------------------------------
@@ -117,11 +109,11 @@ def offsets_key_and_payload(key: bytes | None, value: bytes | None, offset: int)
                f"(message had a missing key)", None
     try:
         record_type = _H.unpack_from(key, 0)[0]
-        if record_type not in _OFFSETS_RECORDS:
+        if record_type not in RECORD_SCHEMAS:
             return f"Unknown record type {record_type} at offset {offset}, skipping.", None
-        key_cls, key_version, value_cls = _OFFSETS_RECORDS[record_type]
-        key_obj, _ = key_cls.decode(memoryview(key), key_version, 2)
-        key_json = _dumps({"type": str(record_type), "data": to_json(key_obj, key_version)})
+        key_cls, value_cls = RECORD_SCHEMAS[record_type]
+        key_obj, _ = key_cls.decode(memoryview(key), record_type, 2)     # the key's version is its type
+        key_json = _dumps({"type": str(record_type), "data": to_json(key_obj, record_type)})
         if value is None:
             return key_json, "<DELETE>"
         value_obj, value_version = value_cls.from_versioned_bytes(value)

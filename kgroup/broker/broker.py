@@ -1,5 +1,5 @@
-"""The broker: configuration, cluster metadata and (as they land) the logs and the group
-coordinator, plus the asyncio server around them.
+"""The broker: configuration, cluster metadata, the logs, the group and transaction
+coordinators, plus the asyncio server around them.
 
 ``Broker.start()`` binds the listener; ``Broker.stop()`` shuts down the way Kafka does on SIGTERM:
 stop accepting, let in-flight requests finish (bounded), flush and close the logs.

@@ -14,8 +14,9 @@ Durability (what is on disk when a produce is acknowledged):
   or at a clean shutdown. A machine crash (not a process crash) can lose it, as with Kafka.
 - acks=0: no response; otherwise as acks=1.
 
-Parked fetches are data (architecture rule 4): a ``FetchWaiter`` registered on every partition it
-reads; an append to one of them re-evaluates it, and its timer answers it at ``max_wait_ms``.
+Parked fetches are data (README's rule 6, one way to answer later): a ``FetchWaiter`` registered
+on every partition it reads; an append to one of them re-evaluates it, and its timer answers it
+at ``max_wait_ms``.
 """
 from __future__ import annotations
 
@@ -177,7 +178,7 @@ class DataPath:
         self._waiters: dict[tuple[str, int], set[FetchWaiter]] = {}
         self._flush_pending: set = set()
         # (PendingResponse, the logs it waits for): a log's failure fails only its own waiters
-        # (a topic deleted mid-round must not fail another topic's produce, issue 17).
+        # (a topic deleted mid-round must not fail another topic's produce).
         self._flush_waiters: list[tuple[PendingResponse, object]] = []
         self._flush_scheduled = False
         self._sync_in_flight = False

@@ -17,7 +17,7 @@ import copy
 
 from ..clock import now_ms
 from ..coordinator import GroupCoordinatorConfig, GroupCoordinatorShard, group_partition
-from ..coordinator.consumer_group.group import TopicMetadata
+from ..coordinator.topic_metadata import TopicMetadata
 from ..coordinator.result import gate
 from . import group_configs
 from .coordinator_runtime import CoordinatorRuntime

@@ -5,7 +5,7 @@ compacted log gives, which the loader must give anyway (the log cleaner may comp
 partition at any time), so skipping overwritten records changes nothing while sparing their
 decoding and replay: most of a long-lived offsets log is commits overwritten by later commits of
 the same group, topic and partition. A partition holding transactional batches (and their
-markers) is replayed record by record, as before, since there a record's effect depends on the
+markers) is replayed record by record, since there a record's effect depends on the
 marker that follows it. The generator yields after every batch read and every 256 records
 replayed: the runtime gives the event loop a turn there when its time slice is up.
 

@@ -443,7 +443,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
                     result = handler(self.broker, RequestContext(self, header, version), body, version)
                 else:
                     result = hook(handler, self.broker, RequestContext(self, header, version), body, version)
-            # -- metrics alone (ops.py): counted here, without a call layer (issue 14) --------------
+            # -- metrics alone (ops.py): counted here, without a call layer ---------------------------
             else:
                 recent = counts[api_key]        # small ints only: no allocation (metrics.py)
                 n = recent[version] + 1

@@ -25,7 +25,7 @@ import logging
 
 from ..clock import now_ms as wall_ms
 from ..protocol.api import ApiKey
-from ..protocol.consumer_protocol import ConsumerProtocolAssignment
+from ..protocol.consumer_protocol import decode_assignment as decode_consumer_assignment
 from ..protocol.errors import ErrorCode
 from ..protocol.messages.produce import ProduceResponse
 from ..protocol.records import decode_records, iter_batches
@@ -45,7 +45,7 @@ def decode_assignment(raw) -> dict:
     if not raw or len(raw) < 2:
         return {}
     try:
-        a, _ = ConsumerProtocolAssignment.from_versioned_bytes(bytes(raw), newest_known=True)
+        a = decode_consumer_assignment(raw)
     except Exception:
         return {}
     return {tp.topic: sorted(tp.partitions) for tp in a.assigned_partitions}
@@ -186,7 +186,7 @@ class GroupTimelines:
                 self._add(gid, "member-joined", member_id=mid, client_id=client_id, group_instance_id=instance_id,
                           protocols=list(protocols), reason=reason)
                 causes.append(f"member {mid} ({client_id}) joined" + (f": {reason}" if reason else ""))
-        for mid, (client_id, instance_id, _) in seen.members.items():
+        for mid, (client_id, _instance_id, _) in seen.members.items():
             if mid in current:
                 continue
             reason = self.leave_reasons.pop((gid, mid), None)

@@ -117,7 +117,7 @@ async def _topics(args) -> int:
             for t in selected:
                 print(t)
         elif args.delete:
-            for t, err in (await admin.delete_topics(selected)).items():
+            for _topic, err in (await admin.delete_topics(selected)).items():
                 if err is not None:
                     print(f"Error while executing topic command : {err}", file=sys.stderr)
                     return 1

@@ -12,25 +12,19 @@ only ever append fields), an older one with its own layout.
 """
 from __future__ import annotations
 
-from kgroup.protocol.consumer_protocol import ConsumerProtocolAssignment, ConsumerProtocolSubscription
-from kgroup.protocol.primitives import DecodeError
+from kgroup.protocol.consumer_protocol import (HIGHEST_VERSION, ConsumerProtocolAssignment,
+                                               ConsumerProtocolSubscription, check_version)
+from kgroup.protocol.consumer_protocol import decode_assignment as decode_assignment_message
+from kgroup.protocol.consumer_protocol import decode_subscription as decode_subscription_message
 
 from .assignors import Assignment, Subscription, TopicPartition
 
 PROTOCOL_TYPE = "consumer"
-HIGHEST_VERSION = ConsumerProtocolSubscription.VERSIONS[1]  # 3
-LOWEST_VERSION = ConsumerProtocolSubscription.VERSIONS[0]   # 0
-
-
-def _check_version(version: int) -> int:
-    if version < LOWEST_VERSION:
-        raise DecodeError(f"Unsupported consumer protocol version: {version}")
-    return min(version, HIGHEST_VERSION)
 
 
 def encode_subscription(subscription: Subscription, version: int = HIGHEST_VERSION) -> bytes:
     """``ConsumerProtocol.serializeSubscription``."""
-    version = _check_version(version)
+    version = check_version(version)
     data = ConsumerProtocolSubscription(
         topics=sorted(subscription.topics),
         user_data=subscription.user_data,
@@ -48,7 +42,7 @@ def encode_subscription(subscription: Subscription, version: int = HIGHEST_VERSI
 
 def decode_subscription(buf, group_instance_id: str | None = None) -> Subscription:
     """``ConsumerProtocol.deserializeSubscription`` (an empty rack id reads as none)."""
-    data, _ = ConsumerProtocolSubscription.from_versioned_bytes(buf, newest_known=True)
+    data = decode_subscription_message(buf)
     owned = [TopicPartition(t.topic, p) for t in data.owned_partitions for p in t.partitions]
     user_data = None if data.user_data is None else bytes(data.user_data)
     return Subscription(list(data.topics), user_data, owned, data.generation_id,
@@ -57,7 +51,7 @@ def decode_subscription(buf, group_instance_id: str | None = None) -> Subscripti
 
 def encode_assignment(assignment: Assignment, version: int = HIGHEST_VERSION) -> bytes:
     """``ConsumerProtocol.serializeAssignment``."""
-    version = _check_version(version)
+    version = check_version(version)
     data = ConsumerProtocolAssignment(user_data=assignment.user_data)
     by_topic: dict[str, object] = {}
     for tp in assignment.partitions:
@@ -72,6 +66,6 @@ def encode_assignment(assignment: Assignment, version: int = HIGHEST_VERSION) ->
 
 def decode_assignment(buf) -> Assignment:
     """``ConsumerProtocol.deserializeAssignment``."""
-    data, _ = ConsumerProtocolAssignment.from_versioned_bytes(buf, newest_known=True)
+    data = decode_assignment_message(buf)
     parts = [TopicPartition(t.topic, p) for t in data.assigned_partitions for p in t.partitions]
     return Assignment(parts, None if data.user_data is None else bytes(data.user_data))

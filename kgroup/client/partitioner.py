@@ -13,27 +13,23 @@ import bisect
 import random as _random
 from typing import Callable, Sequence
 
-_MASK = 0xFFFFFFFF
-
-
-def _signed(n: int) -> int:
-    n &= _MASK
-    return n - (1 << 32) if n & 0x80000000 else n
+from ..java_compat import MASK32
+from ..java_compat import to_int32, to_positive
 
 
 def murmur2(data: bytes) -> int:
     """Kafka's 32-bit murmur2 (seed 0x9747b28c), as the signed Java int ``Utils.murmur2`` returns."""
     length = len(data)
     m = 0x5BD1E995
-    h = (0x9747B28C ^ length) & _MASK
+    h = (0x9747B28C ^ length) & MASK32
     length4 = length // 4
     for i in range(length4):
         i4 = i * 4
         k = data[i4] | (data[i4 + 1] << 8) | (data[i4 + 2] << 16) | (data[i4 + 3] << 24)
-        k = (k * m) & _MASK
+        k = (k * m) & MASK32
         k ^= k >> 24
-        k = (k * m) & _MASK
-        h = (h * m) & _MASK
+        k = (k * m) & MASK32
+        h = (h * m) & MASK32
         h ^= k
     rest = length % 4
     tail = length & ~3
@@ -43,16 +39,11 @@ def murmur2(data: bytes) -> int:
         h ^= data[tail + 1] << 8
     if rest >= 1:
         h ^= data[tail]
-        h = (h * m) & _MASK
+        h = (h * m) & MASK32
     h ^= h >> 13
-    h = (h * m) & _MASK
+    h = (h * m) & MASK32
     h ^= h >> 15
-    return _signed(h)
-
-
-def to_positive(n: int) -> int:
-    """``Utils.toPositive``: clear the sign bit (not abs: abs(MIN_VALUE) overflows in Java)."""
-    return n & 0x7FFFFFFF
+    return to_int32(h)
 
 
 def partition_for_key(key: bytes, num_partitions: int) -> int:

@@ -686,7 +686,7 @@ class Producer:
         deadline = self._deadline(timeout_ms)
         aborted = TransactionAbortableError(ErrorCode.TRANSACTION_ABORTABLE,
                                             "Failing batch since transaction was aborted")
-        for tp, dq in self._queues.items():
+        for _tp, dq in self._queues.items():
             kept = [b for b in dq if b.base_sequence is not None]  # retries keep the sequence order
             for b in dq:
                 if b.base_sequence is None:

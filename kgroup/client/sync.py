@@ -119,9 +119,9 @@ class KafkaConsumer:
             try:
                 result = fn(partitions)
             except BaseException as e:
-                self._loop.loop.call_soon_threadsafe(lambda e=e: done.done() or done.set_exception(e))
+                self._loop.loop.call_soon_threadsafe(lambda e=e, done=done: done.done() or done.set_exception(e))
             else:
-                self._loop.loop.call_soon_threadsafe(lambda r=result: done.done() or done.set_result(r))
+                self._loop.loop.call_soon_threadsafe(lambda r=result, done=done: done.done() or done.set_result(r))
 
     def _sync(self, fn, *args, **kwargs):
         return self._drive(_call(fn, *args, **kwargs))

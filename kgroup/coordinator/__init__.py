@@ -4,7 +4,7 @@ Entry point: ``GroupCoordinatorShard`` (one per ``__consumer_offsets`` partition
 broker runtime through ``handle_*`` / ``poll_timers`` -> ``Result`` -> ``commit`` / ``abort``.
 """
 from .config import GroupCoordinatorConfig
-from .partitioner import group_partition, java_string_hash_code
+from .partitioner import group_partition
 from .coordinator_records import CoordinatorLoadError
 from .result import Result, append_error_to_response_error
 from .shard import GroupCoordinatorShard, merge_list_groups
@@ -12,4 +12,4 @@ from .timer import TimerQueue
 
 __all__ = ["GroupCoordinatorConfig", "GroupCoordinatorShard", "Result", "TimerQueue",
            "CoordinatorLoadError", "append_error_to_response_error", "group_partition",
-           "java_string_hash_code", "merge_list_groups"]
+           "merge_list_groups"]

@@ -43,19 +43,19 @@ current assignment, a follower's JoinGroup with unchanged metadata returns the c
 Iteration order: Kafka keeps members in a HashMap; "the first member" (new leader when the leader
 leaves) is whatever the hash order yields. We use join order (insertion order), which is one of the
 orders Kafka can produce. The protocol vote's tie-break does follow Java's HashMap iteration order
-over protocol names (see ``java_hashmap_order``), so ties resolve as Kafka resolves them.
+over protocol names (``java_compat.string_map_order``), so ties resolve as Kafka resolves them.
 """
 from __future__ import annotations
 
 import enum
 
-from ..protocol.consumer_protocol import ConsumerProtocolSubscription
+from ..java_compat import string_map_order
+from ..protocol.consumer_protocol import decode_subscription
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.offsets_records import GroupMetadataValue
 from ..protocol.primitives import DecodeError
 from . import coordinator_records as rec
 from .group import Group, GroupType
-from .partitioner import java_string_hash_code
 from .timer import heartbeat_key, initial_delay_key, join_key, pending_key, sync_key
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
@@ -80,21 +80,6 @@ VALID_PREVIOUS_STATES = {
     S.STABLE: frozenset({S.COMPLETING_REBALANCE}),
     S.DEAD: frozenset(S),
 }
-
-
-def java_hashmap_order(keys: list[str]) -> list[str]:
-    """The iteration order of a ``java.util.HashMap<String, _>`` filled with ``keys`` in order:
-    by bucket ``(h ^ h >>> 16) & (capacity - 1)``, insertion order within a bucket; capacity
-    starts at 16 and doubles while size > 0.75 * capacity."""
-    cap = 16
-    while len(keys) > cap * 3 // 4:
-        cap *= 2
-
-    def bucket(k: str) -> int:
-        h = java_string_hash_code(k) & 0xFFFFFFFF
-        return (h ^ (h >> 16)) & (cap - 1)
-
-    return sorted(keys, key=bucket)
 
 
 class ClassicGroupMember:
@@ -322,10 +307,6 @@ class ClassicGroup(Group):
     def is_empty(self) -> bool:
         return self.state is S.EMPTY
 
-    def is_simple_group(self) -> bool:
-        """Made by an offset commit without group management: no protocol, no members."""
-        return self.protocol_type is None and not self.members and not self.pending_join_members
-
     def protocol_type_name(self) -> str:
         return self.protocol_type or ""
 
@@ -402,9 +383,10 @@ class ClassicGroup(Group):
         for member in self.members.values():
             name = member.vote(candidates)
             votes[name] = votes.get(name, 0) + 1
-        best = None
-        for name in java_hashmap_order(list(votes)):
-            if best is None or votes[name] > votes[best]:
+        order = string_map_order(votes)     # not empty: every member votes
+        best = order[0]
+        for name in order[1:]:
+            if votes[name] > votes[best]:
                 best = name
         return best
 
@@ -433,11 +415,7 @@ class ClassicGroup(Group):
         topics: set[str] = set()
         try:
             for member in self.members.values():
-                buf = memoryview(member.metadata(self.protocol_name))
-                if len(buf) < 2 or int.from_bytes(buf[:2], "big", signed=True) < 0:
-                    return None
-                sub, _ = ConsumerProtocolSubscription.decode(buf, 0, 2)
-                topics.update(sub.topics)
+                topics.update(decode_subscription(member.metadata(self.protocol_name), version=0).topics)
         except (DecodeError, ValueError):
             return None
         return topics

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 INT32_MAX = 2**31 - 1
 
@@ -134,16 +135,16 @@ class GroupCoordinatorConfig:
 
     @classmethod
     def from_props(cls, props: dict | None = None) -> "GroupCoordinatorConfig":
-        kwargs = {}
-        for name, (attr, _default, mult) in _PROPS.items():
+        kwargs: dict[str, Any] = {}
+        for name, (attr, _, mult) in _PROPS.items():
             if props and name in props and props[name] is not None:
                 kwargs[attr] = int(str(props[name]).strip()) * mult
-        for name, (attr, _default) in _LIST_PROPS.items():
+        for name, (attr, _) in _LIST_PROPS.items():
             if props and props.get(name) is not None:
                 v = props[name]
                 items = v if isinstance(v, (list, tuple)) else str(v).split(",")
                 kwargs[attr] = tuple(x.strip() for x in items if x.strip())
-        for name, (attr, _default) in _STR_PROPS.items():
+        for name, (attr, _) in _STR_PROPS.items():
             if props and props.get(name) is not None:
                 kwargs[attr] = validate_migration_policy(props[name])
         cfg = cls(**kwargs)

@@ -17,11 +17,11 @@ What Kafka writes, and so what we write:
 from __future__ import annotations
 
 import struct
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ..protocol.errors import ErrorCode, FixedCodeError
-from ..protocol.offsets_records import (GroupMetadataKey, GroupMetadataValue, OffsetCommitKey,
-                                        OffsetCommitValue)
+from ..protocol.offsets_records import (CLASSIC_RECORD_TYPES, RECORD_SCHEMAS, GroupMetadataKey,
+                                        GroupMetadataValue, OffsetCommitKey, OffsetCommitValue)
 from ..protocol.primitives import DecodeError
 
 LEGACY_OFFSET_COMMIT = 0
@@ -68,8 +68,8 @@ class CoordinatorRecord(NamedTuple):
     key: bytes
     value: bytes | None
     record_type: int
-    key_struct: object
-    value_struct: object | None
+    key_struct: Any             # a generated message class of offsets_records (its fields vary)
+    value_struct: Any | None
 
 
 _commit_keys: dict[tuple[str, str, int], tuple[bytes, object]] = {}
@@ -133,18 +133,17 @@ def decode_record(key: bytes, value: bytes | None) -> CoordinatorRecord:
     know (skip it) and RecordDecodeError for bytes that do not decode (fail the load).
     Trailing bytes are tolerated, as Kafka's readers do."""
     record_type = read_version(key, "key")
-    if record_type in (LEGACY_OFFSET_COMMIT, OFFSET_COMMIT):
-        return decode_structs(record_type, key, OffsetCommitKey, record_type, value, OffsetCommitValue)
-    if record_type == GROUP_METADATA:
-        return decode_structs(record_type, key, GroupMetadataKey, 2, value, GroupMetadataValue)
-    raise UnknownRecordType(record_type)
+    if record_type not in CLASSIC_RECORD_TYPES:
+        raise UnknownRecordType(record_type)
+    return decode_structs(record_type, key, value)
 
 
-def decode_structs(record_type: int, key, key_cls, key_version: int, value, value_cls) -> CoordinatorRecord:
-    """A record of a known type: its key struct (at ``key_version``) and, unless a tombstone,
-    its value struct at the version the value starts with (every coordinator record type)."""
+def decode_structs(record_type: int, key, value) -> CoordinatorRecord:
+    """A record of a type in ``offsets_records.RECORD_SCHEMAS``: its key struct (at the record
+    type's version) and, unless a tombstone, its value struct at the version the value starts with."""
+    key_cls, value_cls = RECORD_SCHEMAS[record_type]
     try:
-        key_struct, _ = key_cls.decode(memoryview(key), key_version, 2)
+        key_struct, _ = key_cls.decode(memoryview(key), record_type, 2)
     except DecodeError as e:
         raise RecordDecodeError(f"Could not read record with version {record_type} from key's "
                                 f"buffer due to: {e}.") from None

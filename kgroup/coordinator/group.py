@@ -90,7 +90,7 @@ class Group(ABC):
         """Whether the periodic cleanup expires this group's offsets and deletes it when empty."""
         return True
 
-    def cancel_timers(self, timer) -> None:
+    def cancel_timers(self, timer) -> None:  # noqa: B027 (a hook: a group without timers has none to cancel)
         """Cancel the group's timers (deletion, unload)."""
 
     def is_in_states(self, states: set[str]) -> bool:

@@ -152,9 +152,6 @@ class GroupMetadataManager(JoinGroupMixin):
         if group.state is S.PREPARING_REBALANCE and group.has_all_members_joined():
             self.complete_group_join(group, res)
 
-    def cancel_group_timers(self, group) -> None:
-        group.cancel_timers(self.timer)
-
     # == rebalance mechanics ======================================================================
     def maybe_prepare_rebalance_or_complete_join(self, group, res) -> None:
         if group.can_rebalance():
@@ -297,7 +294,7 @@ class GroupMetadataManager(JoinGroupMixin):
                                            protocol_name=group.protocol_name,
                                            assignment=group.members[mid].assignment))
 
-    def _write_leader_assignment(self, group, req, res) -> None:
+    def _write_leader_assignment(self, group: ClassicGroup, req, res) -> None:
         """Persist the leader's assignment; nobody is answered until the record is written."""
         assignment = {a.member_id: bytes(a.assignment) for a in req.assignments}
         for m in group.members:

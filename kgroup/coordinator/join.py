@@ -1,3 +1,5 @@
+# mypy: disable-error-code="attr-defined"
+# (JoinGroupMixin reaches the GroupMetadataManager it is mixed into: mypy sees the mixin alone)
 """JoinGroup for classic groups (Kafka's classicGroupJoinToClassicGroup and friends).
 
 Paths, as in Kafka:
@@ -73,7 +75,7 @@ class JoinGroupMixin:
                     del self.groups[group.group_id]
                 else:
                     self.groups[group.group_id] = replaced
-            self.cancel_group_timers(group)
+            group.cancel_timers(self.timer)
             for member in group.members.values():
                 if member.awaiting_join is not None:
                     tok, ver = member.awaiting_join

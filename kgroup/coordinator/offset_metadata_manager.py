@@ -15,10 +15,11 @@ from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages.offset_commit import OffsetCommitResponse
 from ..protocol.messages.offset_delete import OffsetDeleteResponse
 from ..protocol.messages.txn_offset_commit import TxnOffsetCommitResponse
+from ..java_compat import utf16_length
 from . import coordinator_records as rec
+from .classic_group import ClassicGroup
 from .classic_group import ClassicGroupState as S
-from .group import Group, GroupType
-from .partitioner import utf16_length
+from .group import Group
 from .responses import FetchGroup
 
 INVALID_OFFSET = -1
@@ -200,7 +201,7 @@ class OffsetMetadataManager:
             group.validate_offset_commit(req.member_id, req.group_instance_id, generation, False, version)
             # the classic protocol's commits keep the member's session alive (Kafka does the same
             # type check in OffsetMetadataManager.validateOffsetCommit)
-            if group.type is GroupType.CLASSIC and group.state in (S.STABLE, S.PREPARING_REBALANCE):
+            if isinstance(group, ClassicGroup) and group.state in (S.STABLE, S.PREPARING_REBALANCE):
                 member = group.members.get(req.member_id)
                 if member is not None:
                     self.group_metadata_manager.reschedule_heartbeat(group, member)

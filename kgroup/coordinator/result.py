@@ -5,8 +5,8 @@ Flow (one shard, one operation at a time)::
     result = shard.handle_xxx(request, version, now_ms, token, ...)   # or shard.poll_timers(now_ms)
     if result.records:
         try:
-            log.append([(r.key, r.value) for r in result.records])
-        except AppendFailure as e:
+            plog.append(build_batch([Record(key=r.key, value=r.value) for r in result.records]))
+        except LogError as e:                    # nothing was written
             to_send = shard.abort(result, e.code)
         else:
             to_send = shard.commit(result)
@@ -23,6 +23,8 @@ of other members, each paired with the opaque token the runtime gave when it par
 (``append_error_to_response_error``) and returns the error responses instead.
 """
 from __future__ import annotations
+
+from typing import Callable
 
 from ..protocol.errors import ErrorCode
 from .coordinator_records import OFFSET_COMMIT
@@ -84,11 +86,13 @@ class Result:
 
     def __init__(self, now_ms: int = 0):
         self.now_ms = now_ms
-        self.records = []           # kgroup.coordinator.coordinator_records.CoordinatorRecord
-        self._answers = []          # (token, response), in reply order
-        self._on_failure = None     # {index in _answers: fn(error) -> response}, once there is one
-        self._on_commit = ()        # fn(Result) -> None, after replay (a list once there is one)
-        self._on_abort = ()         # fn(Result, ErrorCode) -> None
+        self.records: list = []            # coordinator_records.CoordinatorRecord (or the transaction log's)
+        self._answers: list[tuple] = []     # (token, response), in reply order
+        # {index in _answers: fn(error) -> response}, once there is one
+        self._on_failure: dict[int, Callable] | None = None
+        # fn(Result) -> None, after replay; fn(Result, ErrorCode) -> None (lists once there is one)
+        self._on_commit: list[Callable] | tuple[()] = ()
+        self._on_abort: list[Callable] | tuple[()] = ()
 
     # -- building ---------------------------------------------------------------------------
     def add_record(self, record) -> None:
@@ -119,13 +123,13 @@ class Result:
         return found
 
     def on_commit(self, fn) -> None:
-        if self._on_commit:
+        if isinstance(self._on_commit, list):
             self._on_commit.append(fn)
         else:
             self._on_commit = [fn]
 
     def on_abort(self, fn) -> None:
-        if self._on_abort:
+        if isinstance(self._on_abort, list):
             self._on_abort.append(fn)
         else:
             self._on_abort = [fn]

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import copy
 import uuid
+from typing import Any
 
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages.consumer_group_describe import ConsumerGroupDescribeResponse
@@ -519,7 +520,7 @@ class GroupCoordinatorShard:
                   if isinstance(group, ClassicGroup)}
         consumer_groups = {g: group.durable_view() for g, group in self.groups.items()
                            if isinstance(group, consumer_group.ConsumerGroup)}
-        state = {"offsets": offsets, "groups": groups, "consumer_groups": consumer_groups}
+        state: dict[str, Any] = {"offsets": offsets, "groups": groups, "consumer_groups": consumer_groups}
         share_groups = {g: group.durable_view() for g, group in self.groups.items()
                         if isinstance(group, share_group.ShareGroup)}
         if share_groups:

@@ -7,9 +7,13 @@ holds it for the duration of the call, so "in 3000 ms" means ``now + 3000``. The
 operation to run for each key. The runtime asks ``TimerQueue.next_deadline()`` when to wake
 up and then calls ``GroupCoordinatorShard.poll_timers(now_ms)``.
 
-Keys (Kafka's, plus two of ours for what Kafka folds into ``heartbeat-``/``join-``):
-``heartbeat-<group>-<member>``, ``pending-<group>-<member>`` (a KIP-394 pending member),
-``join-<group>``, ``initial-delay-<group>``, ``sync-<group>``, ``expire-group-metadata``.
+Every coordinator timer's key is built here (Kafka's names, plus two of ours for what Kafka folds
+into ``heartbeat-``/``join-``). Classic groups: ``heartbeat-<group>-<member>``,
+``pending-<group>-<member>`` (a KIP-394 pending member), ``join-<group>``,
+``initial-delay-<group>``, ``sync-<group>``; consumer groups (KIP-848):
+``consumer-group-{session,rebalance,join,sync}-timeout-<group>-<member>``; the shard's
+``expire-group-metadata``; the transaction coordinator's ``transaction-abort`` and
+``transactionalId-expiration``.
 """
 from __future__ import annotations
 
@@ -18,6 +22,9 @@ import itertools
 from typing import Callable, NamedTuple
 
 EXPIRE_GROUP_METADATA_KEY = "expire-group-metadata"
+# the transaction coordinator's periodic tasks (TransactionCoordinator.startup)
+ABORT_TIMED_OUT_TRANSACTIONS_KEY = "transaction-abort"
+EXPIRE_TRANSACTIONAL_IDS_KEY = "transactionalId-expiration"
 
 
 class MemberTimer(NamedTuple):
@@ -152,7 +159,7 @@ class TimerQueue:
         return self._heap[0][0] if self._heap else None
 
     def poll_expired(self, now_ms: int) -> list[str]:
-        out = []
+        out: list[str] = []
         while True:
             self._drop_stale()
             if not self._heap or self._heap[0][0] > now_ms:

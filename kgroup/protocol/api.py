@@ -29,7 +29,7 @@ from .messages import (delete_share_group_state, initialize_share_group_state, r
                        read_share_group_state_summary, share_acknowledge, share_fetch, share_group_describe,
                        share_group_heartbeat, write_share_group_state)
 from .primitives import DecodeError
-from .schema import DECODE_FAILURES, is_flexible
+from .schema import DECODE_FAILURES, Message, is_flexible
 
 _INT32 = struct.Struct(">i")
 _KEY_VERSION = struct.Struct(">hh")
@@ -85,8 +85,8 @@ class ApiKey(enum.IntEnum):
 
 class Api(NamedTuple):
     key: ApiKey
-    request: type
-    response: type
+    request: type[Message]
+    response: type[Message]
 
 
 def _api(key, module, name):
@@ -212,7 +212,7 @@ def encode_request(body, version: int, correlation_id: int, client_id: str | Non
 
 def encode_response(api_key: int, version: int, correlation_id: int, body) -> list:
     """A response frame (length prefix included) as a list of bytes-like pieces."""
-    pieces = []
+    pieces: list = []
     type(body)._ENCODERS[version](body, pieces)
     prefix, header_size = _RESPONSE_PREFIX[api_key, version]
     pieces.insert(0, prefix.pack(header_size + sum(map(len, pieces)), correlation_id))

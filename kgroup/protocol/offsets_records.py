@@ -196,8 +196,13 @@ ConsumerGroupRegularExpressionValue = message('ConsumerGroupRegularExpressionVal
         F('timestamp', 'int64', '0+'),
 ])
 
-# record type (the key's version) -> (key schema, value schema), for the KIP-848 records
-CONSUMER_GROUP_RECORDS = {
+# The one table of record types (Kafka's CoordinatorRecordType): record type, which is also the
+# version its key is read at -> (key schema, value schema). The value's own int16 prefix gives its
+# version. The coordinator's decoders and ``kgroup dump-log`` read records through it.
+RECORD_SCHEMAS = {
+    0: (OffsetCommitKey, OffsetCommitValue),        # legacy offset commit (value version 0 only)
+    1: (OffsetCommitKey, OffsetCommitValue),
+    2: (GroupMetadataKey, GroupMetadataValue),
     3: (ConsumerGroupMetadataKey, ConsumerGroupMetadataValue),
     4: (ConsumerGroupPartitionMetadataKey, ConsumerGroupPartitionMetadataValue),
     5: (ConsumerGroupMemberMetadataKey, ConsumerGroupMemberMetadataValue),
@@ -206,6 +211,9 @@ CONSUMER_GROUP_RECORDS = {
     8: (ConsumerGroupCurrentMemberAssignmentKey, ConsumerGroupCurrentMemberAssignmentValue),
     16: (ConsumerGroupRegularExpressionKey, ConsumerGroupRegularExpressionValue),
 }
+
+CLASSIC_RECORD_TYPES = frozenset((0, 1, 2))
+CONSUMER_GROUP_RECORD_TYPES = frozenset(RECORD_SCHEMAS) - CLASSIC_RECORD_TYPES     # KIP-848: 3-8, 16
 
 
 # -- KIP-932 share group records (key versions 10-15 are their record types) --------------------------
@@ -311,7 +319,8 @@ ShareGroupStatePartitionMetadataValue = message('ShareGroupStatePartitionMetadat
         F('deleting_topics', '[]TopicInfo', '0+'),
 ])
 
-# record type (the key's version) -> (key schema, value schema), for the KIP-932 records
+# record type (the key's version) -> (key schema, value schema), for the KIP-932 records; part of
+# the one table of record types (RECORD_SCHEMAS)
 SHARE_GROUP_RECORDS = {
     10: (ShareGroupMemberMetadataKey, ShareGroupMemberMetadataValue),
     11: (ShareGroupMetadataKey, ShareGroupMetadataValue),
@@ -320,6 +329,8 @@ SHARE_GROUP_RECORDS = {
     14: (ShareGroupCurrentMemberAssignmentKey, ShareGroupCurrentMemberAssignmentValue),
     15: (ShareGroupStatePartitionMetadataKey, ShareGroupStatePartitionMetadataValue),
 }
+RECORD_SCHEMAS.update(SHARE_GROUP_RECORDS)
+SHARE_GROUP_RECORD_TYPES = frozenset(SHARE_GROUP_RECORDS)                       # KIP-932: 10-15
 
 
 # -- __share_group_state (KIP-932's share coordinator): record types 0 (snapshot) and 1 (update) ---------

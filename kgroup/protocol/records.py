@@ -22,7 +22,7 @@ Error mapping (what Kafka 4.0 answers, see ``ByteBufferLogInputStream``,
   (raised by the produce handler).
 
 All four codecs are dependencies (pyproject.toml), as Kafka ships its codec jars: gzip from the
-standard library, snappy from cramjam (the engine python-snappy itself now wraps), lz4 frames from
+standard library, snappy from cramjam (the engine python-snappy wraps), lz4 frames from
 lz4, zstd from zstandard.
 """
 from __future__ import annotations
@@ -314,7 +314,7 @@ def compute_batch_crc(batch) -> int:
 
 class RecordsSummary(NamedTuple):
     """What a validation walk over uncompressed records learned."""
-    count: int
+    count: int      # type: ignore[assignment]  # a field named count shadows tuple.count, on purpose
     min_timestamp: int
     max_timestamp: int
     has_null_key: bool
@@ -400,7 +400,7 @@ def scan_records(header: BatchHeader, batch) -> RecordsSummary:
     end = len(data)
     base_ts = header.base_timestamp
     count = header.records_count
-    min_delta = max_delta = None
+    min_delta = max_delta = 0
     null_key = False
     n = 0
     cooldown = 0  # records to parse one by one before looking for a run again
@@ -471,7 +471,7 @@ def scan_records(header: BatchHeader, batch) -> RecordsSummary:
                 null_key = True
             elif p + key_len > rec_end:
                 raise InvalidRecordError(f"Found invalid record structure at record {n}")
-            if min_delta is None:
+            if n == 0:
                 min_delta = max_delta = ts_delta
             elif ts_delta < min_delta:
                 min_delta = ts_delta
@@ -519,11 +519,6 @@ def set_max_timestamp(batch, timestamp_type: int, max_timestamp: int, pos: int =
     view = memoryview(batch)
     UINT32.pack_into(batch, pos + CRC_OFFSET, crc32c(view[pos + ATTRIBUTES_OFFSET:pos + size]))
     return True
-
-
-def set_log_append_time(batch, timestamp: int, pos: int = 0) -> bool:
-    """What a LogAppendTime topic does to every appended batch."""
-    return set_max_timestamp(batch, TimestampType.LOG_APPEND_TIME, timestamp, pos)
 
 
 # --- compression --------------------------------------------------------------------------
@@ -651,8 +646,11 @@ def _encode_record(out: bytearray, offset_delta: int, ts_delta: int, key, value,
             _put_bytes(body, hvalue)
     else:
         v = _SMALL_VARINTS
-        body = b"".join((b"\x00", v[ts_delta - _SMALL_MIN], v[offset_delta - _SMALL_MIN],
-                         v[len(key) - _SMALL_MIN], key, v[len(value) - _SMALL_MIN], value, b"\x00"))
+        small = b"".join((b"\x00", v[ts_delta - _SMALL_MIN], v[offset_delta - _SMALL_MIN],
+                          v[len(key) - _SMALL_MIN], key, v[len(value) - _SMALL_MIN], value, b"\x00"))
+        out += _varint(len(small))
+        out += small
+        return
     out += _varint(len(body))
     out += body
 
@@ -702,8 +700,7 @@ def build_batch(
             last_offset_delta = 0
     if max_timestamp is not None:
         max_ts = max_timestamp
-    if compression != Compression.NONE:
-        body = compress(compression, bytes(body))
+    payload = body if compression == Compression.NONE else compress(compression, bytes(body))
     attributes = compression & COMPRESSION_MASK
     if timestamp_type == TimestampType.LOG_APPEND_TIME:
         attributes |= TIMESTAMP_TYPE_MASK
@@ -714,7 +711,7 @@ def build_batch(
     if delete_horizon_ms is not None:
         attributes |= DELETE_HORIZON_MASK
     out = bytearray(RECORD_BATCH_OVERHEAD)
-    out += body
+    out += payload
     BATCH_HEADER.pack_into(
         out, 0, base_offset, len(out) - LOG_OVERHEAD, partition_leader_epoch, MAGIC_V2, 0,
         attributes, last_offset_delta, base_ts, max_ts, producer_id, producer_epoch,

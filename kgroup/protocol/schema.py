@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 import struct
+from typing import Any, Callable, ClassVar, Sequence
 
 from .primitives import DecodeError, read_uvarint, write_uvarint
 
@@ -70,7 +71,7 @@ class Field:
         self.default = default
         self.fields = fields
         self.flexible = flexible  # field-level override: "none" (RequestHeader.ClientId)
-        self.struct = None  # generated class for struct-typed fields
+        self.struct: Any = None  # generated class for struct-typed fields
 
     @property
     def is_array(self) -> bool:
@@ -128,8 +129,12 @@ DECODE_FAILURES = (struct.error, IndexError, UnicodeDecodeError, ValueError, Typ
 class Message:
     """Base of every generated message and struct class."""
 
-    __slots__ = ()
+    __slots__: tuple[str, ...] = ()
     FIELDS: tuple[Field, ...] = ()
+    # set on each generated class by message(): its version range and per-version codecs
+    VERSIONS: ClassVar[tuple[int, int]]
+    _ENCODERS: ClassVar[dict[int, Callable]]
+    _DECODERS: ClassVar[dict[int, Callable]]
 
     def __eq__(self, other):
         if type(other) is not type(self):
@@ -222,7 +227,7 @@ def _new_struct_class(name: str, fields: list[Field], base=Message):
     if not params:
         src = "def __init__(self):\n    pass\n"
     exec(src, env)
-    cls.__init__ = env["__init__"]
+    setattr(cls, "__init__", env["__init__"])    # noqa: B010 (mypy refuses assigning __init__)
     return cls
 
 
@@ -414,14 +419,14 @@ def _gen_decoder(cls, v: int, flex: bool):
     c = g.name("_cls", cls)
     L.append(f"{ind}o = _new({c})")
     for f in fields:
-        t = targets.get(f.name)
-        if t is not None and (f.is_array or f.is_struct) and f.name in {x.name for x in tagged}:
+        got = targets.get(f.name)
+        if got is not None and (f.is_array or f.is_struct) and f.name in {x.name for x in tagged}:
             # a tagged array/struct that was absent keeps its fresh default
             fresh = "[]" if f.is_array and f.default_value() is not None else (
                 "None" if f.is_array or f.default == "null" else g.name("_S", f.struct) + "()")
-            L.append(f"{ind}o.{f.name} = {fresh} if {t} is _MISSING else {t}")
-        elif t is not None:
-            L.append(f"{ind}o.{f.name} = {t}")
+            L.append(f"{ind}o.{f.name} = {fresh} if {got} is _MISSING else {got}")
+        elif got is not None:
+            L.append(f"{ind}o.{f.name} = {got}")
         elif f.is_array:
             L.append(f"{ind}o.{f.name} = {'[]' if f.default_value() is not None else 'None'}")
         elif f.is_struct:
@@ -583,7 +588,7 @@ def _compile(cls, versions: tuple[int, int], flexible: tuple[int, int], seen: se
 
 
 def message(name: str, api_key: int | None, versions: str, flexible: str = "none",
-            fields: list[Field] = (), common: list[tuple[str, list[Field]]] = ()):
+            fields: Sequence[Field] = (), common: Sequence[tuple[str, list[Field]]] = ()):
     """Declare a message (all versions) and return its generated class.
 
     ``common`` holds Kafka's ``commonStructs``: (struct name, fields) shared by several fields.

@@ -20,7 +20,7 @@ import base64
 from typing import Callable, Mapping
 
 from ..coordinator.coordinator_records import CoordinatorLoadError, RecordDecodeError, UnknownRecordType
-from ..coordinator.partitioner import java_string_hash_code, java_utils_abs
+from ..java_compat import string_hash_code, utils_abs
 from ..coordinator.result import Result, append_error_to_response_error, coordinator_api
 from ..coordinator.timer import CoordinatorTimer, TimerQueue
 from ..protocol.errors import ErrorCode
@@ -57,7 +57,7 @@ def share_partition_key(group_id: str, topic_id: bytes, partition: int) -> str:
 
 def share_state_partition(group_id: str, topic_id: bytes, partition: int, num_partitions: int) -> int:
     """Kafka's ShareCoordinatorService.partitionFor: abs(hashCode(key)) % partitions."""
-    return java_utils_abs(java_string_hash_code(share_partition_key(group_id, topic_id, partition))) % num_partitions
+    return utils_abs(string_hash_code(share_partition_key(group_id, topic_id, partition))) % num_partitions
 
 
 def _one(req, topics_field: str = "topics"):

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ..coordinator.coordinator_records import CoordinatorRecord, UnknownRecordType, decode_structs, read_version
+from ..coordinator.coordinator_records import CoordinatorRecord, RecordDecodeError, UnknownRecordType, read_version
 from ..protocol import offsets_records as R
+from ..protocol.primitives import DecodeError
 
 SHARE_SNAPSHOT = 0
 SHARE_UPDATE = 1
@@ -57,9 +58,18 @@ def tombstone(group_id: str, topic_id: bytes, partition: int) -> CoordinatorReco
 
 
 def decode_record(key, value) -> CoordinatorRecord:
+    """A ``__share_group_state`` record (its own table of record types, SHARE_STATE_RECORDS);
+    UnknownRecordType for another type, RecordDecodeError for bytes that do not decode."""
     record_type = read_version(key, "key")
     schemas = R.SHARE_STATE_RECORDS.get(record_type)
     if schemas is None:
         raise UnknownRecordType(record_type)
     key_cls, value_cls = schemas
-    return decode_structs(record_type, key, key_cls, record_type, value, value_cls)
+    try:
+        key_struct, _ = key_cls.decode(memoryview(key), record_type, 2)
+        if value is None:
+            return CoordinatorRecord(bytes(key), None, record_type, key_struct, None)
+        value_struct, _ = value_cls.decode(memoryview(value), read_version(value, "value"), 2)
+    except DecodeError as e:
+        raise RecordDecodeError(f"Could not read record of type {record_type} due to: {e}.") from None
+    return CoordinatorRecord(bytes(key), bytes(value), record_type, key_struct, value_struct)

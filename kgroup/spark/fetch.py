@@ -101,7 +101,7 @@ def read_range(r: OffsetRange, settings: FetchSettings, schema: pa.Schema) -> It
         while position < r.until_offset:
             try:
                 records = consumer.poll(200)
-            except OffsetOutOfRangeError:
+            except OffsetOutOfRangeError as out_of_range:
                 earliest = consumer.beginning_offsets([tp])[tp]
                 latest = consumer.end_offsets([tp])[tp]
                 message = (f"Cannot fetch offset {position} of {tp.topic}-{tp.partition}: the log now holds "
@@ -110,7 +110,7 @@ def read_range(r: OffsetRange, settings: FetchSettings, schema: pa.Schema) -> It
                            "deleted before all the data in the topic was processed.")
                 if settings.fail_on_data_loss:
                     raise DataLossError(message + " If you don't want your query to fail on such cases, set the "
-                                        "source option \"failOnDataLoss\" to \"false\".")
+                                        "source option \"failOnDataLoss\" to \"false\".") from out_of_range
                 log.warning(message)
                 if earliest >= r.until_offset or earliest <= position:
                     return

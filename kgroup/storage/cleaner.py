@@ -21,7 +21,6 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from kgroup.protocol.records import (
     CONTROL_COMMIT,
@@ -33,10 +32,8 @@ from kgroup.protocol.records import (
     read_batch_header,
 )
 from kgroup.storage.config import LONG_MAX
-from kgroup.storage.segment import CLEANED_SUFFIX, LogSegment, fsync_dir
-
-if TYPE_CHECKING:
-    from kgroup.storage.log import PartitionLog
+from kgroup.storage.log import PartitionLog
+from kgroup.storage.segment import CLEANED_SUFFIX, LogSegment
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +49,7 @@ class CleanerStats:
     bytes_after: int = 0
 
 
-def cleanable_segments(plog: "PartitionLog", now_ms: int) -> list[LogSegment]:
+def cleanable_segments(plog: PartitionLog, now_ms: int) -> list[LogSegment]:
     segs = plog.segments
     cfg = plog.config
     limit = segs[-1].base_offset  # the active segment is never cleaned
@@ -88,7 +85,7 @@ class CleanableInfo:
         return self.cleanable_bytes / total if total else 0.0
 
 
-def cleanable_info(plog: "PartitionLog", now_ms: int) -> CleanableInfo:
+def cleanable_info(plog: PartitionLog, now_ms: int) -> CleanableInfo:
     segs = plog.segments
     first_dirty = max(plog.cleaner_checkpoint, plog.log_start_offset)
     uncleanable = cleanable_segments(plog, now_ms)
@@ -103,7 +100,7 @@ def cleanable_info(plog: "PartitionLog", now_ms: int) -> CleanableInfo:
     return CleanableInfo(first_dirty, first_uncleanable, clean_bytes, cleanable, needs_now)
 
 
-def max_compaction_delay(plog: "PartitionLog", first_dirty: int, now_ms: int) -> int:
+def max_compaction_delay(plog: PartitionLog, first_dirty: int, now_ms: int) -> int:
     """LogCleanerManager.maxCompactionDelay: how long past max.compaction.lag.ms the earliest
     dirty inactive segment is, 0 if none is. A segment's time is its first batch's timestamp
     (ignored when not > 0); every inactive segment from the one holding ``first_dirty`` counts,
@@ -215,10 +212,11 @@ class CleanPlan:
     """One clean, as Kafka's LogCleaner runs it on its own thread: planned on the log's owner
     thread (plan_clean), built from this plan alone on the cleaner's thread (build_cleaned:
     reads the closed segments through its own descriptors, writes ``.cleaned`` segments beside
-    them, never touches the PartitionLog), then swapped in on the owner thread (swap_cleaned,
-    Kafka's replaceSegments), only if none of the planned segments changed meanwhile. Until
-    then the log keeps serving reads and taking appends (the active segment is never cleaned)."""
-    log: "PartitionLog"
+    them, never touches the PartitionLog), then swapped in on the owner thread
+    (PartitionLog.replace_segments, Kafka's replaceSegments), only if none of the planned
+    segments changed meanwhile. Until then the log keeps serving reads and taking appends (the
+    active segment is never cleaned)."""
+    log: PartitionLog
     directory: str
     segments: list[LogSegment]          # the segments to clean (read only through their paths)
     sizes: list[int]                    # their sizes when planned (closed: they only shrink by truncation)
@@ -230,7 +228,7 @@ class CleanPlan:
     index_interval_bytes: int
     max_index_size: int
     abort: threading.Event = field(default_factory=threading.Event)
-    tp: tuple | None = None             # (topic, partition) for the LogManager
+    tp: tuple[str, int] = ("", -1)       # (topic, partition), set by the LogManager that planned it
 
 
 @dataclass(slots=True)
@@ -245,7 +243,7 @@ class CleanedSegments:
                 seg.delete_files()
 
 
-def plan_clean(plog: "PartitionLog", now_ms: int) -> CleanPlan | None:
+def plan_clean(plog: PartitionLog, now_ms: int) -> CleanPlan | None:
     if not plog.config.compact:
         return None
     segments = cleanable_segments(plog, now_ms)
@@ -254,7 +252,7 @@ def plan_clean(plog: "PartitionLog", now_ms: int) -> CleanPlan | None:
     segs = plog.segments
     end = segs[len(segments)].base_offset if len(segments) < len(segs) else plog.log_end_offset
     cfg = plog.config
-    return CleanPlan(plog, plog.directory, segments, [s.size for s in segments], end, plog._truncations,
+    return CleanPlan(plog, plog.directory, segments, [s.size for s in segments], end, plog.truncations,
                      now_ms, cfg.delete_retention_ms,
                      {pid: e.last_data_offset for pid, e in plog.producer_state.producers.items()},
                      cfg.index_interval_bytes, cfg.segment_index_bytes)
@@ -306,6 +304,7 @@ def _clean_segment(reader: LogSegment, plan: CleanPlan, offset_map, stats: Clean
     def flush_parts() -> None:
         nonlocal pending
         if headers:
+            assert out is not None      # made before the first add()
             out.append(b"".join(parts), headers)
         parts.clear()
         headers.clear()
@@ -351,41 +350,18 @@ def _clean_segment(reader: LogSegment, plan: CleanPlan, offset_map, stats: Clean
 
 
 def swap_cleaned(plan: CleanPlan, built: CleanedSegments) -> CleanerStats | None:
-    """Kafka's replaceSegments, on the log's owner thread: the cleaned segments replace the
-    planned ones (renames, one directory fsync) and the cleaner checkpoint moves. Abandoned
-    (the cleaned files removed, None returned) when the log changed in a way that touches the
-    planned segments meanwhile: closed or deleted, a planned segment deleted by retention or
-    DeleteRecords, a truncation, compaction turned off."""
-    plog = plan.log
-    if planned_segments_changed(plan):
-        built.discard()
-        return None
-    swapped = False
-    for seg, cleaned in zip(plan.segments, built.cleaned):
-        if cleaned is not None:
-            seg.replace_with(cleaned)
-            swapped = True
-    if swapped:
-        fsync_dir(plog.directory)
-    if plan.end_offset > plog.cleaner_checkpoint:
-        plog.cleaner_checkpoint = plan.end_offset
-    return built.stats
+    """The cleaned segments replace the planned ones, on the log's owner thread
+    (``PartitionLog.replace_segments``); None when the swap was abandoned because the log changed
+    in a way that touches the planned segments meanwhile."""
+    return built.stats if plan.log.replace_segments(plan, built) else None
 
 
-def planned_segments_changed(plan: CleanPlan) -> bool:
-    """The log changed in a way that touches the planned segments since ``plan``: closed, a
-    planned segment deleted (retention, DeleteRecords) or shortened (truncation), compaction
-    turned off."""
-    plog = plan.log
-    live = set(map(id, plog._segments))
-    return (plog._closed or not plog.config.compact or plog._truncations != plan.truncations
-            or any(id(seg) not in live or seg.size != size for seg, size in zip(plan.segments, plan.sizes)))
-
-
-def clean(plog: "PartitionLog", now_ms: int) -> CleanerStats:
-    """A whole clean on the calling thread (tests, tools); the broker builds it on its cleaner
-    thread instead (LogManager.plan_clean / finish_clean)."""
-    plan = plan_clean(plog, now_ms)
+def clean(plog: PartitionLog, now_ms: int | None = None) -> CleanerStats:
+    """cleanup.policy=compact: a whole clean on the calling thread (tests, tools), keeping the last
+    record per key; the broker builds it on its cleaner thread instead (LogManager.plan_clean /
+    finish_clean)."""
+    plog.check_open()
+    plan = plan_clean(plog, plog.time_ms() if now_ms is None else now_ms)
     if plan is None:
         return CleanerStats()
     return swap_cleaned(plan, build_cleaned(plan)) or CleanerStats()

@@ -16,6 +16,8 @@ from array import array
 from bisect import bisect_right
 from typing import NamedTuple
 
+from kgroup.storage.open_files import OpenFiles
+
 _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
 _LITTLE = sys.byteorder == "little"
@@ -39,7 +41,7 @@ class _IndexFile(abc.ABC):
         self.base_offset = base_offset
         self.max_entries = max(1, max_index_size // self.entry_size)
         self._fd: int | None = None
-        self.files = None           # the LogManager's OpenFiles, which may close _fd (open_files.py)
+        self.files: OpenFiles | None = None     # the LogManager's OpenFiles, which may close _fd (open_files.py)
         self._loaded = False
         # Writes so far and how many of them are known durable (fsynced, or covered by a
         # filesystem-wide sync that started after them): counters, not a flag, so a sync that

@@ -18,7 +18,7 @@ import logging
 import os
 from bisect import bisect_right
 from dataclasses import dataclass
-from typing import Callable, Iterator, NamedTuple
+from typing import Callable, Iterator, NamedTuple, Protocol, Sequence
 
 from kgroup.protocol.primitives import INT32
 from kgroup.protocol.records import (
@@ -38,7 +38,6 @@ from kgroup.protocol.records import (
     set_partition_leader_epoch,
     validate_batch,
 )
-from kgroup.storage import cleaner
 from kgroup.storage.config import LogConfig
 from kgroup.storage.errors import (
     InvalidTimestampError,
@@ -58,6 +57,7 @@ from kgroup.storage.segment import (
     TIME_INDEX_SUFFIX,
     TXN_INDEX_SUFFIX,
     LogSegment,
+    fsync_dir,
     now_ms,
 )
 from kgroup.storage.txn_index import AbortedTxn
@@ -103,6 +103,24 @@ class ReadResult(NamedTuple):
             out.append(data[pos:pos + size])
             pos += size
         return out
+
+
+class PlannedClean(Protocol):
+    """What a clean was planned against (``cleaner.CleanPlan``): the planned segments, each one's
+    size then, the log's truncation count then, and the offset the clean covers up to."""
+    segments: list[LogSegment]
+    sizes: list[int]
+    truncations: int
+    end_offset: int
+
+
+class BuiltClean(Protocol):
+    """A clean built off to the side (``cleaner.CleanedSegments``): per planned segment its
+    cleaned copy, None when unchanged."""
+    @property
+    def cleaned(self) -> Sequence[LogSegment | None]: ...
+
+    def discard(self) -> None: ...
 
 
 class TimestampAndOffset(NamedTuple):
@@ -274,7 +292,7 @@ class PartitionLog:
         """Validate, assign offsets and append one produce partition's records (one or more
         batches). A duplicate idempotent batch is answered with its original offsets and not
         written. Raises the ``kgroup.storage.errors`` / ``records`` exceptions."""
-        self._check_open()
+        self.check_open()
         cfg = self.config
         now = self._clock()
         view = memoryview(records)
@@ -332,8 +350,8 @@ class PartitionLog:
         psm = self.producer_state
         for (pos, _), header in zip(found, headers):
             if header.has_producer_id:
-                batch = memoryview(buf)[pos:pos + header.size] if header.is_control else None
-                duplicate = psm.check(header, origin, pending, batch)
+                control = memoryview(buf)[pos:pos + header.size] if header.is_control else None
+                duplicate = psm.check(header, origin, pending, control)
                 if duplicate is not None:
                     # Kafka answers with the original batch's offsets and its timestamp.
                     return AppendResult(duplicate.first_offset, duplicate.last_offset, duplicate.timestamp,
@@ -364,7 +382,7 @@ class PartitionLog:
                 segment.txn_index.append(AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset,
                                                     psm.last_stable_offset(txn)))
 
-    def _validate_batch_records(self, buf: bytearray, pos: int, header: BatchHeader, origin: AppendOrigin,
+    def _validate_batch_records(self, buf: bytearray | memoryview, pos: int, header: BatchHeader, origin: AppendOrigin,
                                 now: int) -> int:
         """LogValidator's per-batch checks; returns the batch's max record timestamp."""
         cfg = self.config
@@ -441,7 +459,7 @@ class PartitionLog:
 
     def roll(self) -> LogSegment:
         """Start a new active segment at the log end offset (no-op on an empty active one)."""
-        self._check_open()
+        self.check_open()
         active = self._segments[-1]
         if active.base_offset == self._leo and active.size == 0:
             return active
@@ -460,7 +478,7 @@ class PartitionLog:
         """Whole batches starting with the one that contains ``fetch_offset``, up to
         ``max_bytes`` (the first batch alone may exceed it when ``min_one_batch``), none at or
         beyond ``max_offset``. Raises OffsetOutOfRangeError outside [log start, log end]."""
-        self._check_open()
+        self.check_open()
         leo, start = self._leo, self.log_start_offset
         if fetch_offset < start or fetch_offset > leo:
             raise OffsetOutOfRangeError(
@@ -585,7 +603,7 @@ class PartitionLog:
         """Kafka's retention pass: whole segments past retention.ms / retention.bytes (delete
         policy) or entirely below the log start offset. When every segment is deletable, a new
         empty active segment is rolled first, so the active one is never deleted."""
-        self._check_open()
+        self.check_open()
         now = self._clock() if now_ms is None else now_ms
         cfg, deleted = self.config, 0
         if cfg.delete:
@@ -638,7 +656,7 @@ class PartitionLog:
     def delete_records_before(self, offset: int) -> int:
         """DeleteRecords: advance the log start offset (-1 means the high watermark), drop the
         segments entirely below it, and return the new low watermark."""
-        self._check_open()
+        self.check_open()
         if offset == -1:
             offset = self.high_watermark
         if offset < 0 or offset > self.high_watermark:
@@ -653,7 +671,7 @@ class PartitionLog:
     def truncate_to(self, offset: int) -> bool:
         """Remove everything from the batch holding ``offset`` on. Returns False when there was
         nothing at or beyond ``offset``."""
-        self._check_open()
+        self.check_open()
         if offset < 0:
             raise ValueError(f"Cannot truncate to a negative offset ({offset})")
         if offset >= self._leo:
@@ -676,7 +694,7 @@ class PartitionLog:
         return True
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
-        self._check_open()
+        self.check_open()
         self._truncate_fully_and_start_at(offset)
 
     def _truncate_fully_and_start_at(self, offset: int) -> None:
@@ -688,19 +706,54 @@ class PartitionLog:
         self._leo = self.log_start_offset = self.recovery_point = offset
         self.producer_state.truncate_fully_and_start_at(offset)
 
-    # --- compaction ------------------------------------------------------------------------
+    # --- compaction (kgroup.storage.cleaner plans and builds; the log swaps) ----------------------
 
-    def compact(self, now_ms: int | None = None) -> "cleaner.CleanerStats":
-        """cleanup.policy=compact: rewrite closed segments keeping the last record per key."""
-        self._check_open()
-        return cleaner.clean(self, self._clock() if now_ms is None else now_ms)
+    @property
+    def truncations(self) -> int:
+        """How many truncations the log has had: a clean planned before one is abandoned."""
+        return self._truncations
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def time_ms(self) -> int:
+        """The log's clock."""
+        return self._clock()
+
+    def segments_changed_since(self, plan: PlannedClean) -> bool:
+        """The log changed in a way that touches the segments ``plan`` was made against: closed, a
+        planned segment deleted (retention, DeleteRecords) or shortened (truncation), compaction
+        turned off."""
+        live = set(map(id, self._segments))
+        return (self._closed or not self.config.compact or self._truncations != plan.truncations
+                or any(id(seg) not in live or seg.size != size for seg, size in zip(plan.segments, plan.sizes)))
+
+    def replace_segments(self, plan: PlannedClean, built: BuiltClean) -> bool:
+        """Kafka's ``Log.replaceSegments``: the cleaned segments take the planned ones' place
+        (renames, one directory fsync) and the cleaner checkpoint moves to the plan's end. When the
+        planned segments changed meanwhile (``segments_changed_since``) the swap is abandoned, the
+        cleaned files removed, and False returned."""
+        if self.segments_changed_since(plan):
+            built.discard()
+            return False
+        swapped = False
+        for seg, cleaned in zip(plan.segments, built.cleaned):
+            if cleaned is not None:
+                seg.replace_with(cleaned)
+                swapped = True
+        if swapped:
+            fsync_dir(self.directory)
+        if plan.end_offset > self.cleaner_checkpoint:
+            self.cleaner_checkpoint = plan.end_offset
+        return True
 
     # --- flushing and closing --------------------------------------------------------------
 
     def flush(self) -> None:
         """fsync everything appended so far and move the recovery point to the log end. The
         broker calls this once for many acks=-1 appends (group commit)."""
-        self._check_open()
+        self.check_open()
         active = self._segments[-1]
         for seg in self._segments:
             # The active segment's indexes are rebuilt by recovery; skip their fsync.
@@ -711,13 +764,13 @@ class PartitionLog:
     def sync_mark(self) -> tuple:
         """What a filesystem-wide sync (``syncfs``) started now makes durable: pass it to
         ``synced`` once that sync has finished. Appends meanwhile are not covered by it."""
-        self._check_open()
+        self.check_open()
         return self._leo, self._truncations, [seg.sync_mark() for seg in self._segments]
 
     def synced(self, mark: tuple) -> None:
         """A filesystem-wide sync started at ``mark`` has finished: record what it made durable
         (what flush() records, up to the mark; later appends stay dirty)."""
-        self._check_open()
+        self.check_open()
         leo, truncations, segments = mark
         for seg, writes, index_writes, time_index_writes in segments:
             seg.synced(writes, index_writes, time_index_writes)
@@ -761,7 +814,7 @@ class PartitionLog:
         for offset in list(self.producer_state.snapshots):
             self.producer_state.delete_snapshot(offset)
 
-    def _check_open(self) -> None:
+    def check_open(self) -> None:
         if self._closed:
             raise ValueError(f"log {self.directory} is closed")
 

@@ -129,7 +129,7 @@ class LogManager:
         self._checkpointed_state: tuple | None = None   # the offsets it holds (checkpoint_contents)
         self.had_clean_shutdown: dict[str, bool] = {}
         self._closed = False
-        self._cleaning = None       # the CleanPlan being built (plan_clean .. finish_clean)
+        self._cleaning: cleaner.CleanPlan | None = None    # being built (plan_clean .. finish_clean)
         for d in self.log_dirs:
             os.makedirs(d, exist_ok=True)
             self._load_dir(d)
@@ -289,7 +289,7 @@ class LogManager:
 
     def compact_logs(self, now_ms: int | None = None) -> int:
         """Clean every compacted log; returns the number of segments rewritten."""
-        return self._each("compaction", lambda plog: plog.compact(now_ms).segments_rewritten,
+        return self._each("compaction", lambda plog: cleaner.clean(plog, now_ms).segments_rewritten,
                           [(tp, p) for tp, p in self._logs.items() if p.config.compact])
 
     def clean_filthiest(self, now_ms: int | None = None) -> tuple[str, int] | None:
@@ -299,6 +299,7 @@ class LogManager:
         plan = self.plan_clean(now_ms)
         if plan is None:
             return None
+        built: cleaner.CleanedSegments | Exception
         try:
             built = cleaner.build_cleaned(plan)
         except Exception as e:
@@ -349,14 +350,14 @@ class LogManager:
         """Swap in what build_cleaned made for ``plan`` (or re-raise what it raised: the broker
         takes the log directory offline for an I/O error, as Kafka's cleaner); None when
         the clean was abandoned: ``abandon`` (e.g. the log directory failed), the log closed,
-        deleted or replaced meanwhile, or its planned segments changed (cleaner.swap_cleaned)."""
+        deleted or replaced meanwhile, or its planned segments changed (PartitionLog.segments_changed_since)."""
         if self._cleaning is plan:
             self._cleaning = None
         current = not abandon and not self._closed and self._logs.get(plan.tp) is plan.log
         if isinstance(built, BaseException):
             # A build that failed while its planned segments changed (e.g. a file retention
             # removed as it was read) met the change, not a fault: abandoned like its swap.
-            if current and not isinstance(built, cleaner.CleanAborted) and not cleaner.planned_segments_changed(plan):
+            if current and not isinstance(built, cleaner.CleanAborted) and not plan.log.segments_changed_since(plan):
                 raise built
             return None
         if not current:

@@ -52,11 +52,6 @@ class OpenFiles:
     def closed(self, f) -> None:
         self._lru.pop(f, None)
 
-    def set_capacity(self, capacity: int | None) -> None:
-        self.capacity = capacity
-        if capacity is not None and len(self._lru) > capacity:
-            self._evict(capacity)
-
     def _evict(self, capacity: int) -> None:
         lru = self._lru
         keep = max(capacity, 1)         # never the file just opened

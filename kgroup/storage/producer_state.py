@@ -9,7 +9,7 @@ replayed from the log's batch headers.
 Rules (ProducerAppendInfo): an epoch lower than the current one is INVALID_PRODUCER_EPOCH; a
 new epoch must start at sequence 0 unless the producer has no epoch yet; within an epoch the
 first sequence must follow the last one (Int.MAX wraps to 0); a producer with no state may
-write any sequence (Kafka 4.0 no longer answers UNKNOWN_PRODUCER_ID). A batch whose epoch and
+write any sequence (Kafka 4.0 does not answer UNKNOWN_PRODUCER_ID). A batch whose epoch and
 sequence range match one of the 5 retained batches is a duplicate.
 """
 from __future__ import annotations
@@ -107,10 +107,6 @@ class ProducerStateEntry:
     @property
     def last_seq(self) -> int:
         return self.batch_metadata[-1].last_seq if self.batch_metadata else NO_SEQUENCE
-
-    @property
-    def first_data_offset(self) -> int:
-        return self.batch_metadata[0].first_offset if self.batch_metadata else -1
 
     @property
     def last_data_offset(self) -> int:
@@ -453,6 +449,3 @@ class ProducerStateManager:
         except FileNotFoundError:
             pass
 
-    def delete_snapshots_before(self, offset: int) -> None:
-        for snap in [s for s in self.snapshots if s < offset]:
-            self.delete_snapshot(snap)

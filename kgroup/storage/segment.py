@@ -95,7 +95,7 @@ class LogSegment:
         self._clock = clock
         # The .log descriptor is opened on first use and may be closed by ``files`` when too
         # many are open (open_files.py); always read it through _file().
-        self._files = files
+        self._files: OpenFiles | None = files
         self._closed = False
         if create:
             self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -145,20 +145,22 @@ class LogSegment:
 
     # --- state -----------------------------------------------------------------------------
 
-    def _ensure_max_ts(self) -> None:
-        if self._max_ts is None:
+    def _max_ts_entry(self) -> tuple[int, int]:
+        """(largest timestamp so far, its offset), read from the time index on first use."""
+        max_ts = self._max_ts
+        if max_ts is None:
             entry = self.time_index.last_entry()
-            self._max_ts, self._max_ts_offset = entry.timestamp, entry.offset
+            max_ts = self._max_ts = entry.timestamp
+            self._max_ts_offset = entry.offset
+        return max_ts, self._max_ts_offset
 
     @property
     def max_timestamp_so_far(self) -> int:
-        self._ensure_max_ts()
-        return self._max_ts
+        return self._max_ts_entry()[0]
 
     @property
     def offset_of_max_timestamp(self) -> int:
-        self._ensure_max_ts()
-        return self._max_ts_offset
+        return self._max_ts_entry()[1]
 
     @property
     def largest_timestamp(self) -> int:
@@ -274,8 +276,7 @@ class LogSegment:
             raise
         if pos == 0 and headers:
             self._rolling_ts = headers[0].max_timestamp
-        self._ensure_max_ts()
-        max_ts, max_off = self._max_ts, self._max_ts_offset
+        max_ts, max_off = self._max_ts_entry()
         interval = self.index_interval_bytes
         since = self._bytes_since_last_index_entry
         for header in headers:
@@ -432,8 +433,7 @@ class LogSegment:
 
     def on_become_inactive(self) -> None:
         """When rolled: record the largest timestamp so retention can use the time index."""
-        self._ensure_max_ts()
-        self.time_index.maybe_append(self._max_ts, self._max_ts_offset, skip_full_check=True)
+        self.time_index.maybe_append(*self._max_ts_entry(), skip_full_check=True)
         self.release_index_handles()
 
     def release_index_handles(self) -> None:

@@ -91,10 +91,6 @@ class TransactionMetadata:
         completion, so that is the only transition that stays pending between requests."""
         return self.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT)
 
-    @property
-    def has_pending_transaction(self) -> bool:
-        return self.state in (S.ONGOING, S.PREPARE_ABORT, S.PREPARE_COMMIT)
-
     def durable(self) -> tuple:
         return (self.producer_id, self.previous_producer_id, self.next_producer_id,
                 self.producer_epoch, self.txn_timeout_ms, self.state, self.partitions,

@@ -30,7 +30,8 @@ from typing import Callable, NamedTuple
 from ..coordinator import Result, TimerQueue
 from ..coordinator.result import coordinator_api
 from ..coordinator.partitioner import group_partition
-from ..coordinator.timer import CoordinatorTimer
+from ..coordinator.timer import (ABORT_TIMED_OUT_TRANSACTIONS_KEY, EXPIRE_TRANSACTIONAL_IDS_KEY,
+                                 CoordinatorTimer)
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages.add_offsets_to_txn import AddOffsetsToTxnResponse
 from ..protocol.messages.add_partitions_to_txn import AddPartitionsToTxnResponse
@@ -47,8 +48,6 @@ from .metadata import (NO_PRODUCER_EPOCH, NO_PRODUCER_ID, SHORT_MAX, Transaction
 S = TransactionState
 E = ErrorCode
 GROUP_METADATA_TOPIC = "__consumer_offsets"
-ABORT_TIMED_OUT_KEY = "transaction-abort"
-EXPIRE_TRANSACTIONAL_IDS_KEY = "transactionalId-expiration"
 
 
 def transaction_partition(transactional_id: str, n: int = 50) -> int:
@@ -195,7 +194,7 @@ class TransactionCoordinatorShard:
         for m in sorted(self.transactions.values(), key=lambda m: m.transactional_id):
             if m.pending_transition_in_progress:
                 self._queue_markers(res, m)
-        self.timer.schedule(ABORT_TIMED_OUT_KEY, self.config.abort_timed_out_transactions_interval_ms,
+        self.timer.schedule(ABORT_TIMED_OUT_TRANSACTIONS_KEY, self.config.abort_timed_out_transactions_interval_ms,
                             self._abort_timed_out_transactions)
         self.timer.schedule(EXPIRE_TRANSACTIONAL_IDS_KEY,
                             self.config.remove_expired_transactional_ids_interval_ms,
@@ -205,7 +204,7 @@ class TransactionCoordinatorShard:
     def on_unloaded(self, now_ms: int) -> list:
         """The partition moves away: timers stop, state is dropped; nothing here is parked."""
         self.is_loaded = False
-        self.timer.cancel(ABORT_TIMED_OUT_KEY)
+        self.timer.cancel(ABORT_TIMED_OUT_TRANSACTIONS_KEY)
         self.timer.cancel(EXPIRE_TRANSACTIONAL_IDS_KEY)
         self._markers.clear()
         self.transactions.clear()
@@ -433,8 +432,10 @@ class TransactionCoordinatorShard:
         if not tid:
             return {tp: E.INVALID_REQUEST for tp in partitions}
         m = self.transactions.get(tid)
+        if m is None:
+            return {tp: E.INVALID_PRODUCER_ID_MAPPING for tp in partitions}
         error = None
-        if m is None or m.producer_id != pid:
+        if m.producer_id != pid:
             error = E.INVALID_PRODUCER_ID_MAPPING
         elif m.producer_epoch != epoch:
             error = E.PRODUCER_FENCED
@@ -564,7 +565,7 @@ class TransactionCoordinatorShard:
             m = self.transactions[tid]
             if m.state is S.ONGOING and m.txn_start_timestamp + m.txn_timeout_ms < now:
                 self._fence_and_abort(res, m, now)
-        self.timer.schedule(ABORT_TIMED_OUT_KEY, self.config.abort_timed_out_transactions_interval_ms,
+        self.timer.schedule(ABORT_TIMED_OUT_TRANSACTIONS_KEY, self.config.abort_timed_out_transactions_interval_ms,
                             self._abort_timed_out_transactions)
 
     def _expire_transactional_ids(self, res: Result) -> None:

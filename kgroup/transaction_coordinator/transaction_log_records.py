@@ -76,7 +76,7 @@ def decode_value(transactional_id: str, value) -> TransactionMetadata | None:
         state = TransactionState(v.transaction_status)
     except (DecodeError, ValueError) as e:
         raise TransactionLogDecodeError(f"cannot read transaction log value: {e}") from None
-    partitions = frozenset()
+    partitions: frozenset[tuple[str, int]] = frozenset()
     if state is not TransactionState.EMPTY and v.transaction_partitions:
         partitions = frozenset((p.topic, i) for p in v.transaction_partitions for i in p.partition_ids)
     return TransactionMetadata(

@@ -185,7 +185,7 @@ def test_delete_records(broker):
     c = RawClient(broker.port)
     assert create(c, "d", 2).error_code == 0
     assert create(c, "compacted", 1, configs={"cleanup.policy": "compact"}).error_code == 0
-    for i in range(5):
+    for _i in range(5):
         assert produce(c, "d", batch(2)).error_code == 0
     T, P = DeleteRecordsRequest.DeleteRecordsTopic, DeleteRecordsRequest.DeleteRecordsTopic.DeleteRecordsPartition
 

@@ -32,13 +32,13 @@ def test_configs_describe_and_alter(broker):
     assert lines[0] == "Dynamic configs for topic c are:"
     assert "  retention.ms=5000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=5000, " \
            "STATIC_BROKER_CONFIG:log.retention.ms=604800000}" not in lines   # log.retention.ms is unset
-    assert any(l.startswith("  retention.ms=5000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=5000")
-               for l in lines), lines
-    assert any(l.startswith("  cleanup.policy=compact,delete ") for l in lines)
+    assert any(line.startswith("  retention.ms=5000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=5000")
+               for line in lines), lines
+    assert any(line.startswith("  cleanup.policy=compact,delete ") for line in lines)
     assert len(lines) == 4
     r = kgroup("configs", "--bootstrap-server", bs, "--topic", "c", "--alter", "--delete-config", "retention.ms")
     assert r.returncode == 0
-    assert not any("retention.ms" in l for l in kgroup("configs", "--bootstrap-server", bs, "--topic", "c",
+    assert not any("retention.ms" in line for line in kgroup("configs", "--bootstrap-server", bs, "--topic", "c",
                                                        "--describe").stdout.splitlines())
     r = kgroup("configs", "--bootstrap-server", bs, "--topic", "c", "--alter", "--add-config", "segment.bytes=1")
     assert r.returncode == 1 and "Value must be at least 14" in r.stderr

@@ -1,4 +1,4 @@
-"""Issue 17, findings 2-4: what a hostile or idle peer may cost the broker. A request's memory
+"""What a hostile or idle peer may cost the broker. A request's memory
 grows with the bytes that arrive (never its announced size), queued.max.request.bytes bounds
 requests being read, an idle connection costs little, connections.max.idle.ms closes idle
 connections, max.connections / max.connections.per.ip close new connections at once, and the
@@ -80,8 +80,8 @@ def server(tmp_path):
 
 
 def test_announced_size_without_bytes_pins_no_memory(server):
-    """Finding 2: a size prefix just under socket.request.max.bytes and a 14-byte header, then
-    silence, used to allocate the whole 100 MiB frame."""
+    """A size prefix just under socket.request.max.bytes and a 14-byte header, then silence,
+    must not allocate the whole 100 MiB frame."""
     before = settle_rss(server.proc.pid, 0.2)
     socks = []
     for i in range(8):
@@ -125,7 +125,7 @@ def test_queued_max_request_bytes_bounds_requests_being_read(tmp_path):
         create_topic(RawClient(b.port), "t")
         before = settle_rss(b.proc.pid, 0.2)
         hogs = []
-        for i in range(6):      # each announces 90 MB and sends 3 MB of it
+        for _i in range(6):      # each announces 90 MB and sends 3 MB of it
             s = connect(b.port)
             s.sendall(struct.pack(">i", 90_000_000) + b"\0" * 3_000_000)
             hogs.append(s)
@@ -148,7 +148,7 @@ def test_queued_max_request_bytes_bounds_requests_being_read(tmp_path):
 
 
 def test_an_idle_connection_costs_under_20_kb(server):
-    """Finding 3: an idle connection used to hold its own 256 KiB receive buffer."""
+    """An idle connection holds no receive buffer of its own."""
     n = 1000
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 4 * n)), hard))
@@ -228,9 +228,9 @@ def _low_nofile(n):
 
 
 def test_descriptors_are_kept_for_the_brokers_own_files(tmp_path):
-    """Finding 4: with the descriptor limit reached by connections the broker used to fail
-    accept() with a traceback each time and its log housekeeping with 'Too many open files'.
-    Connections now stop short of the limit, and the broker still creates topics."""
+    """With the descriptor limit reached by connections, connections stop short of the limit
+    (no accept() traceback, no 'Too many open files' in log housekeeping), and the broker still
+    creates topics."""
     b = BrokerProcess(tmp_path / "d", ["log.retention.check.interval.ms=200"],
                       preexec_fn=_low_nofile(600)).start()
     try:

@@ -1,6 +1,6 @@
-"""Issue 17, finding 1: one CreateTopics request with a huge partition count (67,108,867: a bit
-flip of 3) used to create partitions until descriptors ran out, save the topic anyway and leave
-a data directory the broker could not restart on. As Kafka's controller (QuorumController
+"""One CreateTopics request with a huge partition count (67,108,867: a bit flip of 3) must not
+create partitions until descriptors run out, nor save the topic, nor leave a data directory the
+broker cannot restart on. As Kafka's controller (QuorumController
 MAX_RECORDS_PER_USER_OP = 10,000 records per request: a TopicRecord, one PartitionRecord per
 partition and the ConfigRecords), such a request fails as a whole with POLICY_VIOLATION, and a
 topic is never saved before its partitions exist."""
@@ -81,7 +81,7 @@ def test_a_topic_whose_partitions_cannot_be_created_is_not_saved(tmp_path):
 def test_partitions_do_not_hold_a_descriptor_each(tmp_path):
     """3 files per partition, 3,000 partitions, a 600-descriptor limit: the log manager keeps
     at most its budget open (broker/connections.py's reserve), so the topic is created, used and
-    loaded again after a restart (it used to fail with "Too many open files")."""
+    loaded again after a restart (no "Too many open files")."""
     data = tmp_path / "d"
 
     def low_nofile():

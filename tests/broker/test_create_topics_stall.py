@@ -1,8 +1,6 @@
-"""Issue 17, finding 1 (second half): creating a topic must not stall the event loop. A
-CreateTopics of 9,999 partitions (the controller's cap of 10,000 records per request) used to
-create every partition log in one go on the event loop (3 files each, 30,000 descriptors: over
-a 20,000 limit it even failed); now their files are created on a thread and opened in 5 ms
-slices, and the topic is saved, and visible in Metadata, once they all exist (meanwhile its
+"""Creating a topic must not stall the event loop. For a CreateTopics of 9,999 partitions (the
+controller's cap of 10,000 records per request; 3 files each) the partition files are created
+on a thread and opened in 5 ms slices, and the topic is saved, and visible in Metadata, once they all exist (meanwhile its
 name is taken, and Metadata asking for it by name gets LEADER_NOT_AVAILABLE). A classic group's
 member heartbeats on another connection and is answered quickly throughout; a restart loads
 the topic."""

@@ -1,4 +1,4 @@
-"""Issue 17, finding 9: loading a __consumer_offsets partition replays only the last record of
+"""Loading a __consumer_offsets partition replays only the last record of
 each key (the state a compacted log gives). Checked against the full replay on a history with
 overwritten commits, group generations, deletions and tombstones; and 1M commit records load
 within the goal (3 s) in benchmarks/footprint_bench.py, not here (no timed unit tests)."""

@@ -11,7 +11,7 @@ from kgroup.broker.broker import Broker
 from kgroup.broker.config import BrokerConfig
 from kgroup.protocol.api import ApiKey
 from kgroup.protocol.errors import ErrorCode
-from kgroup.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from kgroup.protocol.messages.api_versions import ApiVersionsRequest
 from kgroup.protocol.messages.metadata import MetadataRequest
 from kgroup.protocol.header_defs import RequestHeader
 from tests.harness import BrokerProcess, RawClient
@@ -125,7 +125,8 @@ def test_sigterm_exits_zero(tmp_path):
 
 
 def test_unknown_config_key_is_an_error_naming_it(tmp_path):
-    import subprocess, sys
+    import subprocess
+    import sys
     from tests.conftest import ROOT
     r = subprocess.run([sys.executable, "-m", "kgroup", "serve", "--override", "no.such.key=1",
                         "--override", f"log.dirs={tmp_path}"], cwd=ROOT, capture_output=True, text=True, timeout=30)

@@ -13,7 +13,6 @@ from kgroup.client.assignors import (ASSIGNORS, Assignment, ClusterMetadata,
                                      MemberData, RangeAssignor, RebalanceProtocol,
                                      RoundRobinAssignor, StickyAssignor, Subscription,
                                      TopicPartition, get_assignor)
-from kgroup.client.assignors.base import JavaHashSet, java_hash_order, java_string_hash
 from kgroup.client.assignors.sticky import (deserialize_topic_partition_assignment,
                                             serialize_topic_partition_assignment,
                                             serialize_topic_partition_assignment_v0)
@@ -180,32 +179,6 @@ def test_sticky_round_trip_through_on_assignment():
     assert assignor.member_data(Subscription(["t0"], user_data)) == MemberData(
         parts("t0p2 t1p0"), 4)
     assert assignor.member_data(Subscription(["t0"], b"")) == MemberData([], None)
-
-
-# ---- java.util.HashMap order ------------------------------------------------------------
-
-def test_java_hash_order_matches_jvm():
-    # printed by a JVM (OpenJDK 17) for the same insertions
-    assert java_hash_order([f"consumer{i}" for i in range(1, 5)], java_string_hash) == [
-        "consumer4", "consumer3", "consumer2", "consumer1"]
-    assert java_hash_order([f"c{i:02d}" for i in range(40)], java_string_hash) == (
-        "c31 c30 c11 c33 c10 c32 c13 c35 c12 c34 c15 c37 c14 c36 c17 c39 c16 c38 c19 c18 c20 "
-        "c00 c22 c21 c02 c24 c01 c23 c04 c26 c03 c25 c06 c28 c05 c27 c08 c07 c29 c09").split()
-    assert java_string_hash("consumer1") == (-421004549) & 0xFFFFFFFF
-    assert java_string_hash("\U0001F600") == 31 * 0xD83D + 0xDE00 and java_string_hash("") == 0
-
-
-def test_java_hash_set_first_follows_buckets_and_insertion():
-    s = JavaHashSet()
-    items = [TP("t", p) for p in range(20)]
-    for tp in items:
-        s.add(tp)
-    assert list(s)[0] == s.first()
-    expected = java_hash_order(items, lambda tp: (31 * (31 + tp.partition)
-                                                  + java_string_hash(tp.topic)) & 0xFFFFFFFF)
-    assert list(s) == expected
-    s.discard(expected[0])
-    assert s.first() == expected[1]
 
 
 # ---- the documented example --------------------------------------------------------------

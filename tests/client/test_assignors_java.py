@@ -2,7 +2,7 @@
 StickyAssignorTest, CooperativeStickyAssignorTest, RangeAssignorTest, RoundRobinAssignorTest),
 with the expected outputs the Java tests assert.
 
-The Java tests build their subscriptions in a ``HashMap``; ``java_ordered`` gives the same
+The Java tests build their subscriptions in a ``HashMap``; ``string_hash_map`` gives the same
 iteration order.  Rack-aware variants are ported in their no-rack configuration only.
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 from kgroup.client.assignors import (ClusterMetadata, CooperativeStickyAssignor, MemberData,
                                      RangeAssignor, RoundRobinAssignor, StickyAssignor,
                                      Subscription, TopicPartition)
-from kgroup.client.assignors.base import java_ordered
+from kgroup.java_compat import hash_order, string_hash_map, string_hash_u32
 from kgroup.client.assignors.sticky import serialize_topic_partition_assignment
 
 TP = TopicPartition
@@ -69,7 +69,7 @@ class Flavor:
         return Subscription(list(topics), user_data, partitions, generation)
 
     def assign(self, partitions_per_topic, subscriptions):
-        return self.assignor.assign_partitions(partitions_per_topic, java_ordered(subscriptions))
+        return self.assignor.assign_partitions(partitions_per_topic, string_hash_map(subscriptions))
 
 
 def subscription(topics) -> Subscription:
@@ -442,7 +442,7 @@ def test_reassignment_with_random_subscriptions_and_changes(flavor):
         ppt = {t: i + 1 for i, t in enumerate(topics)}
         num_consumers = rnd.randrange(20, 40)
 
-        def sublist():
+        def sublist(topics=topics):
             chosen = list(topics)
             for _ in range(rnd.randrange(len(topics))):
                 chosen.pop(rnd.randrange(len(chosen)))
@@ -578,8 +578,7 @@ def _rack_test_assign(flavor, consumer_topics, owned=None):
                                          owned_partitions=parse(owned[i]) if owned else [])
             for i, topics in enumerate(consumer_topics)}
     # verifyRackAssignment builds its map with new HashMap<>(consumers.size())
-    from kgroup.client.assignors.base import java_hash_order, java_string_hash
-    order = java_hash_order(subs, java_string_hash, initial_capacity=len(subs))
+    order = hash_order(subs, string_hash_u32, initial_capacity=len(subs))
     assignment = flavor.assignor.assign_partitions(RACK_TOPICS, {c: subs[c] for c in order})
     return [sorted_str(assignment[f"consumer{i}"]) for i in range(len(consumer_topics))]
 
@@ -661,7 +660,7 @@ def test_sticky_assignor_with_old_version_subscriptions():
     subs = {"consumer1": sticky_v0(["topic1"], [tp("topic1", 0)]),
             "consumer2": sticky_v1(["topic1"], [tp("topic1", 1)], GENERATION),
             "consumer3": flavor.v2(["topic1"], [], GENERATION)}
-    assignment = assignor.assign_partitions({"topic1": 3}, java_ordered(subs))
+    assignment = assignor.assign_partitions({"topic1": 3}, string_hash_map(subs))
     assert assignment["consumer1"] == [tp("topic1", 0)]
     assert assignment["consumer2"] == [tp("topic1", 1)]
     assert assignment["consumer3"] == [tp("topic1", 2)]
@@ -773,7 +772,7 @@ def test_cooperative_assignor_with_old_version_subscriptions():
     subs = {"consumer1": v1([tp("topic1", 0)]), "consumer2": v1([tp("topic1", 1)]),
             "consumer3": Subscription(["topic1"], assignor.subscription_user_data({"topic1"}),
                                       [], GENERATION)}
-    assignment = assignor.assign_partitions({"topic1": 3}, java_ordered(subs))
+    assignment = assignor.assign_partitions({"topic1": 3}, string_hash_map(subs))
     assert assignment == {"consumer1": [tp("topic1", 0)], "consumer2": [tp("topic1", 1)],
                           "consumer3": [tp("topic1", 2)]}
 

@@ -151,8 +151,8 @@ def test_revoke_runs_before_assign_within_one_reconciliation(cluster):
         got: list = []
         for i, (c, listener) in enumerate(zip(consumers, listeners)):
             c.subscribe(["six"], listener=listener)
-            await poll_all(consumers[:i + 1], got, lambda: all(x.group_stable() and x.assignment()
-                                                               for x in consumers[:i + 1]))
+            await poll_all(consumers[:i + 1], got, lambda i=i: all(x.group_stable() and x.assignment()
+                                                                   for x in consumers[:i + 1]))
         assert len(owners) == 6 and {n for n in owners.values()} == {"c0", "c1", "c2"}
         await consumers[0].unsubscribe()
         await poll_all(consumers[1:], got, lambda: len(owners) == 6 and all(c.group_stable() for c in consumers[1:]))

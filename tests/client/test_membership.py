@@ -48,8 +48,8 @@ class Member:
     def reply(self, send, response):
         return self.m.on_response(send.token, response, self.now)
 
-    def fail(self, send, exc=ConnectionError("boom")):
-        return self.m.on_failure(send.token, exc, self.now)
+    def fail(self, send, exc=None):
+        return self.m.on_failure(send.token, exc or ConnectionError("boom"), self.now)
 
     def find(self, outs=None):
         outs = self.fg() if outs is None else outs
@@ -524,8 +524,7 @@ def test_protocol_is_eager_unless_every_assignor_is_cooperative():
 
 def test_commit_waits_for_coordinator_then_sends():
     mb = Member()
-    mb.m.subscribe  # manual mode: no subscription
-    mb.m.subscription = None
+    mb.m.subscription = None      # manual mode: no subscription
     token, outs = mb.m.commit({TP("t", 0): 3}, mb.now)
     assert outs == []
     find = one(mb.tick(), SendRequest)

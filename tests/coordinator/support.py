@@ -280,7 +280,7 @@ class CgCtx(Ctx):
             self.add_topic(name, n)
 
     def add_topic(self, name, partitions):
-        from kgroup.coordinator.consumer_group.group import TopicMetadata
+        from kgroup.coordinator.topic_metadata import TopicMetadata
         if name not in self.topics:
             self.topics_version += 1
         self.topics[name] = TopicMetadata(topic_id(name), name, partitions)

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kgroup.coordinator.assignor import SubscriptionType, hash_map_put_order
+from kgroup.coordinator.assignor import SubscriptionType
+from kgroup.java_compat import string_map_order
 from kgroup.coordinator.consumer_group import consumer_group_records as rec
 from kgroup.coordinator.consumer_group.current_assignment import reconcile
 from kgroup.coordinator.consumer_group.group import (ConsumerGroup, ConsumerGroupState, IllegalReplayState,
@@ -186,7 +187,7 @@ def test_target_assignment_records_in_kafkas_member_order_and_only_for_changes()
     g = c.group
     newcomer = ConsumerGroupMember("B", subscribed_topic_names=frozenset({"a"}))
     records, target = build_target_assignment(g, g.group_epoch + 1, "uniform", c.topics, {"B": newcomer})
-    order = hash_map_put_order(list(g.members) + ["B"])
+    order = string_map_order(list(g.members) + ["B"])
     assert list(target) == order
     changed = [r.key_struct.member_id for r in records[:-1]]
     assert changed == [m for m in order if g.target_assignment.get(m) != target[m]]

@@ -7,9 +7,9 @@ import struct
 
 import pytest
 
-from kgroup.coordinator import CoordinatorLoadError, GroupCoordinatorShard, group_partition, java_string_hash_code
-from kgroup.coordinator.partitioner import java_utils_abs
+from kgroup.coordinator import CoordinatorLoadError, GroupCoordinatorShard, group_partition
 from kgroup.coordinator.result import gate
+from kgroup.java_compat import string_hash_code
 from kgroup.coordinator.timer import heartbeat_key
 from kgroup.protocol.messages.heartbeat import HeartbeatRequest
 from kgroup.protocol.messages.join_group import JoinGroupRequest
@@ -18,31 +18,12 @@ from tests.coordinator.support import E, Ctx, fresh_shard, protocols
 
 
 # -- group -> partition ------------------------------------------------------------------------
-@pytest.mark.parametrize("s, expected", [
-    ("", 0), ("a", 97), ("hello", 99162322),
-    ("polygenelubricants", -2**31),          # Integer.MIN_VALUE
-    ("é", 233), ("日本", 0x65E5 * 31 + 0x672C),
-    ("\U0001F600", 0xD83D * 31 + 0xDE00),     # a surrogate pair counts as two code units
-])
-def test_java_string_hash_code(s, expected):
-    assert java_string_hash_code(s) == expected
-
-
-def test_java_hash_code_wraps_like_int32():
-    s = "x" * 50
-    h = 0
-    for ch in s:
-        h = (31 * h + ord(ch)) & 0xFFFFFFFF
-    assert java_string_hash_code(s) == (h - 2**32 if h >= 2**31 else h)
-
-
 def test_group_partition():
-    assert java_utils_abs(-2**31) == 0 and java_utils_abs(-5) == 5
     assert group_partition("polygenelubricants") == 0
     assert group_partition("hello") == 99162322 % 50
     assert group_partition("\U0001F600", 7) == (0xD83D * 31 + 0xDE00) % 7
     neg = "console-consumer-1"
-    assert group_partition(neg) == abs(java_string_hash_code(neg)) % 50
+    assert group_partition(neg) == abs(string_hash_code(neg)) % 50
 
 
 # -- loading ---------------------------------------------------------------------------------------

@@ -102,7 +102,7 @@ def test_consumer_group_offsets_expire_and_the_empty_group_is_deleted():
 
 def test_expiry_does_not_fire_early_for_an_empty_consumer_group_with_offsets():
     c = Ctx({"a": 1}, **RETENTION)
-    epoch = consumer_group(c)
+    consumer_group(c)
     assert c.hb("g", "m1", -1).error_code == 0
     c.commit("g", {("a", 0): 5})            # an admin commit into the empty group
     c.advance(50_000)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from kgroup.coordinator.classic_group import ClassicGroup, ClassicGroupMember, java_hashmap_order
-from kgroup.coordinator.partitioner import group_partition, java_string_hash_code
+from kgroup.coordinator.classic_group import ClassicGroup, ClassicGroupMember
+from kgroup.coordinator.partitioner import group_partition
 from tests.coordinator.support import E, Ctx, protocols
 
 
@@ -39,20 +39,7 @@ def test_a_tied_vote_is_broken_like_kafka():
     assert group_with(["range", "roundrobin"], ["roundrobin", "range"]).select_protocol() == "range"
 
 
-def test_java_hashmap_order_matches_openjdk():
-    assert java_hashmap_order(["roundrobin", "range"]) == ["range", "roundrobin"]
-    assert java_hashmap_order(["cooperative-sticky", "sticky", "range", "roundrobin"]) == \
-        ["sticky", "range", "roundrobin", "cooperative-sticky"]
-    keys = ["proto" + chr(ord("a") + (i * 7) % 26) + str(i) for i in range(13)]   # forces a resize
-    assert java_hashmap_order(keys) == ["protos10", "protol9", "protoa0", "protoh1", "protoj5", "protog12",
-                                        "protoc4", "protoe8", "protov3", "protox7", "protoz11", "protoq6",
-                                        "protoo2"]
-
-
-def test_java_string_hash_code_matches_openjdk():
-    assert [java_string_hash_code(s) for s in ("range", "roundrobin", "my-group", "console-consumer-1",
-                                               "\U0001F600x", "日本")] == \
-        [108280125, -128548644, -1906497762, 35782224, 54959989, 835047]
+def test_group_partition_of_my_group():
     assert group_partition("my-group") == 12
 
 

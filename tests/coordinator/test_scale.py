@@ -12,7 +12,7 @@ N = 3000
 def test_thousands_of_members_reach_stable():
     c = Ctx(check=False)
     tokens, durations = [], []
-    for i in range(N):
+    for _i in range(N):
         t0 = _clock.perf_counter()
         tokens.append(c.join_dynamic("big", rebalance=120000, session=60000))
         durations.append(_clock.perf_counter() - t0)

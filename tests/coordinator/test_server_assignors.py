@@ -11,8 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kgroup.coordinator.assignor import (ASSIGNORS, GroupSpec, MemberSpec, PartitionAssignorError,
-                                         SubscriptionType, hash_map_put_order, hash_set_copy_order,
-                                         uuid_hash_code, uuid_sort_key)
+                                         SubscriptionType)
 from kgroup.coordinator.assignor import range as range_assignor
 from kgroup.coordinator.assignor import uniform
 
@@ -41,22 +40,6 @@ def sets(result):
 def run(assign, members, topics, kind=None):
     spec = GroupSpec(members, kind) if kind else GroupSpec.of(members)
     return sets(assign(spec, topics))
-
-
-# -- Java order helpers ---------------------------------------------------------------------------
-
-def test_uuid_hash_and_order_are_javas():
-    # Uuid(msb=1, lsb=2): xor 3 -> hashCode 3; Uuid(msb=-1, lsb=0): (int)(-1 >> 32) ^ (int)-1 = 0
-    assert uuid_hash_code((1).to_bytes(8, "big") + (2).to_bytes(8, "big")) == 3
-    assert uuid_hash_code(b"\xff" * 8 + bytes(8)) == 0
-    # compareTo on signed longs: a negative msb sorts first
-    neg, pos = b"\x80" + bytes(15), b"\x01" + bytes(15)
-    assert sorted([pos, neg], key=uuid_sort_key) == [neg, pos]
-    # HashSet buckets: hash spread (h ^ h >>> 16) & (n - 1), n = 16 for small sets
-    ids = [i.to_bytes(16, "big") for i in (17, 2, 33, 1)]   # hashes 17, 2, 33, 1 -> buckets 1, 2, 1, 1
-    assert hash_set_copy_order(ids) == [ids[0], ids[2], ids[3], ids[1]]
-    # String keys of a HashMap grown by puts: "A".."C" hash 65..67 -> buckets 1..3
-    assert hash_map_put_order(["C", "A", "B"]) == ["A", "B", "C"]
 
 
 # -- uniform, homogeneous (OptimizedUniformAssignmentBuilderTest) ---------------------------------
@@ -374,7 +357,7 @@ def any_groups(draw):
 @given(group=any_groups())
 def test_every_subscribed_partition_assigned_exactly_once(group):
     topics, members = group
-    for name, assign in ASSIGNORS.items():
+    for _name, assign in ASSIGNORS.items():
         check_valid_and_balanced(members, assign(GroupSpec.of(members), topics), topics, balanced=False)
 
 

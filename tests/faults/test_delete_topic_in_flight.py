@@ -1,7 +1,6 @@
-"""Issue 17, finding 5, over the wire: a topic deleted while other requests wait for the same
-group-commit fsync used to fail them (in 26-28 of 40 rounds an acks=-1 produce to another
-topic got KAFKA_STORAGE_ERROR although its records were written; a DeleteGroups in flight had
-its connection closed with "log ... is closed"). Each round, on four connections sent at once:
+"""Over the wire: a topic deleted while other requests wait for the same group-commit fsync
+fails none of them (an acks=-1 produce to another topic whose records were written is
+acknowledged; a DeleteGroups in flight keeps its connection). Each round, on four connections sent at once:
 an acks=-1 produce to the doomed topic followed (pipelined) by its DeleteTopics, an acks=-1
 produce to another topic, a DeleteGroups of a group with offsets, and an OffsetCommit. Every
 unrelated request is answered without error, its connection stays open, and what was

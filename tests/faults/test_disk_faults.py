@@ -1,4 +1,4 @@
-"""Issue 17, finding 6: a failed write or fsync on the data directory, injected without touching
+"""A failed write or fsync on the data directory, injected without touching
 the broker's code (an LD_PRELOAD shim compiled here with gcc; a small tmpfs that fills up). As
 Kafka: the log directory goes offline and, being the only one, the broker stops (exit code 1)
 with "Shutdown broker because all log dirs in ... have failed"; the requests in flight get
@@ -117,8 +117,8 @@ def test_a_failed_fsync_or_write_under_produce(tmp_path, shim, ops):
 
 
 def test_a_failed_fsync_under_offset_commit(tmp_path, shim):
-    """The commit is answered NOT_COORDINATOR (it used to close the connection with a
-    traceback) and OffsetFetch never returns it (it used to)."""
+    """The commit is answered NOT_COORDINATOR (its connection stays open) and OffsetFetch never
+    returns it."""
     data_dir, trigger = tmp_path / "d", tmp_path / "fail-now"
     b = faulty_broker(shim, data_dir, trigger, "sync").start()
     try:

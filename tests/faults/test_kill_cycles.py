@@ -1,4 +1,4 @@
-"""Issue 17: kill -9 cycles under offset-commit and idempotent-produce load, every acknowledged
+"""Kill -9 cycles under offset-commit and idempotent-produce load, every acknowledged
 commit and record checked after each restart: no acknowledged commit or record lost, no
 committed offset that was never committed, no record twice. 3 cycles here, 100 with --long."""
 import os

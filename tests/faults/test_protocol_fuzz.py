@@ -1,4 +1,4 @@
-"""Issue 17: a protocol fuzzer seeded with frames recorded from real clients (kafka-python and
+"""A protocol fuzzer seeded with frames recorded from real clients (kafka-python and
 confluent-kafka, through a small recording proxy), mutating sizes, counts, strings, versions and
 correlation ids. Afterwards the broker still serves a normal client, its memory stayed bounded,
 and a restart shows the topics and offsets written before intact. A few thousand frames here;

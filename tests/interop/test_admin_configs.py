@@ -128,7 +128,7 @@ def test_kafka_python_admin_apis(broker):
         assert set(modified["topic"]["kp-admin"]) == {"cleanup.policy"}
         admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, "kp-admin", configs={"cleanup.policy": "delete"})])
         p = KafkaProducer(bootstrap_servers=broker.bootstrap)
-        for i in range(8):
+        for _i in range(8):
             p.send("kp-admin", b"x", partition=1)
         p.flush(10)
         p.close()

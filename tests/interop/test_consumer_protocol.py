@@ -172,7 +172,7 @@ def assert_never_owned_twice(members):
             intervals.setdefault(p, []).append((start, end, i))
     for p, spans in intervals.items():
         spans.sort()
-        for (s1, e1, i1), (s2, e2, i2) in zip(spans, spans[1:]):
+        for (_s1, e1, i1), (s2, _e2, i2) in zip(spans, spans[1:]):
             assert s2 >= e1 or i1 == i2, f"{p} owned by members {i1} and {i2} at once: {spans}"
 
 

@@ -55,7 +55,7 @@ class SlowRevoker(MemberProcess):
 def members_table(stdout: str) -> dict[str, dict[str, str]]:
     """--members --verbose rows by CLIENT-ID. Assignments hold ", " so columns are cut at the
     header's column starts (every column is padded to its header's width or more)."""
-    lines = [l for l in stdout.splitlines() if l.strip()]
+    lines = [line for line in stdout.splitlines() if line.strip()]
     head = lines[0]
     names = head.split()
     starts = [head.index(n if i == 0 else " " + n) + (0 if i == 0 else 1) for i, n in enumerate(names)]
@@ -86,7 +86,7 @@ def test_describe_shows_epochs_and_target_next_to_current(tmp_path, record_prope
 
         r = kgroup("groups", "--bootstrap-server", bs, "--describe", "--group", "dcg", "--state", "--verbose")
         assert r.returncode == 0, r.stderr
-        head, row = [l.split() for l in r.stdout.strip().splitlines()]
+        head, row = [line.split() for line in r.stdout.strip().splitlines()]
         assert head == ["GROUP", "COORDINATOR", "(ID)", "ASSIGNMENT-STRATEGY", "STATE", "GROUP-EPOCH",
                         "TARGET-ASSIGNMENT-EPOCH", "#MEMBERS"]
         g = describe(broker.port, "dcg")
@@ -132,14 +132,14 @@ def test_describe_shows_epochs_and_target_next_to_current(tmp_path, record_prope
         wait_for(settled, timeout=30, what="both members stable on two partitions")
 
         # the default view: committed offsets with the member owning each partition
-        wait_for(lambda: all(" 5 " in l for l in kgroup("groups", "--bootstrap-server", bs, "--describe", "--group",
+        wait_for(lambda: all(" 5 " in line for line in kgroup("groups", "--bootstrap-server", bs, "--describe", "--group",
                                                            "dcg").stdout.strip().splitlines()[1:]),
                  what="every partition committed at 5")
         r = kgroup("groups", "--bootstrap-server", bs, "--describe", "--group", "dcg")
         lines = r.stdout.strip().splitlines()
         assert lines[0].split() == ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
                                     "CONSUMER-ID", "HOST", "CLIENT-ID"]
-        cells = sorted(l.split() for l in lines[1:])
+        cells = sorted(line.split() for line in lines[1:])
         assert [c[:6] for c in cells] == [["dcg", "dc", str(p), "5", "5", "0"] for p in range(4)]
         assert sorted(c[8] for c in cells) == ["joiner", "joiner", "slow-one", "slow-one"]
 
@@ -177,7 +177,7 @@ def test_describe_classic_group_unchanged_and_missing_group(tmp_path):
             c.poll(0.2)
         assert c.assignment()
         r = kgroup("groups", "--bootstrap-server", bs, "--describe", "--group", "clg", "--state")
-        head, row = [l.split() for l in r.stdout.strip().splitlines()]
+        head, row = [line.split() for line in r.stdout.strip().splitlines()]
         assert head[-2:] == ["STATE", "#MEMBERS"] and row[-3:] == ["range", "Stable", "1"], r.stdout
         r = kgroup("groups", "--bootstrap-server", bs, "--describe", "--group", "nope", "--members")
         assert "Consumer group 'nope' does not exist." in r.stdout

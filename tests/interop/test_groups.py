@@ -18,7 +18,6 @@ None of these may skip.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -228,7 +227,7 @@ def test_groups_share_partitions_and_recover_from_a_killed_member(tmp_path, memb
         for ms in by_client.values():
             members.extend(ms)
         stable = {c: wait_stable(broker.port, g, 3) for c, g in groups.items()}
-        for c, g in stable.items():
+        for g in stable.values():
             assert g.protocol_type == "consumer" and g.protocol_data == strategy
             assert all(len(parts) == 2 for parts in owners(g).values()), owners(g)
 

@@ -23,7 +23,7 @@ from tests.harness import BrokerProcess
 from tests.interop.burrow import BurrowStack
 from tests.interop.test_matrix_harness import (
     BROKER_OVERRIDES, GROUP_CLIENTS, Members, RecordingProxy, _Admin, check_result, create_topics, produce_reference, run_per_client,
-    tag, topic_partitions, wait_committed, wait_stable, wait_until)
+    tag, topic_partitions, wait_committed, wait_stable)
 
 pytestmark = [pytest.mark.interop, pytest.mark.matrix]
 

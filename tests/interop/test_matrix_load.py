@@ -24,8 +24,7 @@ from kgroup.protocol.api import parse_response
 from kgroup.protocol.messages.offset_commit import OffsetCommitRequest
 from tests.harness import BrokerProcess, RawClient
 from tests.interop.test_matrix_harness import (
-    BROKER_OVERRIDES, CONSUMER_PROTOCOL_CLIENTS, GROUP_CLIENTS, Members, _Admin, check_result, committed,
-    create_topics, end_offsets, free_port, produce_reference, run_per_client, tag, wait_committed, wait_until)
+    BROKER_OVERRIDES, CONSUMER_PROTOCOL_CLIENTS, GROUP_CLIENTS, Members, _Admin, check_result, create_topics, end_offsets, free_port, produce_reference, run_per_client, tag, wait_committed, wait_until)
 
 pytestmark = [pytest.mark.interop, pytest.mark.matrix]
 

@@ -220,7 +220,7 @@ def test_rolling_upgrade_to_the_consumer_protocol_and_back(tmp_path):
         except AssertionError:
             per = {}
             for m in everyone:
-                for t, p, o in m.consumed():
+                for _t, p, _o in m.consumed():
                     per[p] = per.get(p, 0) + 1
             got = {(p, o) for m in everyone for _, p, o in m.consumed()}
             missing = [(p, o) for p in range(n) for o in range(max(o for q, o in got if q == p) + 1)

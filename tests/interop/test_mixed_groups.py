@@ -65,7 +65,6 @@ def kafka_python_member(bootstrap, group, strategy):
 
 def confluent_member(bootstrap, group, strategy):
     from confluent_kafka import Consumer
-    state = {"assigned": set()}
 
     def make():
         c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "client.id": "confluent-member",

@@ -39,9 +39,9 @@ def _same(obj, spec: dict, version: int, where=""):
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data(), record_type=st.sampled_from(sorted(R.CONSUMER_GROUP_RECORDS)))
+@given(data=st.data(), record_type=st.sampled_from(sorted(R.CONSUMER_GROUP_RECORD_TYPES)))
 def test_records_read_the_same_with_the_independent_decoder(data, record_type):
-    key_cls, value_cls = R.CONSUMER_GROUP_RECORDS[record_type]
+    key_cls, value_cls = R.RECORD_SCHEMAS[record_type]
     key = data.draw(message_strategy(key_cls, record_type))
     value = data.draw(message_strategy(value_cls, 0))
     key_bytes, value_bytes = key.to_versioned_bytes(record_type), value.to_versioned_bytes(0)

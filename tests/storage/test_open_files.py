@@ -1,4 +1,4 @@
-"""Issue 17, finding 1: a LogManager keeps at most ``max_open_files`` segment and index
+"""A LogManager keeps at most ``max_open_files`` segment and index
 descriptors open (least recently used closed first, reopened on use), so a broker with 10,000
 partitions does not hold 30,000 descriptors. Everything a log does is unchanged under a budget
 far smaller than its files: appends across rolls, reads, a scan interrupted by other logs' I/O,
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from kgroup.storage import LogManager
+from kgroup.storage import LogManager, cleaner
 from tests.storage.helpers import batch, keyed
 
 PARTITIONS = 24
@@ -71,7 +71,7 @@ def test_compaction_and_truncation_under_the_budget(tmp_path, clock):
         for plog in logs:
             plog.append(keyed([(b"k%d" % (r % 3), b"v%d" % r)]))
     for plog in logs:
-        plog.compact()
+        cleaner.clean(plog)
         assert {v for v in values(plog)} >= {b"v7", b"v8", b"v9"} and b"v0" not in values(plog)
     logs[0].truncate_to(3)
     assert logs[0].log_end_offset <= 3

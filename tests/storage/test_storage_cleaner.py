@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from kgroup.protocol.records import Compression, decode_records, read_batch_header
-from kgroup.storage import LogConfig, PartitionLog
+from kgroup.storage import LogConfig, PartitionLog, cleaner
 from kgroup.storage.segment import CLEANED_SUFFIX
 from tests.storage.helpers import T0, keyed
 
@@ -29,7 +29,7 @@ def test_keeps_the_last_record_per_key_in_closed_segments(tmp_path, clock):
     plog.append(keyed([(b"k0", b"active")]))
     active_before = plog.active_segment.size
     untouched = [bytes(b) for h, b in plog.iter_batches() if h.base_offset in (9, 10, 11)]
-    stats = plog.compact(T0)
+    stats = cleaner.clean(plog, T0)
     assert stats.records_removed > 0 and stats.segments_rewritten >= 1
     got = contents(plog)
     closed_end = plog.active_segment.base_offset
@@ -40,14 +40,14 @@ def test_keeps_the_last_record_per_key_in_closed_segments(tmp_path, clock):
     assert got[-1] == (12, b"k0", b"active") and plog.active_segment.size == active_before
     # the latest value of every key is still there
     latest = {}
-    for o, k, v in got:
+    for _o, k, v in got:
         latest[k] = v
     assert latest == {b"k0": b"active", b"k1": b"v10", b"k2": b"v11"}
     still = {h.base_offset: bytes(b) for h, b in plog.iter_batches()}
     for b in untouched:
         assert still[read_batch_header(b).base_offset] == b  # copied, not re-encoded
     assert plog.read(0, 1 << 20).first_batch_offset >= 0
-    assert plog.compact(T0).segments_rewritten == 0  # nothing left to do
+    assert cleaner.clean(plog, T0).segments_rewritten == 0  # nothing left to do
 
 
 def test_tombstones_get_a_delete_horizon_then_go(tmp_path, clock):
@@ -56,13 +56,13 @@ def test_tombstones_get_a_delete_horizon_then_go(tmp_path, clock):
     plog.append(keyed([(b"a", None)]))  # tombstone for a
     plog.roll()
     plog.append(keyed([(b"c", b"1")]))
-    plog.compact(T0)
+    cleaner.clean(plog, T0)
     headers = {h.base_offset: h for h, _ in plog.iter_batches()}
     assert headers[2].has_delete_horizon and headers[2].delete_horizon_ms == T0 + DAY
     assert contents(plog) == [(1, b"b", b"1"), (2, b"a", None), (3, b"c", b"1")]
-    plog.compact(T0 + DAY - 1)
+    cleaner.clean(plog, T0 + DAY - 1)
     assert (2, b"a", None) in contents(plog)
-    plog.compact(T0 + DAY)
+    cleaner.clean(plog, T0 + DAY)
     assert contents(plog) == [(1, b"b", b"1"), (3, b"c", b"1")]
 
 
@@ -72,12 +72,12 @@ def test_min_compaction_lag_and_policy(tmp_path, clock):
     plog.append(keyed([(b"a", b"2")]))
     plog.roll()
     plog.append(keyed([(b"z", b"1")]))
-    assert plog.compact(T0 + 5_000).records_removed == 0  # too young
-    assert plog.compact(T0 + 10_001).records_removed == 1
+    assert cleaner.clean(plog, T0 + 5_000).records_removed == 0  # too young
+    assert cleaner.clean(plog, T0 + 10_001).records_removed == 1
     deleting = PartitionLog(str(tmp_path / "d-0"), LogConfig(segment_bytes=300), clock=clock)
     deleting.append(keyed([(b"a", b"1")]))
     deleting.roll()
-    assert deleting.compact(T0).segments_cleaned == 0
+    assert cleaner.clean(deleting, T0).segments_cleaned == 0
 
 
 def test_compressed_batches_are_rewritten_with_their_codec_and_survive_restart(tmp_path, clock):
@@ -85,7 +85,7 @@ def test_compressed_batches_are_rewritten_with_their_codec_and_survive_restart(t
     plog.append(keyed([(b"a", b"1"), (b"b", b"1"), (b"a", b"2")], compression=Compression.GZIP))
     plog.roll()
     plog.append(keyed([(b"x", b"1")]))
-    plog.compact(T0)
+    cleaner.clean(plog, T0)
     first = next(iter(plog.iter_batches()))[0]
     assert first.compression == Compression.GZIP and first.records_count == 2
     assert (first.base_offset, first.last_offset) == (0, 2)  # offsets range kept
@@ -104,7 +104,7 @@ def test_last_batch_of_a_live_producer_keeps_an_empty_header(tmp_path, clock):
     plog.append(keyed([(b"a", b"2")]))
     plog.roll()
     plog.append(keyed([(b"z", b"1")]))
-    plog.compact(T0)
+    cleaner.clean(plog, T0)
     first = next(iter(plog.iter_batches()))[0]
     assert (first.base_offset, first.records_count, first.producer_id, first.base_sequence) == (0, 0, 5, 0)
     plog.close(clean=False)
@@ -133,7 +133,7 @@ def test_aborted_transactional_records_do_not_supersede_committed_ones(tmp_path,
     plog.append(build_end_txn_marker_batch(8, 0, True, 0, T0), origin=AppendOrigin.COORDINATOR)   # 6 COMMIT
     plog.roll()
     plog.append(keyed([(b"other", b"x")]))
-    plog.compact(T0)
+    cleaner.clean(plog, T0)
     kept = {(o, k, v) for o, k, v in contents(plog) if k is not None and not k.startswith(b"\0")}
     assert (0, b"aborted-key", b"committed-before") in kept
     assert (1, b"committed-key", b"old") not in kept and (3, b"committed-key", b"new") not in kept

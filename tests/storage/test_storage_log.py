@@ -202,7 +202,7 @@ def test_retention_by_time_and_size(tmp_path, clock):
     assert plog.append(batch(1)).base_offset == 12
 
     sized = open_log(tmp_path / "s-0", clock, segment_bytes=600, retention_bytes=1000)
-    for i in range(12):
+    for _ in range(12):
         sized.append(batch(1, value=b"q" * 200))
     sized.delete_old_segments(T0)
     assert sized.size_in_bytes <= 1000 + 600
@@ -284,9 +284,9 @@ def test_a_sync_mark_records_only_what_the_filesystem_sync_covered(tmp_path, clo
     assert plog.log_end_offset == 11 and plog.recovery_point == 8 and plog.active_segment.dirty
     monkeypatch.undo()
     plog.close()
-    with pytest.raises(Exception):
+    with pytest.raises(ValueError, match="is closed"):
         plog.synced(mark)         # a closed log refuses
-    with pytest.raises(Exception):
+    with pytest.raises(ValueError, match="is closed"):
         plog.sync_mark()
 
 

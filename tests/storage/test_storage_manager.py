@@ -77,7 +77,7 @@ def test_delete_partition_and_periodic_passes(tmp_path, clock):
     plog.append(batch(1))
     compacted = mgr.get_or_create("c", 0)
     assert compacted.config.compact and compacted.config.segment_bytes == 300
-    for i in range(6):
+    for _i in range(6):
         compacted.append(batch(1, key=b"same", value=b"v" * 80))
     assert mgr.compact_logs() >= 1
     assert mgr.delete_old_segments() == 0

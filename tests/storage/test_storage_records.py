@@ -18,7 +18,6 @@ from kgroup.protocol.records import (
     InvalidRecordError,
     Record,
     TimestampType,
-    UnsupportedCompressionTypeError,
     build_batch,
     decode_records,
     iter_batches,
@@ -165,7 +164,7 @@ def test_patches_keep_the_batch_valid():
     validate_batch(h, b)
     assert h.base_offset == 1234 and h.partition_leader_epoch == 9
     assert R.set_max_timestamp(b, TimestampType.CREATE_TIME, 150) is False  # already so
-    assert R.set_log_append_time(b, 99999) is True
+    assert R.set_max_timestamp(b, TimestampType.LOG_APPEND_TIME, 99999) is True   # a LogAppendTime topic
     h = read_batch_header(b)
     validate_batch(h, b)
     assert h.timestamp_type == TimestampType.LOG_APPEND_TIME and h.max_timestamp == 99999

@@ -2,7 +2,6 @@
 server (Debian's ``prometheus``), whose PromQL answers a real consumer group's lag; the admin
 endpoint applies fault-injection commands."""
 import json
-import os
 import shutil
 import subprocess
 import time

@@ -8,26 +8,20 @@ answers latest with the last stable offset, and a timestamp lookup landing at or
 nothing (-1); read_uncommitted uses the high watermark, which is the log end here.
 
 Timestamp lookups read the records of the batch they land in, which for a compressed batch
-means decompressing it. When this broker lacks the codec (lz4, zstd, snappy need optional
-packages) the answer falls back to batch granularity: the base offset of the first batch whose
-max timestamp reaches the target (never later than the exact answer, so a consumer seeking there
-misses nothing), logged once per codec at WARNING. Kafka always has every codec; without the
-fallback such a request used to fail the handler and close the client's connection.
+means decompressing it (every codec is a dependency). A batch that cannot be read answers the
+partition with the error's code (CORRUPT_MESSAGE), as Kafka's ``Errors.forException``.
 """
-import logging
 
 from ...protocol.errors import ErrorCode
 from ...protocol.messages.list_offsets import ListOffsetsResponse
 from ...protocol.records import RecordBatchError
 from ...storage.errors import LogError
 from ...storage.log import (EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, LATEST_TIERED_TIMESTAMP,
-                            LATEST_TIMESTAMP, MAX_TIMESTAMP, TimestampAndOffset)
+                            LATEST_TIMESTAMP, MAX_TIMESTAMP)
 
-log = logging.getLogger("kgroup.list_offsets")
 _SPECIAL = (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP, LATEST_TIMESTAMP, LATEST_TIERED_TIMESTAMP, MAX_TIMESTAMP)
 TopicResponse = ListOffsetsResponse.ListOffsetsTopicResponse
 PartitionResponse = ListOffsetsResponse.ListOffsetsPartitionResponse
-_warned: set[str] = set()
 
 
 def handle(broker, ctx, req, version):
@@ -47,14 +41,8 @@ def handle(broker, ctx, req, version):
                 pr.error_code = ErrorCode.INVALID_REQUEST
                 continue
             try:
-                try:
-                    found = plog.fetch_offset_by_timestamp(p.timestamp)
-                except RecordBatchError as e:
-                    if str(e) not in _warned:
-                        _warned.add(str(e))
-                        log.warning("ListOffsets on %s-%d answered per batch: %s", t.name, p.partition_index, e)
-                    found = _batch_level_lookup(plog, p.timestamp)
-            except LogError as e:
+                found = plog.fetch_offset_by_timestamp(p.timestamp)
+            except (LogError, RecordBatchError) as e:
                 pr.error_code = e.error_code
                 continue
             if found is not None and version >= 2 and req.isolation_level == 1 \
@@ -74,24 +62,3 @@ def handle(broker, ctx, req, version):
                 pr.old_style_offsets = [offset] if offset >= 0 else []
             pr.offset, pr.timestamp, pr.leader_epoch = offset, stamp, epoch
     return resp
-
-
-def _batch_level_lookup(plog, target):
-    """The first batch whose max timestamp is >= target (MAX_TIMESTAMP: the log's largest), read
-    from batch headers only: (its max timestamp, its base offset, its epoch)."""
-    start = plog.log_start_offset
-    segments = plog.segments
-    if target == MAX_TIMESTAMP:
-        target = max(seg.max_timestamp_so_far for seg in segments)
-        if target < 0:
-            return None
-    for seg in segments:
-        if seg.max_timestamp_so_far < target:
-            continue
-        position = seg.index.lookup(max(seg.time_index.lookup(target).offset, start)).position
-        for _, header in seg.iter_headers(position):
-            if header.max_timestamp >= target and header.last_offset >= start:
-                epoch = header.partition_leader_epoch
-                return TimestampAndOffset(header.max_timestamp, max(header.base_offset, start),
-                                          epoch if epoch >= 0 else None)
-    return None

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from .base import (AbstractPartitionAssignor, Subscription, TopicPartition, java_string_key,
-                   member_sort_key)
+from kgroup.java_compat import string_sort_key
+
+from .base import AbstractPartitionAssignor, Subscription, TopicPartition, member_sort_key
 
 
 class RoundRobinAssignor(AbstractPartitionAssignor):
@@ -29,7 +30,7 @@ class RoundRobinAssignor(AbstractPartitionAssignor):
         topic_sets = [frozenset(subscriptions[m].topics) for m in members]
         lists = [assignment[m] for m in members]
         all_topics = sorted({t for s in subscriptions.values() for t in s.topics},
-                            key=java_string_key)
+                            key=string_sort_key)
 
         n = len(members)
         i = 0  # the circular iterator's next member

@@ -48,8 +48,9 @@ from typing import Mapping, NamedTuple
 
 from kgroup.protocol.primitives import INT16, INT32
 
-from .base import (AbstractPartitionAssignor, Assignment, JavaHashSet, Subscription,
-                   TopicPartition, java_hash_order, java_string_hash, java_string_key)
+from kgroup.java_compat import JavaHashSet, string_map_order, string_sort_key
+
+from .base import AbstractPartitionAssignor, Assignment, Subscription, TopicPartition
 
 DEFAULT_GENERATION = -1
 
@@ -104,7 +105,7 @@ class AbstractStickyAssignor(AbstractPartitionAssignor):
                                          owned, multiple_owners):
             self.partitions_transferring_ownership = {}
             # Java collects the owned partitions in a fresh HashMap and walks it in hash order
-            owned = {c: owned[c] for c in java_hash_order(owned, java_string_hash)}
+            owned = {c: owned[c] for c in string_map_order(owned)}
             builder = _ConstrainedAssignment(partitions_per_topic, owned, multiple_owners,
                                              self.partitions_transferring_ownership)
             return builder.build()
@@ -194,8 +195,8 @@ class _ConstrainedAssignment:
     def build(self) -> dict[str, list[TopicPartition]]:
         self._assign_owned_partitions()
         unassigned = self._unassigned_partitions()
-        self.under_min.sort(key=java_string_key)
-        self.exactly_min.sort(key=java_string_key)
+        self.under_min.sort(key=string_sort_key)
+        self.exactly_min.sort(key=string_sort_key)
         self._assign_round_robin(unassigned)
         self._verify_unfilled_members()
         return self.assignment
@@ -232,7 +233,7 @@ class _ConstrainedAssignment:
     def _unassigned_partitions(self) -> list[TopicPartition]:
         assigned = self.assigned
         unassigned = []
-        for topic in sorted(self.partitions_per_topic, key=java_string_key):
+        for topic in sorted(self.partitions_per_topic, key=string_sort_key):
             for p in range(self.partitions_per_topic[topic]):
                 tp = TopicPartition(topic, p)
                 if tp not in assigned:
@@ -382,10 +383,10 @@ class _GeneralAssignment:
                 self.owner[tp] = consumer
 
         sorted_topics = sorted(self.topic_consumers,
-                               key=lambda t: (len(self.topic_consumers[t]), java_string_key(t)))
+                               key=lambda t: (len(self.topic_consumers[t]), string_sort_key(t)))
         self.sorted_partitions = [TopicPartition(t, p) for t in sorted_topics
                                   for p in range(partitions_per_topic[t])]
-        self.member_key = {c: java_string_key(c) for c in subscriptions}
+        self.member_key = {c: string_sort_key(c) for c in subscriptions}
 
     # ---- bookkeeping of sizes: heaps of subscribers / owners per topic -----------------
 
@@ -710,7 +711,7 @@ def serialize_topic_partition_assignment(data: MemberData) -> bytes:
     for tp in data.partitions:
         by_topic.setdefault(tp.topic, []).append(tp.partition)
     out = bytearray(INT32.pack(len(by_topic)))
-    for topic in java_hash_order(by_topic, java_string_hash):
+    for topic in string_map_order(by_topic):
         name = topic.encode("utf-8", "replace")
         partitions = by_topic[topic]
         out += INT16.pack(len(name))

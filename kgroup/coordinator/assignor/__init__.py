@@ -6,12 +6,10 @@ ConsumerGroupHeartbeat naming another assignor gets UNSUPPORTED_ASSIGNOR.
 """
 from . import range as range_assignor
 from . import uniform
-from .java_order import hash_map_put_order, hash_set_copy_order, uuid_hash_code, uuid_sort_key
 from .spec import GroupAssignment, GroupSpec, MemberSpec, PartitionAssignorError, SubscriptionType
 
 ASSIGNORS = {uniform.NAME: uniform.assign, range_assignor.NAME: range_assignor.assign}
 DEFAULT_ASSIGNORS = (uniform.NAME, range_assignor.NAME)
 
 __all__ = ["ASSIGNORS", "DEFAULT_ASSIGNORS", "GroupAssignment", "GroupSpec", "MemberSpec",
-           "PartitionAssignorError", "SubscriptionType", "hash_map_put_order", "hash_set_copy_order",
-           "uuid_hash_code", "uuid_sort_key"]
+           "PartitionAssignorError", "SubscriptionType"]

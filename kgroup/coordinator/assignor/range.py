@@ -10,22 +10,18 @@ consulted (as in Kafka).
 """
 from __future__ import annotations
 
+from ...java_compat import string_sort_key
 from .spec import GroupAssignment, GroupSpec, PartitionAssignorError, SubscriptionType
 
 NAME = "range"
 
 
-def _java_string_key(s: str) -> bytes:
-    # Java's String.compareTo compares UTF-16 code units; UTF-16BE bytes sort the same way
-    return s.encode("utf-16-be", "surrogatepass")
-
-
 def _sorted_member_ids(group: GroupSpec) -> list[str]:
     members = group.members
-    static = sorted((_java_string_key(m.instance_id), _java_string_key(mid), mid)
+    static = sorted((string_sort_key(m.instance_id), string_sort_key(mid), mid)
                     for mid, m in members.items() if m.instance_id is not None)
     dynamic = [mid for mid, m in members.items() if m.instance_id is None]
-    return [mid for _, _, mid in static] + sorted(dynamic, key=_java_string_key)
+    return [mid for _, _, mid in static] + sorted(dynamic, key=string_sort_key)
 
 
 def assign(group: GroupSpec, topic_partitions: dict[bytes, int]) -> GroupAssignment:

@@ -16,7 +16,7 @@ sizes an int list indexed by member: no per-partition objects.
 """
 from __future__ import annotations
 
-from .java_order import hash_set_copy_order, uuid_sort_key
+from ...java_compat import hash_set_copy_order, uuid_hash_code, uuid_sort_key
 from .spec import GroupAssignment, GroupSpec, PartitionAssignorError, SubscriptionType
 
 NAME = "uniform"
@@ -37,7 +37,7 @@ def assign(group: GroupSpec, topic_partitions: dict[bytes, int]) -> GroupAssignm
 def _homogeneous(group: GroupSpec, topic_partitions: dict[bytes, int]) -> GroupAssignment:
     members = group.members
     first = next(iter(members.values()))
-    subscribed_order = hash_set_copy_order(first.subscribed_topic_ids)
+    subscribed_order = hash_set_copy_order(first.subscribed_topic_ids, uuid_hash_code)
     if not subscribed_order:
         return {}
     subscribed = set(subscribed_order)

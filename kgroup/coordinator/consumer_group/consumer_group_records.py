@@ -9,14 +9,12 @@ Values are version 0. Builders return the same ``CoordinatorRecord`` as the clas
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Mapping
+from typing import Mapping
 
 from ...protocol import offsets_records as R
 from ..coordinator_records import CoordinatorRecord, UnknownRecordType, decode_structs, read_version
+from ..topic_metadata import TopicMetadata
 from .member import Assignment, ConsumerGroupMember
-
-if TYPE_CHECKING:   # group.py imports this module
-    from .group import TopicMetadata
 
 GROUP_METADATA = 3
 PARTITION_METADATA = 4
@@ -25,7 +23,7 @@ TARGET_ASSIGNMENT_METADATA = 6
 TARGET_ASSIGNMENT_MEMBER = 7
 CURRENT_MEMBER_ASSIGNMENT = 8
 REGULAR_EXPRESSION = 16
-RECORD_TYPES = frozenset(R.CONSUMER_GROUP_RECORDS)
+RECORD_TYPES = R.CONSUMER_GROUP_RECORD_TYPES
 
 
 def _record(record_type: int, key, value) -> CoordinatorRecord:
@@ -47,7 +45,7 @@ def group_epoch_tombstone(group_id: str) -> CoordinatorRecord:
     return _record(GROUP_METADATA, R.ConsumerGroupMetadataKey(group_id=group_id), None)
 
 
-def subscription_metadata_record(group_id: str, topics: Mapping[str, "TopicMetadata"]) -> CoordinatorRecord:
+def subscription_metadata_record(group_id: str, topics: Mapping[str, TopicMetadata]) -> CoordinatorRecord:
     V = R.ConsumerGroupPartitionMetadataValue
     P = V.TopicMetadata.PartitionMetadata
     value = V(topics=[V.TopicMetadata(topic_id=t.topic_id, topic_name=t.name, num_partitions=t.num_partitions,
@@ -132,8 +130,6 @@ def decode_record(key, value) -> CoordinatorRecord:
     """Decode a KIP-848 record (the classic decoder hands types 3-8 and 16 here). UnknownRecordType for any
     other type; RecordDecodeError for bytes that do not decode (the load must fail)."""
     record_type = read_version(key, "key")
-    schemas = R.CONSUMER_GROUP_RECORDS.get(record_type)
-    if schemas is None:
+    if record_type not in RECORD_TYPES:
         raise UnknownRecordType(record_type)
-    key_cls, value_cls = schemas
-    return decode_structs(record_type, key, key_cls, record_type, value, value_cls)
+    return decode_structs(record_type, key, value)

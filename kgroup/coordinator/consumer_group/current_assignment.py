@@ -98,7 +98,7 @@ def _next(member: ConsumerGroupMember, member_epoch: int, target_epoch: int, tar
     # Nothing (left) to revoke: the member reaches the target epoch with whatever of its target
     # is free now; it waits in UNRELEASED_PARTITIONS for the rest.
     for topic_id, parts in pending.items():
-        have = assigned.get(topic_id)
-        assigned[topic_id] = parts if have is None else have | parts
+        held = assigned.get(topic_id)
+        assigned[topic_id] = parts if held is None else held | parts
     return member.with_epoch(target_epoch, assigned_partitions=assigned, partitions_pending_revocation={},
                              state=MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE)

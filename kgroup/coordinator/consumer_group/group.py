@@ -24,11 +24,13 @@ import enum
 from collections import Counter
 from typing import Mapping, NamedTuple
 
+from ...java_compat import string_map_order
 from ...protocol.errors import ErrorCode, KafkaError
-from ..assignor import SubscriptionType, hash_map_put_order
+from ..assignor import SubscriptionType
 from ..coordinator_records import CoordinatorRecord
 from ..group import Group, GroupType
 from ..timer import cancel_member_timers
+from ..topic_metadata import TopicMetadata
 from . import consumer_group_records as rec
 from .member import ConsumerGroupMember, MemberState, freeze
 
@@ -45,15 +47,6 @@ class ConsumerGroupState(enum.Enum):
     RECONCILING = "Reconciling"
     STABLE = "Stable"
     DEAD = "Dead"
-
-
-class TopicMetadata(NamedTuple):
-    """A subscribed topic as the group saw it (PartitionMetadata record): racks per partition."""
-
-    topic_id: bytes
-    name: str
-    num_partitions: int
-    racks: tuple = ()       # ((partition, (rack, ...)), ...)
 
 
 class ResolvedRegex(NamedTuple):
@@ -121,9 +114,10 @@ class ConsumerGroup(Group):
         HashMap order (Stream.max keeps the first of equal maxima)."""
         if not self.server_assignors:
             return default
-        best = None
-        for name in _string_map_order(self.server_assignors):
-            if best is None or self.server_assignors[name] > self.server_assignors[best]:
+        order = _string_map_order(self.server_assignors)
+        best = order[0]
+        for name in order[1:]:
+            if self.server_assignors[name] > self.server_assignors[best]:
                 best = name
         return best
 
@@ -138,7 +132,7 @@ class ConsumerGroup(Group):
 
     # -- offsets of a consumer-protocol group (Kafka's ConsumerGroup.validateOffset*) ---------------
     def _member_or_unknown(self, member_id: str | None) -> ConsumerGroupMember:
-        m = self.members.get(member_id)
+        m = self.members.get(member_id) if member_id is not None else None
         if m is None:
             raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group "
                                                           f"{self.group_id}.")
@@ -297,7 +291,7 @@ def _commit_timestamp(offset) -> int:
 
 
 def _string_map_order(keys) -> list[str]:
-    return hash_map_put_order(sorted(keys))
+    return string_map_order(sorted(keys))
 
 
 def _classic(value) -> tuple | None:

@@ -34,11 +34,12 @@ from ...protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeat
 from ..group import Group, GroupType
 from ..timer import cancel_member_timers, rebalance_key, session_key
 from ..config import CONSUMER_HEARTBEAT_INTERVAL_MS, CONSUMER_SESSION_TIMEOUT_MS, GroupConfigs
+from ..topic_metadata import TopicMetadata
 from . import consumer_group_records as rec
 from .current_assignment import reconcile
 from .migration import Migration
 from .describe import describe_group, group_not_found
-from .group import (EMPTY_RESOLVED_REGEX, ConsumerGroup, ResolvedRegex, TopicMetadata, assignment_state,
+from .group import (EMPTY_RESOLVED_REGEX, ConsumerGroup, ResolvedRegex, assignment_state,
                     member_removal_records, preferred_assignor, subscription_metadata)
 from .member import ConsumerGroupMember, MemberState, freeze
 from .target_assignment import build_target_assignment
@@ -87,7 +88,7 @@ class ConsumerGroupManager:
         self.group_configs: GroupConfigs = {} if group_configs is None else group_configs
         self.timer = timer
         self.uuid_factory = uuid_factory
-        self.topics: Topics = topics or (lambda: {})
+        self.topics: Topics = topics or dict
         self.topics_version: Callable[[], int] = topics_version or (lambda: -1)
         self.groups = groups       # the shard's one group map, shared with the other managers
         # online migration between the protocols (KIP-848): upgrades classic groups joined by a
@@ -131,12 +132,6 @@ class ConsumerGroupManager:
                 self._schedule_session(group.group_id, m.member_id)
                 if m.state is MemberState.UNREVOKED_PARTITIONS:
                     self._schedule_rebalance(group.group_id, m)
-
-    def cancel_timers(self) -> None:
-        for group in self.consumer_groups():
-            for member_id in group.members:
-                self.timer.cancel(session_key(group.group_id, member_id))
-                self.timer.cancel(rebalance_key(group.group_id, member_id))
 
     # == ConsumerGroupHeartbeat ======================================================================
     def heartbeat(self, req, version: int, res, client_id: str = "", client_host: str = ""):
@@ -453,7 +448,7 @@ class ConsumerGroupManager:
         def expire(res, group_id=group_id, member_id=member_id):
             group = self.consumer_group(group_id)
             member = group.members.get(member_id) if group is not None else None
-            if member is not None:
+            if group is not None and member is not None:
                 self._remove_member(group, member, res)
         self.timer.schedule(session_key(group_id, member_id),
                             self.session_timeout_ms(group_id) if timeout_ms is None else timeout_ms, expire)
@@ -465,7 +460,8 @@ class ConsumerGroupManager:
             # the member did not revoke in time: fenced only if it is still revoking at that epoch
             group = self.consumer_group(group_id)
             m = group.members.get(member_id) if group is not None else None
-            if m is not None and m.state is MemberState.UNREVOKED_PARTITIONS and m.member_epoch == epoch:
+            if group is not None and m is not None and m.state is MemberState.UNREVOKED_PARTITIONS \
+                    and m.member_epoch == epoch:
                 self._remove_member(group, m, res)
         timeout = member.rebalance_timeout_ms if member.rebalance_timeout_ms > 0 else 0
         self.timer.schedule(rebalance_key(group_id, member.member_id), timeout, expire)

@@ -63,6 +63,13 @@ class ConsumerGroupMember:
     # None for a consumer-protocol member. Kept as (session timeout ms, ((name, metadata), ...)).
     classic_member_metadata: tuple | None = None
 
+    @property
+    def classic(self) -> tuple:
+        """``classic_member_metadata`` of a member known to use the classic protocol."""
+        if self.classic_member_metadata is None:
+            raise ValueError(f"member {self.member_id} does not use the classic protocol")
+        return self.classic_member_metadata
+
     def with_epoch(self, member_epoch: int, **changes) -> "ConsumerGroupMember":
         """Kafka's Builder.updateMemberEpoch: the current epoch becomes the previous one."""
         return dataclasses.replace(self, member_epoch=member_epoch,

@@ -28,7 +28,8 @@ built by replaying the conversion records into a scratch map, so live and loaded
 """
 from __future__ import annotations
 
-from ...protocol.consumer_protocol import ConsumerProtocolAssignment, ConsumerProtocolSubscription
+from ...protocol import consumer_protocol as cp
+from ...protocol.consumer_protocol import ConsumerProtocolAssignment, decode_subscription
 from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.primitives import DecodeError
 from .. import coordinator_records as classic_rec
@@ -43,34 +44,15 @@ from ..timer import join_timeout_key, sync_timeout_key
 from .member import ConsumerGroupMember, MemberState, freeze
 from .target_assignment import build_target_assignment
 
-_ASSIGNMENT_V = ConsumerProtocolAssignment.VERSIONS[1]
-
 
 # == the embedded consumer protocol ====================================================================
-
-def _version(metadata: bytes) -> int:
-    """ConsumerProtocol.deserializeVersion: the int16 prefix (negative is malformed)."""
-    if len(metadata) < 2:
-        raise DecodeError("the embedded consumer protocol is too short for its version")
-    v = int.from_bytes(bytes(metadata[:2]), "big", signed=True)
-    if v < 0:
-        raise DecodeError(f"the embedded consumer protocol has a negative version {v}")
-    return v
-
-
-def decode_subscription(metadata: bytes):
-    _version(metadata)
-    sub, _ = ConsumerProtocolSubscription.from_versioned_bytes(bytes(metadata), newest_known=True)
-    return sub
-
 
 def decode_assignment(data: bytes, ids_by_name) -> dict[bytes, frozenset]:
     """A ConsumerProtocolAssignment as {topic id: partitions}; topics not in the metadata image
     are left out, as Kafka's toTopicPartitionMap does."""
     if not data:
         return {}
-    _version(data)
-    a, _ = ConsumerProtocolAssignment.from_versioned_bytes(bytes(data), newest_known=True)
+    a = cp.decode_assignment(data)
     out: dict = {}
     for tp in a.assigned_partitions:
         tid = ids_by_name.get(tp.topic)
@@ -82,7 +64,7 @@ def decode_assignment(data: bytes, ids_by_name) -> dict[bytes, frozenset]:
 def encode_assignment(assignment, names_by_id, metadata: bytes) -> bytes:
     """ConsumerProtocol.serializeAssignment at the version of the member's subscription (capped at
     the newest we know, as Kafka caps it); topics no longer in the image are left out."""
-    version = min(_version(metadata), _ASSIGNMENT_V)
+    version = cp.deserialize_version(metadata)
     A = ConsumerProtocolAssignment
     return A(assigned_partitions=[A.TopicPartition(topic=names_by_id[t], partitions=sorted(p))
                                   for t, p in sorted(assignment.items()) if t in names_by_id]
@@ -102,11 +84,11 @@ def _owned_from_subscription(sub, ids_by_name) -> list:
 def _classic_protocol_name(member: ConsumerGroupMember) -> str:
     """The protocol a classic member inside a consumer group is told: its first one (Kafka's
     supportedClassicProtocols().iterator().next())."""
-    return member.classic_member_metadata[1][0][0]
+    return member.classic[1][0][0]
 
 
 def _classic_metadata(member: ConsumerGroupMember) -> bytes:
-    return member.classic_member_metadata[1][0][1]
+    return member.classic[1][0][1]
 
 
 def supports_classic_protocols(group: ConsumerGroup, protocol_type, names) -> bool:
@@ -182,6 +164,7 @@ class Migration:
             raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND,
                              f"Cannot upgrade the classic group {group_id} to consumer group because the "
                              f"embedded consumer protocol is malformed: {e}.") from None
+        assert group is not None        # the conversion records always hold the group's epoch
         # Members parked in a rebalance rejoin the new group (completeAllJoin/SyncFutures)
         for m in classic.members.values():
             self.classic.complete_join(classic, m, lambda v, m=m: join_response(
@@ -192,11 +175,11 @@ class Migration:
         # Session timeouts of the converted members (their own); the classic timers go once the
         # conversion is written (if it is not, the group stays classic and they still apply).
         for m in group.members.values():
-            self.consumer._schedule_session(group_id, m.member_id, m.classic_member_metadata[0])
+            self.consumer._schedule_session(group_id, m.member_id, m.classic[0])
 
         def committed(r):
             if self.classic.classic_group(group_id) is not classic:     # the tombstone was replayed
-                self.classic.cancel_group_timers(classic)
+                classic.cancel_timers(self.timer)
         res.on_commit(committed)
         return group
 
@@ -261,7 +244,7 @@ class Migration:
         protocols = {}
         others = [m for mid, m in group.members.items() if mid != leaving_id]
         for m in others + ([joining] if joining is not None else []):
-            session, protos = m.classic_member_metadata
+            session, protos = m.classic
             classic.add(ClassicGroupMember(m.member_id, m.instance_id, m.client_id, m.client_host,
                                            m.rebalance_timeout_ms, session, CONSUMER_PROTOCOL_TYPE, list(protos)))
             protocols[m.member_id] = list(protos)
@@ -536,7 +519,7 @@ class Migration:
             return
         gid = group.group_id
         self.timer.cancel(sync_timeout_key(gid, m.member_id))
-        self.consumer._schedule_session(gid, m.member_id, m.classic_member_metadata[0])
+        self.consumer._schedule_session(gid, m.member_id, m.classic[0])
         _image, _ids, names_by_id = self._image()
         res.reply(token, sync_response(version, protocol_type=req.protocol_type, protocol_name=req.protocol_name,
                                        assignment=encode_assignment(m.assigned_partitions, names_by_id,
@@ -559,7 +542,7 @@ class Migration:
         except KafkaError as e:
             return e.code
         gid = group.group_id
-        self.consumer._schedule_session(gid, m.member_id, m.classic_member_metadata[0])
+        self.consumer._schedule_session(gid, m.member_id, m.classic[0])
         # rejoin when the group epoch moved on, when it must revoke, or when partitions it waits
         # for are free now
         if m.member_epoch < group.group_epoch or m.state is MemberState.UNREVOKED_PARTITIONS or \

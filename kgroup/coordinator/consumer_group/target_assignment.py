@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from ..assignor import ASSIGNORS, GroupSpec, MemberSpec, SubscriptionType, hash_map_put_order
+from ...java_compat import string_map_order
+from ..assignor import ASSIGNORS, GroupSpec, MemberSpec, SubscriptionType
 from ..coordinator_records import CoordinatorRecord
 from . import consumer_group_records as rec
-from .group import ConsumerGroup, ResolvedRegex, TopicMetadata
+from ..topic_metadata import TopicMetadata
+from .group import ConsumerGroup, ResolvedRegex
 from .member import ConsumerGroupMember, freeze
 
 
@@ -49,7 +51,7 @@ def build_target_assignment(group: ConsumerGroup, group_epoch: int, assignor: st
     kind = SubscriptionType.HOMOGENEOUS if len(set(resolved.values())) <= 1 else SubscriptionType.HETEROGENEOUS
 
     specs = {}
-    for member_id in hash_map_put_order(members):
+    for member_id in string_map_order(members):
         m = members[member_id]
         ids = frozenset(topics_by_name[t].topic_id for t in resolved[member_id] if t in topics_by_name)
         specs[member_id] = MemberSpec(ids, targets[member_id], m.instance_id, m.rack_id)
@@ -58,8 +60,8 @@ def build_target_assignment(group: ConsumerGroup, group_epoch: int, assignor: st
 
     records = []
     for member_id in specs:
-        new = new_assignment.get(member_id, {})
-        if group.target_assignment.get(member_id) != new:
-            records.append(rec.target_assignment_record(group.group_id, member_id, new))
+        target = new_assignment.get(member_id, {})
+        if group.target_assignment.get(member_id) != target:
+            records.append(rec.target_assignment_record(group.group_id, member_id, target))
     records.append(rec.target_assignment_epoch_record(group.group_id, group_epoch))
     return records, {m: new_assignment.get(m, {}) for m in specs}

@@ -19,7 +19,7 @@ TARGET_ASSIGNMENT_METADATA = 12
 TARGET_ASSIGNMENT_MEMBER = 13
 CURRENT_MEMBER_ASSIGNMENT = 14
 STATE_PARTITION_METADATA = 15
-RECORD_TYPES = frozenset(R.SHARE_GROUP_RECORDS)
+RECORD_TYPES = R.SHARE_GROUP_RECORD_TYPES
 
 
 def _record(record_type: int, key, value) -> CoordinatorRecord:
@@ -107,8 +107,6 @@ def state_partition_metadata_tombstone(group_id: str) -> CoordinatorRecord:
 def decode_record(key, value) -> CoordinatorRecord:
     """Decode a KIP-932 record (types 10-15); UnknownRecordType for any other type."""
     record_type = read_version(key, "key")
-    schemas = R.SHARE_GROUP_RECORDS.get(record_type)
-    if schemas is None:
+    if record_type not in RECORD_TYPES:
         raise UnknownRecordType(record_type)
-    key_cls, value_cls = schemas
-    return decode_structs(record_type, key, key_cls, record_type, value, value_cls)
+    return decode_structs(record_type, key, value)
