@@ -43,7 +43,7 @@ class SharePartitionManager:
         self.scheduler = TimerQueue()
         self.timer = CoordinatorTimer(self.scheduler)
         self.partitions: dict[tuple, SharePartition] = {}
-        self._loading: dict[tuple, PendingResponse] = {}
+        self._loading: dict[tuple, list[PendingResponse]] = {}
         self._armed = None
 
     # -- group settings -----------------------------------------------------------------------------
@@ -64,16 +64,23 @@ class SharePartitionManager:
         if sp is not None:
             token.answer(sp)
             return token
-        loading = self._loading.get(key)
-        if loading is not None:
-            return loading
-        self._loading[key] = token
+        waiting = self._loading.get(key)
+        if waiting is not None:         # being read: one more to answer (a PendingResponse has one listener)
+            waiting.append(token)
+            return token
+        self._loading[key] = [token]
         read = self.broker.share_coordinator.read(group_id, topic_id, partition, leader_epoch=0)
-        read.listen(lambda answered: self._loaded(key, token, answered))
+        read.listen(lambda answered: self._loaded_all(key, answered))
         return token
 
+    def _loaded_all(self, key, answered) -> None:
+        tokens = self._loading.pop(key, [])
+        first = PendingResponse()
+        self._loaded(key, first, answered)
+        for token in tokens:
+            token.answer(first.response)
+
     def _loaded(self, key, token: PendingResponse, answered) -> None:
-        self._loading.pop(key, None)
         if answered.error is not None:
             token.answer(ErrorCode.UNKNOWN_SERVER_ERROR)
             return
