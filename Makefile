@@ -63,6 +63,7 @@ bench: install-test
 	$(PY) benchmarks/consumer_group_bench.py
 	$(PY) benchmarks/testing_bench.py
 	$(PY) benchmarks/transactions_bench.py
+	$(PY) benchmarks/share_group_bench.py
 	$(PY) benchmarks/spark_read_bench.py
 	$(PY) benchmarks/footprint_bench.py
 	$(PY) benchmarks/cleaner_stall_bench.py $(if $(BASELINE_REV),--baseline-rev $(BASELINE_REV))
