@@ -62,8 +62,11 @@ bench: install-test
 	$(PY) benchmarks/coordinator_bench.py --metrics
 	$(PY) benchmarks/consumer_group_bench.py
 	$(PY) benchmarks/testing_bench.py
+	$(PY) benchmarks/test_control_bench.py
 	$(PY) benchmarks/transactions_bench.py
 	$(PY) benchmarks/share_group_bench.py
 	$(PY) benchmarks/spark_read_bench.py
+	$(PY) benchmarks/spark_write_bench.py
 	$(PY) benchmarks/footprint_bench.py
 	$(PY) benchmarks/cleaner_stall_bench.py $(if $(BASELINE_REV),--baseline-rev $(BASELINE_REV))
+	$(PY) benchmarks/security_bench.py

@@ -34,7 +34,7 @@ Usage (from the repo root; about a minute)::
     python benchmarks/coordinator_bench.py [--connections 50] [--window 32] [--duration 2]
         [--rounds 5] [--members 1000] [--big 10000] [--profile | --py-spy DIR] [--json]
     python benchmarks/coordinator_bench.py --metrics [--pairs 3] [--rounds 5] [--duration 1.5]
-        [--scrape-every 1] [--control]      # metrics.listener off vs on (README, "Metrics")
+        [--scrape-every 1] [--control]      # metrics.listener off vs on (docs/benchmarks.md, "Metrics overhead")
 """
 from __future__ import annotations
 

@@ -1,17 +1,21 @@
-"""Batch-read throughput of the ``kgroup`` Spark data source, next to one kgroup consumer.
+"""Batch-read throughput of the ``kgroup`` Spark data source, next to one confluent-kafka
+(librdkafka) consumer and one kgroup consumer draining the same topic from the same broker.
 
 Workload: --records records (default 1M; 16-byte keys, 100-byte values, no compression) on a
 6-partition topic of a kgroup broker started for the run (or --bootstrap-server), then
 
 - spark: ``spark.read.format("kgroup")`` of the whole topic on local[2] (one task per partition,
-  two at a time; executors fetch with the kgroup consumer and hand Arrow batches to the JVM),
-  forced with ``count(*), sum(length(key)), sum(length(value))`` so every record crosses into
-  Spark; after one warm-up read (Python workers started), best of --repeat;
-- consumer: the same records read by one ``kgroup.client.sync.KafkaConsumer`` in this process
-  (assign all partitions, seek to the beginning, poll until the end offsets; max.poll.records as
-  the executors use), best of --repeat.
+  two at a time; executors fetch with the kgroup consumer's ``poll_batch``, which decodes whole
+  record batches into Arrow columns, and hand them to the JVM), forced with ``count(*),
+  sum(length(key)), sum(length(value))`` so every record crosses into Spark; after one warm-up
+  read (Python workers started), best of --repeat;
+- confluent-kafka: one ``confluent_kafka.Consumer`` in this process (assign all partitions at the
+  beginning, ``consume(10000)`` until the end offsets, summing key and value lengths), best of
+  --repeat;
+- kgroup consumer: one ``kgroup.client.sync.KafkaConsumer`` in this process, ``poll_batch`` (bulk
+  decoding, lengths summed from the Arrow columns), best of --repeat.
 
-MB/s counts key+value bytes. Both numbers come from the same run on the same (shared 2-core)
+MB/s counts key+value bytes. All numbers come from the same run on the same (shared 2-core)
 machine. Usage: .venv/bin/python benchmarks/spark_read_bench.py [--records 1000000] [--repeat 2]
 """
 from __future__ import annotations
@@ -40,16 +44,16 @@ MB = 1e6
 
 
 async def produce(bootstrap: str, n: int) -> None:
+    """The topic's records, written in bulk (Producer.send_columns: 512 KB batches per partition)."""
+    import pyarrow as pa
     async with Producer(bootstrap_servers=bootstrap, linger_ms=20, batch_size=512 * 1024, acks="1",
                         enable_idempotence=False) as producer:
-        value = b"v" * VALUE
-        last = None
-        for i in range(n):
-            last = await producer.send(TOPIC, value, b"%016d" % i)
-            if i % 20000 == 19999:
-                await last  # keep the queue bounded
-        await producer.flush()
-        await last
+        step = 100_000
+        for lo in range(0, n, step):
+            hi = min(n, lo + step)
+            keys = pa.array([b"%016d" % i for i in range(lo, hi)], pa.binary())
+            futures = await producer.send_columns(TOPIC, pa.array([b"v" * VALUE] * (hi - lo), pa.binary()), keys)
+            await asyncio.gather(*futures)
 
 
 def spark_read(spark, bootstrap: str) -> tuple[int, int]:
@@ -59,6 +63,7 @@ def spark_read(spark, bootstrap: str) -> tuple[int, int]:
 
 
 def consumer_read(bootstrap: str, ends: dict) -> tuple[int, int]:
+    import pyarrow.compute as pc
     n = size = 0
     with KafkaConsumer(bootstrap_servers=bootstrap, max_poll_records=DEFAULT_MAX_POLL_RECORDS,
                        auto_offset_reset="earliest") as consumer:
@@ -67,10 +72,30 @@ def consumer_read(bootstrap: str, ends: dict) -> tuple[int, int]:
         consumer.seek_to_beginning(*tps)
         remaining = {tp for tp, end in ends.items() if end > 0}
         while remaining:
-            for r in consumer.poll(1000):
-                n += 1
-                size += len(r.key) + len(r.value)
+            for cols in consumer.poll_batch(1000).values():
+                n += len(cols)
+                size += pc.sum(pc.binary_length(cols.keys())).as_py() + pc.sum(pc.binary_length(cols.values())).as_py()
             remaining = {tp for tp in remaining if consumer.position(tp) < ends[tp]}
+    return n, size
+
+
+def confluent_read(bootstrap: str, ends: dict) -> tuple[int, int]:
+    from confluent_kafka import OFFSET_BEGINNING, Consumer
+    from confluent_kafka import TopicPartition as CTP
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "spark-read-bench", "enable.auto.commit": False,
+                         "enable.partition.eof": False})
+    try:
+        consumer.assign([CTP(tp.topic, tp.partition, OFFSET_BEGINNING) for tp in ends])
+        total = sum(ends.values())
+        n = size = 0
+        while n < total:
+            for m in consumer.consume(10000, 1.0):
+                if m.error():
+                    raise RuntimeError(m.error())
+                n += 1
+                size += len(m.key()) + len(m.value())
+    finally:
+        consumer.close()
     return n, size
 
 
@@ -117,15 +142,20 @@ def main() -> int:
         spark.sparkContext.setLogLevel("ERROR")
         spark_read(spark, bootstrap)  # warm-up: JVM code paths and Python workers
         spark_s, spark_bytes = best("spark", lambda: spark_read(spark, bootstrap), args.repeat, args.records)
-        consumer_s, consumer_bytes = best("consumer", lambda: consumer_read(bootstrap, ends), args.repeat, args.records)
         spark.stop()
+        confluent_s, confluent_bytes = best("confluent", lambda: confluent_read(bootstrap, ends), args.repeat,
+                                            args.records)
+        consumer_s, consumer_bytes = best("consumer", lambda: consumer_read(bootstrap, ends), args.repeat, args.records)
 
-        print(f"\n{'reader':<44} {'seconds':>8} {'records/s':>12} {'MB/s':>8}")
+        print(f"\n{'reader':<52} {'seconds':>8} {'records/s':>12} {'MB/s':>8}")
         for label, secs, size in ((f"spark.read.format('kgroup'), local[2], {PARTITIONS} tasks", spark_s, spark_bytes),
-                                  ("one kgroup KafkaConsumer, one process", consumer_s, consumer_bytes)):
-            print(f"{label:<44} {secs:8.2f} {args.records / secs:12,.0f} {size / secs / MB:8.1f}")
-        print(f"\nspark / consumer: {consumer_s / spark_s:.2f}x ({args.records:,} records, "
-              f"{spark_bytes / MB:.0f} MB of keys+values, best of {args.repeat})")
+                                  ("one confluent-kafka Consumer (librdkafka), one process", confluent_s,
+                                   confluent_bytes),
+                                  ("one kgroup KafkaConsumer.poll_batch, one process", consumer_s, consumer_bytes)):
+            print(f"{label:<52} {secs:8.2f} {args.records / secs:12,.0f} {size / secs / MB:8.1f}")
+        print(f"\nspark / confluent-kafka: {confluent_s / spark_s:.2f}x, kgroup consumer / confluent-kafka: "
+              f"{confluent_s / consumer_s:.2f}x ({args.records:,} records, {spark_bytes / MB:.0f} MB of keys+values, "
+              f"best of {args.repeat})")
     finally:
         if broker is not None:
             broker.stop()

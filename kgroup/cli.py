@@ -65,6 +65,10 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] == "inject":
         from .client import fault_injection
         return fault_injection.main(argv[1:])
+    if argv and argv[0] == "acls":
+        from .client import acls_cli
+        logging.basicConfig(level="WARNING", format="%(levelname)s %(name)s: %(message)s")
+        return acls_cli.main_acls(argv[1:])
     if argv and argv[0] in _TOOLS:
         from .client import cli as client_cli
         logging.basicConfig(level="WARNING", format="%(levelname)s %(name)s: %(message)s")
@@ -80,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, what in (("topics", "create, list, describe, alter, delete topics (like kafka-topics.sh)"),
                        ("configs", "describe or alter topic and broker configs (like kafka-configs.sh)"),
                        ("delete-records", "delete records up to offsets (like kafka-delete-records.sh)"),
+                       ("acls", "add, remove, list ACLs (like kafka-acls.sh)"),
                        ("groups", "list, describe, delete groups, reset offsets (like kafka-consumer-groups.sh)"),
                        ("produce", "console producer"), ("consume", "console consumer"),
                        ("inject", "fault injection into a broker that enables it (kgroup.fault.injection.enable)"),

@@ -28,7 +28,7 @@ def to_int32(n: int) -> int:
     return n - (1 << 32) if n & 0x80000000 else n
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=1024)     # names that recur (topics, protocols); not one entry per member id
 def string_hash_u32(s: str) -> int:
     """``String.hashCode`` as an unsigned 32-bit value (the bits a ``HashMap`` spreads)."""
     h = 0

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Non-Python peers the test suite drives, from Debian: kcat (librdkafka's CLI), a Java runtime
+# Non-Python peers the test suite drives, from Debian: kcat (librdkafka's CLI), openssl, a Java runtime
 # for Spark, Prometheus and Chromium. Installed with apt when running as root and absent; the tests that need them fail
 # (never skip) when a peer is missing.
 set -euo pipefail
@@ -21,6 +21,8 @@ apt_install() {  # apt_install COMMAND PACKAGE
     fi
 }
 apt_install kcat kcat
+# openssl generates the test certificates (kgroup/testing/certs.py) for the TLS listeners.
+apt_install openssl openssl
 apt_install java openjdk-17-jre-headless
 # Prometheus scrapes kgroup's /metrics in tests/testing/test_metrics.py; Chromium renders the
 # web console headless in tests/testing/test_console.py.

@@ -1,6 +1,6 @@
 """No import circles in kgroup/: the graph of kgroup's own module-level imports (type-only ones
 included) must have no cycle. A circle means two modules each need the other, which the one-way
-layering (README's rules) forbids: e.g. the log cleaner imports the log and never the reverse, the
+layering (docs/architecture.md's rules) forbids: e.g. the log cleaner imports the log and never the reverse, the
 consumer group's records and its model both import TopicMetadata from its own module."""
 from __future__ import annotations
 

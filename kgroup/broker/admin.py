@@ -75,7 +75,21 @@ def _check_manual_assignment(broker, replicas: list[int], replication_factor: in
 
 
 # -- configs ------------------------------------------------------------------------------------
-def alter_resources(broker, req, result_type, new_configs) -> list:
+def config_resource_denied(broker, ctx, operation: int, resource_type: int, name: str):
+    """The error for a config resource ``operation`` (DESCRIBE_CONFIGS / ALTER_CONFIGS) is denied
+    on, as KafkaApis/ConfigHelper map it (a broker is the CLUSTER resource); None if allowed."""
+    from .authorization import RT_CLUSTER, RT_GROUP, RT_TOPIC, allowed
+    from ..security.acl import CLUSTER_NAME
+    if broker.authorizer is None:
+        return None
+    if resource_type == TOPIC:
+        return None if allowed(broker, ctx, operation, RT_TOPIC, name) else ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    if resource_type == 32:     # GROUP
+        return None if allowed(broker, ctx, operation, RT_GROUP, name) else ErrorCode.GROUP_AUTHORIZATION_FAILED
+    return None if allowed(broker, ctx, operation, RT_CLUSTER, CLUSTER_NAME) else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+
+
+def alter_resources(broker, req, result_type, new_configs, ctx=None) -> list:
     """AlterConfigs and IncrementalAlterConfigs: each resource is checked and applied on its own
     (all of its changes or none); a resource named twice, or a key named twice in one resource, is
     INVALID_REQUEST, as Kafka's ConfigAdminManager. ``new_configs(resource)`` gives the resource's
@@ -88,6 +102,13 @@ def alter_resources(broker, req, result_type, new_configs) -> list:
         try:
             if keys.count((r.resource_type, r.resource_name)) > 1:
                 raise KafkaError(ErrorCode.INVALID_REQUEST, "Duplicate resource.")
+            if ctx is not None and broker.authorizer is not None:
+                from ..security.acl import ALTER_CONFIGS
+                denied = config_resource_denied(broker, ctx, ALTER_CONFIGS, r.resource_type, r.resource_name)
+                if denied is not None:
+                    results.append(result_type(error_code=denied, error_message=None, resource_type=r.resource_type,
+                                               resource_name=r.resource_name))
+                    continue
             names = [c.name for c in r.configs]
             if len(set(names)) != len(names):
                 raise KafkaError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")

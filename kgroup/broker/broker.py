@@ -14,6 +14,7 @@ import os
 import shutil
 import time
 
+from ..clock import BrokerClock
 from ..protocol.records import CRC32C_IMPLEMENTATION, crc32c_is_fast
 from ..protocol.errors import ErrorCode, KafkaError
 from ..storage.cleaner import build_cleaned
@@ -26,6 +27,7 @@ from .connections import ConnectionQuotas, log_files_budget, raise_nofile_limit
 from .log_dir_failure import LogDirFailure, is_io_error
 from .metadata import OFFSETS_TOPIC, TopicRegistry, Topic
 from .pending import PendingResponse
+from .security_setup import BrokerSecurity
 from .server import RECEIVE_BUFFER_SIZE, KafkaConnection, Listener
 from .transaction_runtime import TransactionRuntime
 from .share_coordinator_runtime import ShareCoordinatorRuntime
@@ -48,9 +50,12 @@ class Broker:
         self.metadata = TopicRegistry(self.data_dir, config)
         config.set_dynamic(self.metadata.broker_configs.get(str(config.node_id), {}),   # AlterConfigs'
                            self.metadata.broker_configs.get("", {}))
+        # The broker's clock (time travel moves it forward: test_control.py); the logs and the
+        # coordinator runtimes read it, never time.time directly.
+        self.clock = BrokerClock()
         self.data_path = DataPath(config, self.data_dir,
                                   {t.name: t.configs for t in self.metadata.topics.values()},
-                                  max_open_files=log_files_budget(raise_nofile_limit()))
+                                  max_open_files=log_files_budget(raise_nofile_limit()), clock=self.clock.now_ms)
         for topic in self.metadata.topics.values():  # a crash between the two writes leaves none missing
             self.data_path.create_partitions(topic.name, topic.num_partitions, topic.configs)
         for name, partition in self.data_path.logs.topic_partitions():
@@ -64,6 +69,9 @@ class Broker:
         # LogDirFailureChannel); the CLI sets log_dir_failure.on_offline.
         self.log_dir_failure = LogDirFailure(self.data_dir, self.data_path.logs)
         self.data_path.on_io_error = self.log_dir_failure.failed
+        # Listeners' TLS and SASL, SCRAM credentials, the authorizer (None: every request allowed).
+        self.security = BrokerSecurity(config, self.data_dir)
+        self.authorizer = self.security.authorizer
         self.group_coordinator = GroupRuntime(self)
         self.transaction_coordinator = TransactionRuntime(self)
         # share groups (KIP-932): the share coordinator (__share_group_state) and the share-partitions
@@ -79,8 +87,10 @@ class Broker:
         self.receive_buffer_bytes = bytearray(RECEIVE_BUFFER_SIZE)
         self.receive_buffer = memoryview(self.receive_buffer_bytes)
         self._idle_reaper: asyncio.TimerHandle | None = None
-        self.server: Listener | None = None
-        self.bound_port: int | None = None
+        self.server: Listener | None = None        # the first listener
+        self.listeners: list[Listener] = []
+        self.bound_port: int | None = None          # the first listener's port
+        self.bound_ports: dict[str, int] = {}       # listener name -> port bound
         self.loop: asyncio.AbstractEventLoop | None = None
         self._housekeeping: asyncio.Task | None = None
         self._cleaner: asyncio.Task | None = None
@@ -90,7 +100,6 @@ class Broker:
 
     # -- lifecycle ------------------------------------------------------------------------------
     async def start(self) -> None:
-        host, port = self.config.listener()
         loop = self.loop = asyncio.get_running_loop()
         self._housekeeping = loop.create_task(self._housekeeping_loop())
         self._cleaner = loop.create_task(self._cleaner_loop())
@@ -104,12 +113,17 @@ class Broker:
         gc.freeze()
         # A burst of pipelined requests keeps tens of thousands of short-lived objects alive
         # until its group commit answers it; at the default threshold (700) the collector would
-        # scan them dozens of times per burst (README, "Coordinator", gives the effect).
+        # scan them dozens of times per burst (docs/benchmarks.md, "Coordinator", gives the effect).
         gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
         self.quotas.start(len(self.data_path.logs.open_files))
         self._schedule_idle_expiry()
-        self.server = Listener(self, host or "0.0.0.0", port, self.config["socket.listen.backlog.size"])
+        for spec in self.security.specs:
+            self.listeners.append(Listener(self, spec.host or "0.0.0.0", spec.port,
+                                           self.config["socket.listen.backlog.size"], spec=spec))
+            self.bound_ports[spec.name] = self.listeners[-1].port
+        self.server = self.listeners[0]
         self.bound_port = self.server.port
+        host = self.security.specs[0].host
         if self.config["metrics.listener"]:
             from .http import BrokerHttpServer
             self.http = BrokerHttpServer(self, self.config["metrics.listener"])
@@ -118,10 +132,15 @@ class Broker:
         log.info("kgroup broker %d serving on %s:%d (advertised %s:%d), cluster id %s, data in %s, "
                  "CRC-32C by %s", self.config.node_id, host or "0.0.0.0", self.bound_port, h, p,
                  self.metadata.cluster_id, self.data_dir, CRC32C_IMPLEMENTATION)
+        for spec, listener in zip(self.security.specs[1:], self.listeners[1:]):
+            log.info("listener %s (%s) serving on %s:%d", spec.name, spec.security_protocol,
+                     spec.host or "0.0.0.0", listener.port)
 
     async def stop(self, timeout: float = 10.0) -> None:
         if self.server is not None:
-            self.server.close()  # stop accepting; open connections finish below
+            for listener in self.listeners:
+                listener.close()  # stop accepting; open connections finish below
+            self.listeners = []
             self.server = None
         if self.http is not None:
             await asyncio.get_running_loop().run_in_executor(None, self.http.close)
@@ -158,10 +177,13 @@ class Broker:
         log.info("kgroup broker %d stopped", self.config.node_id)
 
     async def _housekeeping_loop(self) -> None:
-        """Retention every log.retention.check.interval.ms; flush.ms checks every second
+        """Retention every log.retention.check.interval.ms, producer-id expiry every
+        producer.id.expiration.check.interval.ms; flush.ms checks every second
         (Kafka's log.flush.scheduler.interval.ms is also coarse). Compaction is the cleaner's."""
         interval = self.config["log.retention.check.interval.ms"] / 1000.0
         next_retention = self.loop.time() + interval
+        producer_interval = self.config["producer.id.expiration.check.interval.ms"] / 1000.0
+        next_producer_check = self.loop.time() + producer_interval
         while True:
             await asyncio.sleep(1.0)
             if self.log_dir_failure.offline:
@@ -180,6 +202,9 @@ class Broker:
                 if self.loop.time() >= next_retention:
                     next_retention = self.loop.time() + interval
                     self.data_path.logs.delete_old_segments()
+                if self.loop.time() >= next_producer_check:
+                    next_producer_check = self.loop.time() + producer_interval
+                    self.data_path.remove_expired_producers()
             except Exception:
                 log.exception("log housekeeping failed")
 
@@ -227,8 +252,10 @@ class Broker:
         finally:
             self._schedule_idle_expiry()
 
-    def advertised_listener(self) -> tuple[str, int]:
-        return self.config.advertised(self.bound_port)
+    def advertised_listener(self, listener_name: str | None = None) -> tuple[str, int]:
+        """(host, port) advertised for ``listener_name`` (the listener a request came in on, as
+        Kafka answers Metadata/FindCoordinator/DescribeCluster with that listener's endpoints)."""
+        return self.config.advertised(self.bound_port, listener_name, self.bound_ports)
 
     # -- topics ---------------------------------------------------------------------------------
     def create_topic(self, name: str, num_partitions: int, replication_factor: int,

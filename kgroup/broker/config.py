@@ -34,8 +34,51 @@ def _d(name, type_, default, doc):
 CONFIG_DEFS: dict[str, ConfigDef] = {c.name: c for c in (
     _d("node.id", "int", 1, "The node id of this broker."),
     _d("broker.id", "int", -1, "Legacy name for node.id; when set (>= 0) it must equal node.id."),
-    _d("listeners", "list", "PLAINTEXT://:9092", "Listener URIs; only PLAINTEXT is supported."),
+    _d("listeners", "list", "PLAINTEXT://:9092",
+       "Listener URIs NAME://host:port, comma-separated; each name's security protocol comes from "
+       "listener.security.protocol.map (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)."),
     _d("advertised.listeners", "list", None, "Listeners given to clients; defaults to listeners."),
+    _d("listener.security.protocol.map", "string",
+       "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+       "Listener name to security protocol."),
+    _d("inter.broker.listener.name", "string", None,
+       "The listener brokers use between themselves; must be one of listeners."),
+    _d("security.inter.broker.protocol", "string", "PLAINTEXT",
+       "Security protocol between brokers, when inter.broker.listener.name is not set."),
+    # TLS (Kafka's SslConfigs; the keystore and truststore in PEM form)
+    _d("ssl.keystore.type", "string", "JKS", "Keystore format; kgroup reads PEM."),
+    _d("ssl.keystore.location", "string", None, "PEM file with the private key and certificate chain."),
+    _d("ssl.keystore.password", "password", None, "Password of the keystore file (PEM: of its key)."),
+    _d("ssl.key.password", "password", None, "Password of the private key."),
+    _d("ssl.keystore.certificate.chain", "password", None, "Certificate chain in PEM, inline."),
+    _d("ssl.keystore.key", "password", None, "Private key in PEM (PKCS#8), inline."),
+    _d("ssl.truststore.type", "string", "JKS", "Truststore format; kgroup reads PEM."),
+    _d("ssl.truststore.location", "string", None, "PEM file of trusted CA certificates."),
+    _d("ssl.truststore.password", "password", None, "Password of the truststore (unused for PEM)."),
+    _d("ssl.truststore.certificates", "password", None, "Trusted certificates in PEM, inline."),
+    _d("ssl.client.auth", "string", "none", "Client certificates: none, requested or required."),
+    _d("ssl.enabled.protocols", "list", "TLSv1.2,TLSv1.3", "TLS versions accepted."),
+    _d("ssl.protocol", "string", "TLSv1.3", "The TLS protocol of the context."),
+    _d("ssl.cipher.suites", "list", None, "TLS 1.2 cipher suites (IANA names); unset: the defaults."),
+    _d("ssl.endpoint.identification.algorithm", "string", "https",
+       "Host name verification of the peer (a broker verifies no client host name)."),
+    _d("ssl.principal.mapping.rules", "string", "DEFAULT",
+       "Rules mapping a client certificate's distinguished name to a principal name."),
+    # SASL
+    _d("sasl.enabled.mechanisms", "list", "GSSAPI", "SASL mechanisms enabled on SASL listeners."),
+    _d("sasl.mechanism.inter.broker.protocol", "string", "GSSAPI", "SASL mechanism between brokers."),
+    _d("connection.failed.authentication.delay.ms", "int", 100,
+       "How long a connection whose authentication failed stays open (its error answered, nothing more "
+       "read) before it is closed, so clients read the answer and retry no faster."),
+    _d("connections.max.reauth.ms", "long", 0,
+       "Most milliseconds a SASL session lasts before the client must re-authenticate (KIP-368); 0: forever."),
+    # Authorization
+    _d("authorizer.class.name", "string", "",
+       "org.apache.kafka.metadata.authorizer.StandardAuthorizer (or kafka.security.authorizer.AclAuthorizer) "
+       "to enforce ACLs; empty: every request allowed."),
+    _d("super.users", "string", None, "Principals allowed everything, separated by semicolons."),
+    _d("allow.everyone.if.no.acl.found", "boolean", False,
+       "Allow a request on a resource that no ACL matches."),
     _d("log.dir", "string", "/tmp/kafka-logs", "The directory in which the log data is kept."),
     _d("log.dirs", "list", None, "Directories for log data; overrides log.dir. kgroup uses the first."),
     _d("num.partitions", "int", 1, "Default number of partitions for new topics."),
@@ -155,6 +198,8 @@ CONFIG_DEFS: dict[str, ConfigDef] = {c.name: c for c in (
     _d("transaction.remove.expired.transaction.cleanup.interval.ms", "int", 3600000,
        "How often expired transactional ids are removed."),
     _d("producer.id.expiration.ms", "int", 86400000, "Expiry of idle producer ids."),
+    _d("producer.id.expiration.check.interval.ms", "int", 600000,
+       "How often producer ids idle longer than producer.id.expiration.ms are removed."),
     _d("num.network.threads", "int", 3, "Accepted for compatibility; kgroup uses one event loop."),
     _d("num.io.threads", "int", 8, "Accepted for compatibility; kgroup uses one event loop."),
     # kgroup's own keys (not Kafka's).
@@ -169,6 +214,30 @@ CONFIG_DEFS: dict[str, ConfigDef] = {c.name: c for c in (
 
 class ConfigError(ValueError):
     pass
+
+
+# Per-listener overrides, as Kafka's ``listener.name.<listener>.<key>`` (and
+# ``listener.name.<listener>.<mechanism>.sasl.jaas.config``): any key of the ssl.* / sasl.* /
+# connections.max.reauth.ms families under a listener's name.
+_LISTENER_KEY = re.compile(r"listener\.name\.([a-z0-9_]+)\.(.+)")
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+_SECURITY_DEFAULTS_FOR_NEW = ("sasl.jaas.config", "sasl.server.callback.handler.class")
+
+
+@dataclass(frozen=True)
+class ListenerSpec:
+    name: str                 # upper case, as Kafka's ListenerName.normalised
+    security_protocol: str
+    host: str
+    port: int
+
+    @property
+    def uses_ssl(self) -> bool:
+        return self.security_protocol in ("SSL", "SASL_SSL")
+
+    @property
+    def uses_sasl(self) -> bool:
+        return self.security_protocol in ("SASL_PLAINTEXT", "SASL_SSL")
 
 
 def _parse(defn: ConfigDef, raw: str):
@@ -215,9 +284,13 @@ class BrokerConfig:
 
     def __init__(self, explicit: dict[str, str] | None = None):
         self.explicit: dict[str, Any] = {}
+        self.listener_props: dict[str, str] = {}     # listener.name.<l>.<key> overrides, raw
         for key, raw in (explicit or {}).items():
             defn = CONFIG_DEFS.get(key)
             if defn is None:
+                if _LISTENER_KEY.fullmatch(key):
+                    self.listener_props[key] = raw.strip()
+                    continue
                 raise ConfigError(f"Unknown configuration '{key}'")
             self.explicit[key] = _parse(defn, raw)
         # Dynamic broker configs (AlterConfigs on a BROKER resource): this node's, then the
@@ -271,7 +344,7 @@ class BrokerConfig:
             if self.values[key] < 1:        # Kafka's atLeast(1)
                 raise ConfigError(f"Invalid value {self.values[key]} for configuration {key}: "
                                   "Value must be at least 1")
-        self.listener()  # validates the listener URI
+        self.listener_specs()  # validates listeners, the protocol map, inter.broker.listener.name
         try:
             self.values["group.consumer.migration.policy"] = validate_migration_policy(
                 self.values["group.consumer.migration.policy"])
@@ -290,17 +363,83 @@ class BrokerConfig:
         dirs = self.values["log.dirs"] or self.values["log.dir"]
         return dirs.split(",")[0].strip()
 
-    def listener(self) -> tuple[str, int]:
-        """(host, port) to bind, from the first PLAINTEXT listener."""
-        return _parse_listener(self.values["listeners"])
+    def protocol_map(self) -> dict[str, str]:
+        out = {}
+        for item in (self.values["listener.security.protocol.map"] or "").split(","):
+            if not item.strip():
+                continue
+            if ":" not in item:
+                raise ConfigError(f"Invalid value {item!r} in listener.security.protocol.map: expected NAME:PROTOCOL")
+            name, proto = (x.strip() for x in item.split(":", 1))
+            if proto.upper() not in SECURITY_PROTOCOLS:
+                raise ConfigError(f"No enum constant org.apache.kafka.common.security.auth.SecurityProtocol.{proto}")
+            out[name.upper()] = proto.upper()
+        return out
 
-    def advertised(self, bound_port: int | None = None) -> tuple[str, int]:
-        """(host, port) given to clients in Metadata; an empty host advertises 127.0.0.1 and
-        port 0 (ephemeral) advertises the port actually bound."""
-        host, port = _parse_listener(self.values["advertised.listeners"] or self.values["listeners"])
-        if port == 0 and bound_port:
-            port = bound_port
-        return host or "127.0.0.1", port
+    def listener_specs(self, key: str = "listeners") -> list[ListenerSpec]:
+        """Kafka's listeners: NAME://host:port, the name's security protocol from
+        listener.security.protocol.map; names and ports unique."""
+        pmap = self.protocol_map()
+        specs = [_parse_listener(item, pmap) for item in (self.values[key] or "").split(",") if item.strip()]
+        if not specs:
+            raise ConfigError(f"{key} must contain at least one listener")
+        names = [s.name for s in specs]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"Each listener must have a different name, listeners: {self.values[key]}")
+        if key == "listeners":
+            ports = [s.port for s in specs if s.port != 0]
+            if len(set(ports)) != len(ports):
+                raise ConfigError(f"Each listener must have a different port, listeners: {self.values[key]}")
+            ib = self.values["inter.broker.listener.name"]
+            if ib and ib.upper() not in names:
+                raise ConfigError(f"inter.broker.listener.name must be a listener name defined in "
+                                  f"advertised.listeners. The valid options based on currently configured "
+                                  f"listeners are {','.join(names)}")
+            for s in specs:
+                if s.uses_ssl and not (self.for_listener(s.name, "ssl.keystore.location") or (
+                        self.for_listener(s.name, "ssl.keystore.certificate.chain")
+                        and self.for_listener(s.name, "ssl.keystore.key"))):
+                    raise ConfigError(f"Listener {s.name} uses {s.security_protocol} but no keystore is configured "
+                                      "(ssl.keystore.location, or ssl.keystore.certificate.chain and ssl.keystore.key)")
+                if s.uses_sasl and not self.enabled_mechanisms(s.name):
+                    raise ConfigError(f"Listener {s.name}: sasl.enabled.mechanisms is empty")
+        return specs
+
+    def listener(self) -> tuple[str, int]:
+        """(host, port) to bind of the first listener."""
+        s = self.listener_specs()[0]
+        return s.host, s.port
+
+    def advertised(self, bound_port: int | None = None, listener_name: str | None = None,
+                   bound_ports: dict[str, int] | None = None) -> tuple[str, int]:
+        """(host, port) given to clients of ``listener_name`` (default: the first listener) in
+        Metadata; an empty host advertises 127.0.0.1 and port 0 (ephemeral) the port bound."""
+        specs = self.listener_specs("advertised.listeners" if self.values["advertised.listeners"] else "listeners")
+        spec = specs[0]
+        if listener_name is not None:
+            spec = next((s for s in specs if s.name == listener_name), spec)
+        port = spec.port
+        if port == 0:
+            port = (bound_ports or {}).get(spec.name) or bound_port or 0
+        return spec.host or "127.0.0.1", port
+
+    def for_listener(self, listener_name: str, key: str, mechanism: str | None = None):
+        """A security key's value on one listener: ``listener.name.<l>[.<mechanism>].<key>`` if
+        set, else the broker-wide key (Kafka's ListenerName.configPrefix lookup)."""
+        prefix = f"listener.name.{listener_name.lower()}."
+        if mechanism is not None:
+            v = self.listener_props.get(prefix + mechanism.lower() + "." + key)
+            if v is not None:
+                return v
+        v = self.listener_props.get(prefix + key)
+        if v is not None:
+            defn = CONFIG_DEFS.get(key)
+            return _parse(defn, v) if defn is not None else v
+        return self.values.get(key)
+
+    def enabled_mechanisms(self, listener_name: str) -> list[str]:
+        raw = self.for_listener(listener_name, "sasl.enabled.mechanisms") or ""
+        return [m.strip() for m in raw.split(",") if m.strip()]
 
     @property
     def retention_ms(self) -> int:
@@ -317,12 +456,14 @@ class BrokerConfig:
         return v["log.roll.ms"] if v["log.roll.ms"] is not None else v["log.roll.hours"] * 3_600_000
 
 
-def _parse_listener(spec: str) -> tuple[str, int]:
-    first = spec.split(",")[0].strip()
-    m = re.fullmatch(r"(?:([A-Za-z_]+)://)?\[?([^\]]*?)\]?:(\d+)", first)
+def _parse_listener(item: str, pmap: dict[str, str]) -> ListenerSpec:
+    item = item.strip()
+    m = re.fullmatch(r"(?:([A-Za-z0-9_]+)://)?\[?([^\]]*?)\]?:(\d+)", item)
     if not m:
-        raise ConfigError(f"Invalid listener {first!r}: expected PLAINTEXT://host:port")
-    proto, host, port = m.groups()
-    if proto and proto.upper() != "PLAINTEXT":
-        raise ConfigError(f"Listener security protocol {proto} is not supported (PLAINTEXT only)")
-    return host, int(port)
+        raise ConfigError(f"Invalid listener {item!r}: expected NAME://host:port")
+    name, host, port = m.groups()
+    name = (name or "PLAINTEXT").upper()
+    proto = pmap.get(name)
+    if proto is None:
+        raise ConfigError(f"No security protocol defined for listener {name}")
+    return ListenerSpec(name, proto, host, int(port))

@@ -17,7 +17,6 @@ import datetime
 import html
 import urllib.parse
 
-from ..clock import now_ms
 from ..timeline_text import describe_event
 
 PHASE_COLOURS = {"PreparingRebalance": "#f0ad4e", "CompletingRebalance": "#5bc0de", "Stable": "#5cb85c",
@@ -240,7 +239,7 @@ class Console:
                 + (f"Generation {last['generation']} Stable after {last['rebalance_ms']} ms."
                    if "generation" in last else "") + "</p>")
         body.append("<h2>Rebalance timeline</h2>")
-        body.append(timeline_svg(timeline, now_ms()))
+        body.append(timeline_svg(timeline, self.broker.clock.now_ms()))
         rows = "".join(f"<tr><td>{_time(e['time_ms'])}</td><td>{_e(e['event'])}</td><td>{_e(self._detail(e))}</td></tr>"
                        for e in reversed(timeline))
         if rows:

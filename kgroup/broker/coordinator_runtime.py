@@ -45,7 +45,6 @@ import logging
 import time
 from typing import Callable
 
-from ..clock import now_ms
 from ..coordinator import CoordinatorLoadError
 from ..coordinator.result import append_error_to_response_error, gate
 from ..protocol.errors import ErrorCode, KafkaError
@@ -145,6 +144,7 @@ class CoordinatorRuntime:
     def __init__(self, broker, *, topic: str, config, new_shard: Callable, load_buffer_size: int,
                  after_commit: Callable | None = None, on_unloaded: Callable | None = None):
         self.broker = broker
+        self.now_ms = broker.clock.now_ms      # the broker's clock (time travel moves it)
         self.topic = topic
         self.config = config
         self._new_shard = new_shard
@@ -161,6 +161,9 @@ class CoordinatorRuntime:
         self._held_flush_scheduled = False
         self.partition_load_ms: dict[int, float] = {}  # partition -> its load time (metrics)
         self.write_observer = None      # fn(results, offset_commits) after their records are appended
+        # fn(shard or None) after an operation changed what a shard shows (committed, timers
+        # fired; None: the topics changed): what the test waits are woken by (test_control.py)
+        self.state_observer = None
 
     # -- partitions: load and unload ----------------------------------------------------------------
     def state_error(self, p: int) -> ErrorCode | None:
@@ -200,7 +203,7 @@ class CoordinatorRuntime:
         shard = self.shards[p] = self._new_shard(p, epoch)
         self.epochs[p] = epoch
         self.states[p] = CoordinatorState.ACTIVE
-        self.run(shard, shard.on_loaded(now_ms()))
+        self.run(shard, shard.on_loaded(self.now_ms()))
 
     def unload(self, p: int, epoch: int | None = None) -> None:
         """Stop hosting ``p`` (it moved to another broker, or was deleted). An unload with an
@@ -218,7 +221,7 @@ class CoordinatorRuntime:
             armed.handle.cancel()
         if state is CoordinatorState.ACTIVE:
             self._write_held(p, shard)
-            for token, response in shard.on_unloaded(now_ms()):
+            for token, response in shard.on_unloaded(self.now_ms()):
                 token.answer(response)
         if self._on_unloaded is not None:
             self._on_unloaded(p)
@@ -258,7 +261,7 @@ class CoordinatorRuntime:
         if self.shards.get(p) is not shard:
             return False
         self.states[p] = CoordinatorState.ACTIVE
-        self.run(shard, shard.on_loaded(now_ms()))
+        self.run(shard, shard.on_loaded(self.now_ms()))
         self.partition_load_ms[p] = (clock() - shard_started) * 1000  # (includes yields to requests)
         return True
 
@@ -276,7 +279,7 @@ class CoordinatorRuntime:
         token = PendingResponse()
         if not may_hold and p in self._held:
             self._write_held(p, shard)
-        if self.run(shard, handle(shard, req, version, now_ms(), token, *extra), may_hold):
+        if self.run(shard, handle(shard, req, version, self.now_ms(), token, *extra), may_hold):
             token.flush_only = True     # held to be written: it waits only for its write and fsync
         return token.response if token.answered else token
 
@@ -304,6 +307,8 @@ class CoordinatorRuntime:
         else:
             self._write(shard, [result])
         self._reschedule(shard)
+        if self.state_observer is not None:
+            self.state_observer(shard)
         return held
 
     # -- writing ------------------------------------------------------------------------------------
@@ -334,6 +339,8 @@ class CoordinatorRuntime:
         held = self._held.pop(p, None)
         if held is not None:
             self._write(shard, held.results, held.records)
+            if self.state_observer is not None:
+                self.state_observer(shard)
 
     def write_held(self, p: int) -> None:
         """Write what ``p`` holds now (before something that must follow it in the log)."""
@@ -394,13 +401,15 @@ class CoordinatorRuntime:
         shard = self.shards.get(p)
         if shard is not None:
             self._write_held(p, shard)
-        now = now_ms()
+        now = self.now_ms()
         plog = append_records(self.broker, self.topic, p, b"".join(
             build_end_txn_marker_batch(pid, epoch, committed, coordinator_epoch, now)
             for pid, epoch, committed, coordinator_epoch in markers))
         if shard is not None and self.is_active(p):
             for pid, _, committed, _ in markers:
                 shard.replay_end_transaction_marker(pid, committed)
+            if self.state_observer is not None:
+                self.state_observer(shard)
         return plog
 
     def answer_when_flushed(self, shard, plog, out: list, results) -> None:
@@ -437,7 +446,7 @@ class CoordinatorRuntime:
             armed.handle.cancel()
         loop = asyncio.get_running_loop()
         # +1 ms: a timer must not fire before its millisecond deadline, or it would spin
-        delay = max(0.0, (deadline - now_ms() + 1) / 1000.0)
+        delay = max(0.0, (deadline - self.now_ms() + 1) / 1000.0)
         self._timers[p] = _ArmedTimer(deadline, loop.call_later(delay, self._fire, shard), pushes)
 
     def _fire(self, shard) -> None:
@@ -446,18 +455,35 @@ class CoordinatorRuntime:
         if self.shards.get(p) is not shard or not self.is_active(p):
             return
         self._write_held(p, shard)
-        now = now_ms()
+        now = self.now_ms()
         for result in shard.poll_timers(now):
             self.run(shard, result)
         self._reschedule(shard)
 
-    def fire_due_timers(self) -> None:
-        """Run every active partition's timers that are due now (the clock may have jumped)."""
+    def fire_due_timers(self, rearm: bool = True) -> int | None:
+        """Run every active partition's timers that are due now (the clock may have jumped) and,
+        with ``rearm``, re-arm each partition's loop timer from the clock's time (one armed before
+        the jump would fire late); returns the earliest deadline still scheduled, or None. Time
+        travel (test_control.py) steps from one deadline to the next with ``rearm`` False (no
+        loop timer can fire during the jump), then calls it once with ``rearm``."""
+        earliest = None
+        now = self.now_ms()
         for shard in self.active_shards():
-            armed = self._timers.pop(shard.partition, None)
-            if armed is not None:
-                armed.handle.cancel()
-            self._fire(shard)
+            if rearm:
+                armed = self._timers.pop(shard.partition, None)
+                if armed is not None:
+                    armed.handle.cancel()
+                self._fire(shard)
+            else:
+                deadline = shard.next_deadline()
+                if deadline is not None and deadline <= now:
+                    self._write_held(shard.partition, shard)
+                    for result in shard.poll_timers(now):
+                        self.run(shard, result)
+            deadline = shard.next_deadline()
+            if deadline is not None and (earliest is None or deadline < earliest):
+                earliest = deadline
+        return earliest
 
     def close(self) -> None:
         for armed in self._timers.values():

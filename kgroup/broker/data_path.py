@@ -14,7 +14,7 @@ Durability (what is on disk when a produce is acknowledged):
   or at a clean shutdown. A machine crash (not a process crash) can lose it, as with Kafka.
 - acks=0: no response; otherwise as acks=1.
 
-Parked fetches are data (README's rule 6, one way to answer later): a ``FetchWaiter`` registered
+Parked fetches are data (docs/architecture.md, rule 6: one way to answer later): a ``FetchWaiter`` registered
 on every partition it reads; an append to one of them re-evaluates it, and its timer answers it
 at ``max_wait_ms``.
 """
@@ -27,6 +27,7 @@ import struct
 import threading
 import time
 
+from ..clock import now_ms
 from ..storage.config import LogConfig
 from ..storage.fs import syncfs, syncfs_available
 from ..storage.manager import LogManager
@@ -38,7 +39,7 @@ log = logging.getLogger("kgroup.data_path")
 
 PRODUCER_ID_BLOCK = 1000
 # From this many logs in one group commit, one syncfs is cheaper than their fsyncs (one journal
-# commit instead of one per log; README, "Data path", has the figures).
+# commit instead of one per log; docs/benchmarks.md, "Data path", has the figures).
 SYNCFS_MIN_LOGS = 2
 
 
@@ -166,12 +167,13 @@ class FetchWaiter:
 
 class DataPath:
     def __init__(self, config: BrokerConfig, data_dir: str, topic_configs: dict[str, dict[str, str]],
-                 max_open_files: int | None = None):
+                 max_open_files: int | None = None, clock=None):
         self.config = config
+        self.clock = clock or now_ms      # the broker's clock (BrokerClock.now_ms)
         self.default_log_config = log_config_from_broker(config)
         self.data_dir = data_dir
         self.logs = LogManager(data_dir, self.default_log_config, topic_configs=topic_configs,
-                               max_open_files=max_open_files)
+                               max_open_files=max_open_files, clock=self.clock)
         self._data_device = os.stat(data_dir).st_dev
         self._device_of: dict[str, int] = {}    # log directory -> st_dev
         self.producer_ids = ProducerIdManager(data_dir)
@@ -207,6 +209,14 @@ class DataPath:
 
     def log(self, topic: str, partition: int):
         return self.logs.get(topic, partition)
+
+    def remove_expired_producers(self, now_ms: int | None = None) -> int:
+        """Kafka's periodic UnifiedLog.removeExpiredProducers on every log (each
+        producer.id.expiration.check.interval.ms): producers idle longer than
+        producer.id.expiration.ms, with no open transaction, are forgotten, so their next
+        append starts a new sequence (or answers UNKNOWN_PRODUCER_ID). Returns how many."""
+        now = self.clock() if now_ms is None else now_ms
+        return sum(plog.producer_state.remove_expired_producers(now) for _, plog in self.logs)
 
     # -- durability ---------------------------------------------------------------------------
     def wait_flushed(self, logs) -> PendingResponse:

@@ -23,6 +23,9 @@ Faults (each rule may be narrowed to one ``client_id`` and/or one ``group``):
   expires (the broker keeps every member's session alive, as a heartbeat would); resuming gives
   each member a fresh session timeout from then.
 - ``clear`` removes every rule (and resumes expiry); ``list`` shows them.
+- ``advance-time``, ``clock``, ``reset``, ``groups``, ``group``, ``transactions``, ``topics``,
+  ``wait``: test control (time travel, reset, state, waits), run by test_control.py; a wait's
+  answer comes when it ends.
 
 Commands are dicts (JSON over the wire): ``{"fault": "errors", "api": "OffsetCommit", "errors":
 ["NOT_COORDINATOR"], "group": "g"}``. Over the wire a command is the JSON value of one record
@@ -36,7 +39,6 @@ import asyncio
 import json
 import logging
 
-from ..clock import now_ms
 from ..protocol.api import API_BY_KEY, ApiKey
 from ..protocol.errors import ErrorCode
 from ..protocol.messages.fetch import FetchResponse
@@ -55,6 +57,8 @@ API_BY_NAME = {a.request.__name__[:-len("Request")]: k for k, a in API_BY_KEY.it
 # The group coordinator's APIs answered COORDINATOR_LOAD_IN_PROGRESS while a group is "loading".
 LOADING_APIS = (ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.LEAVE_GROUP, ApiKey.OFFSET_COMMIT,
                 ApiKey.OFFSET_FETCH, ApiKey.DESCRIBE_GROUPS)
+# Commands test_control.py runs (the same JSON over the wire, HTTP and in process).
+CONTROL_COMMANDS = frozenset(("advance-time", "clock", "reset", "groups", "group", "transactions", "topics", "wait"))
 KEEPALIVE_S = 0.1               # how often paused sessions are pushed forward
 
 
@@ -163,7 +167,7 @@ class _Rule:
                 and (self.client_id is None or self.client_id == client_id)
                 and (self.group is None or self.group in groups))
 
-    def describe(self) -> dict:
+    def describe(self, now_ms: int) -> dict:
         d = {"fault": self.fault}
         if self.api_key is not None:
             d["api"] = API_BY_KEY[self.api_key].request.__name__[:-7]
@@ -177,7 +181,7 @@ class _Rule:
         if self.fault == "drop":
             d["after"], d["count"] = self.after, self.count
         if self.fault == "loading":
-            d["remaining_ms"] = max(0, self.until_ms - now_ms())
+            d["remaining_ms"] = max(0, self.until_ms - now_ms)
         return d
 
 
@@ -199,7 +203,7 @@ class FaultInjector:
             return handler(broker, ctx, body, version) if inner is None else inner(handler, broker, ctx, body, version)
         client_id = ctx.client_id
         groups = groups_of(api_key, body)
-        now = now_ms()
+        now = self.broker.clock.now_ms()
         delay_ms = 0
         for rule in list(self.rules):
             if not rule.matches(api_key, client_id, groups):
@@ -261,6 +265,12 @@ class FaultInjector:
         if not isinstance(cmd, dict):
             raise FaultError("a command is a JSON object")
         fault = cmd.get("fault")
+        if fault in CONTROL_COMMANDS:     # time travel, reset, state, waits (test_control.py)
+            from .test_control import ControlError
+            try:
+                return self.broker.test_control.command(cmd)
+            except ControlError as e:
+                raise FaultError(str(e)) from None
         client_id, group = cmd.get("client_id"), cmd.get("group")
         api = cmd.get("api")
         api_key = api_key_of(api) if api is not None else None
@@ -288,7 +298,7 @@ class FaultInjector:
             ms = int(cmd.get("ms", 0))
             if ms <= 0:
                 raise FaultError("loading needs ms > 0")
-            self.rules.append(_Rule("loading", None, client_id, group, until_ms=now_ms() + ms))
+            self.rules.append(_Rule("loading", None, client_id, group, until_ms=self.broker.clock.now_ms() + ms))
         elif fault == "pause-heartbeat-expiry":
             self.pause_heartbeat_expiry()
         elif fault == "resume-heartbeat-expiry":
@@ -304,7 +314,7 @@ class FaultInjector:
         return self.state()
 
     def state(self) -> dict:
-        return {"rules": [r.describe() for r in self.rules],
+        return {"rules": [r.describe(self.broker.clock.now_ms()) for r in self.rules],
                 "heartbeat_expiry_paused": self._keepalive is not None}
 
     # -- heartbeat expiry ------------------------------------------------------------------------
@@ -325,7 +335,7 @@ class FaultInjector:
     def _refresh_sessions(self) -> None:
         """Push every member's session deadline to now + its session timeout, what a Heartbeat
         does (timers are not replayed state: records and durable state are untouched)."""
-        now = now_ms()
+        now = self.broker.clock.now_ms()
         for shard in list(self.broker.group_coordinator.shards.values()):
             if not shard.is_loaded:
                 continue
@@ -341,6 +351,15 @@ class FaultInjector:
         td = body.topic_data
         return len(td) == 1 and td[0].name == CONTROL_TOPIC
 
+    @staticmethod
+    def _answer_later(waiting: PendingResponse, index: int) -> PendingResponse:
+        T, P = ProduceResponse.TopicProduceResponse, ProduceResponse.TopicProduceResponse.PartitionProduceResponse
+        out = PendingResponse()
+        waiting.listen(lambda done: out.answer(ProduceResponse(responses=[T(
+            name=CONTROL_TOPIC, partition_responses=[P(index=index, error_code=0, base_offset=-1,
+                                                       error_message=json.dumps(done.response, default=str))])])))
+        return out
+
     def _control(self, body, version):
         T, P = ProduceResponse.TopicProduceResponse, ProduceResponse.TopicProduceResponse.PartitionProduceResponse
         answers = []
@@ -351,7 +370,11 @@ class FaultInjector:
                 for _, header, batch in iter_batches(pd.records or b""):
                     for r in decode_records(batch, header):
                         results.append(self.apply(json.loads(bytes(r.value or b"{}"))))
-                message = json.dumps(results[-1] if results else self.state())
+                if results and type(results[-1]) is PendingResponse:     # a wait: answered when it ends
+                    if len(body.topic_data[0].partition_data) != 1 or body.acks == 0:
+                        raise FaultError("a wait is sent alone, with acks")
+                    return self._answer_later(results[-1], pd.index)
+                message = json.dumps(results[-1] if results else self.state(), default=str)
             except (FaultError, ValueError) as e:
                 code, message = ErrorCode.INVALID_REQUEST, str(e)
             answers.append(P(index=pd.index, error_code=int(code), base_offset=-1, error_message=message))

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import copy
 
-from ..clock import now_ms
 from ..coordinator import GroupCoordinatorConfig, GroupCoordinatorShard, group_partition
 from ..coordinator.topic_metadata import TopicMetadata
 from ..coordinator.result import gate
@@ -132,12 +131,14 @@ class GroupRuntime:
         """The broker created or deleted a topic: consumer groups subscribed to it (by name or
         regex) get a new group epoch (Kafka's onNewMetadataImage)."""
         self._topic_image = None
-        self._topics_version = max(self._topics_version + 1, now_ms())
+        self._topics_version = max(self._topics_version + 1, self.runtime.now_ms())
         rt = self.runtime
         for shard in rt.active_shards():
             if shard.consumer_group_manager.consumer_groups():
                 rt.write_held(shard.partition)
-                rt.run(shard, shard.handle_topics_changed(now_ms()))
+                rt.run(shard, shard.handle_topics_changed(self.runtime.now_ms()))
+        if rt.state_observer is not None:   # test waits on topics (test_control.py)
+            rt.state_observer(None)
 
     def on_partitions_deleted(self, topic_partitions: list) -> None:
         """GroupCoordinatorService.onPartitionsDeleted: every shard tombstones the offsets of
@@ -145,7 +146,7 @@ class GroupRuntime:
         rt = self.runtime
         for shard in rt.active_shards():
             rt.write_held(shard.partition)
-            rt.run(shard, shard.handle_partitions_deleted(topic_partitions, now_ms(), PendingResponse()))
+            rt.run(shard, shard.handle_partitions_deleted(topic_partitions, self.runtime.now_ms(), PendingResponse()))
 
     # -- operations ---------------------------------------------------------------------------------
     def execute(self, group_id: str, handle, req, version: int, *extra, offset_commit: bool = False):
@@ -199,7 +200,7 @@ class GroupRuntime:
         if refused is not None:
             return refused
         token = PendingResponse()
-        result = handle(rt.shards[p], req, version, now_ms(), token)
+        result = handle(rt.shards[p], req, version, self.runtime.now_ms(), token)
         rt.write_transactional(p, result, req.producer_id, req.producer_epoch)
         return token.response if token.answered else token
 
@@ -210,8 +211,8 @@ class GroupRuntime:
         self.ensure_offsets_topic()
         return self.runtime.write_markers(p, markers)
 
-    def fire_due_timers(self) -> None:
-        self.runtime.fire_due_timers()
+    def fire_due_timers(self, rearm: bool = True) -> int | None:
+        return self.runtime.fire_due_timers(rearm)
 
     def close(self) -> None:
         self.runtime.close()

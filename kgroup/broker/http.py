@@ -4,6 +4,11 @@ standard library's ThreadingHTTPServer on its own thread, never on the broker's 
 - ``GET /metrics``: Prometheus text format (kgroup/broker/metrics.py).
 - ``POST /admin/faults``: a fault-injection command as JSON (kgroup/broker/faults.py); 403 when
   the broker does not enable fault injection, 400 for a bad command.
+- ``/admin/...``: test control as JSON (test_control.py, docs/testing.md): ``GET /admin/groups``,
+  ``/admin/groups/<group>``, ``/admin/groups/<group>/lag``, ``/admin/transactions``,
+  ``/admin/topics``, ``GET|POST /admin/clock`` (``{"advance_ms": N}`` moves time forward),
+  ``POST /admin/reset``, ``GET|POST /admin/wait`` (a long poll: 200 when the condition holds,
+  408 with what was last seen on timeout); 403 without fault injection.
 - ``GET /``, ``/groups/<group>``, ``/topics``, ``/api/...``: the web console (console.py).
 
 Broker state is only read on the event loop: each request submits a function to the loop
@@ -23,6 +28,16 @@ from .metrics import render
 
 log = logging.getLogger("kgroup.http")
 CALL_TIMEOUT_S = 10.0
+# /admin/wait query parameters given as JSON (numbers, objects); the others are strings
+JSON_PARAMS = frozenset(("timeout_ms", "members", "lag", "partitions", "offsets", "assignment", "topics", "deleted"))
+
+
+def _query_value(v: str):
+    """A query parameter: JSON when it parses (numbers, objects), else the string."""
+    try:
+        return json.loads(v)
+    except ValueError:
+        return v
 
 
 def parse_http_listener(spec: str) -> tuple[str, int]:
@@ -83,6 +98,8 @@ class BrokerHttpServer:
                 self.reply(req, 200, render(snap), "text/plain; version=0.0.4; charset=utf-8")
             elif method == "POST" and path == "/admin/faults":
                 self.faults(req)
+            elif path.startswith("/admin/"):
+                self.admin(req, method, path)
             else:
                 if not self.console.handle(self, req, method, path):
                     self.reply(req, 404, "not found\n", "text/plain")
@@ -112,6 +129,80 @@ class BrokerHttpServer:
             self.reply_json(req, 200, self.call(faults.apply, cmd))
         except FaultError as e:
             self.reply_json(req, 400, {"error": str(e)})
+
+    # -- test control (test_control.py): state as JSON, time travel, reset, waits ----------------
+    def admin(self, req, method: str, path: str) -> None:
+        from urllib.parse import parse_qsl, unquote
+        from .test_control import ControlError
+        control = self.broker.test_control
+        if control is None:
+            self.reply_json(req, 403, {"error": "test control is disabled on this broker "
+                                                "(kgroup.fault.injection.enable=false)"})
+            return
+        query = dict(parse_qsl(req.path.partition("?")[2]))
+        body = {}
+        if method == "POST":
+            length = int(req.headers.get("Content-Length") or 0)
+            try:
+                body = json.loads(req.rfile.read(length) or b"{}")
+            except ValueError as e:
+                self.reply_json(req, 400, {"error": f"not JSON: {e}"})
+                return
+            if not isinstance(body, dict):
+                self.reply_json(req, 400, {"error": "the body is a JSON object"})
+                return
+        parts = [unquote(p) for p in path.split("/")[2:]]
+        cmd = None
+        if parts == ["clock"]:
+            cmd = {"op": "clock"} if method == "GET" else {"op": "advance-time", **body}
+            if method == "POST" and "advance_ms" in body:
+                cmd["ms"] = body["advance_ms"]
+        elif parts == ["reset"] and method == "POST":
+            cmd = {"op": "reset"}
+        elif parts == ["groups"] and method == "GET":
+            cmd = {"op": "groups"}
+        elif len(parts) == 2 and parts[0] == "groups" and method == "GET":
+            cmd = {"op": "group", "group": parts[1]}
+        elif len(parts) == 3 and parts[0] == "groups" and parts[2] == "lag" and method == "GET":
+            total, detail = self.call(control.lag, parts[1], [t for t in query.get("topics", "").split(",") if t])
+            self.reply_json(req, 200, {"group": parts[1], "lag": total, "partitions": detail})
+            return
+        elif parts == ["transactions"] and method == "GET":
+            cmd = {"op": "transactions"}
+        elif parts == ["topics"] and method == "GET":
+            cmd = {"op": "topics", "internal": query.get("internal") in ("true", "1")}
+        elif parts == ["wait"]:
+            cmd = {"op": "wait", **{k: _query_value(v) if k in JSON_PARAMS else v for k, v in query.items()}, **body}
+        if cmd is None:
+            self.reply_json(req, 404, {"error": f"no {method} {path}"})
+            return
+        try:
+            if cmd["op"] == "wait":
+                answer = self._wait(control, cmd)
+                self.reply_json(req, 200 if answer.get("ok") else 408, answer)
+                return
+            answer = self.call(control.command, cmd)
+        except ControlError as e:
+            self.reply_json(req, 400, {"error": str(e)})
+            return
+        if cmd["op"] == "group" and answer["group"] is None:
+            self.reply_json(req, 404, {"error": f"no group {cmd['group']}"})
+            return
+        self.reply_json(req, 200, answer)
+
+    def _wait(self, control, cmd: dict) -> dict:
+        """A long poll: the HTTP thread waits for the broker's answer (the loop never blocks)."""
+        done = threading.Event()
+        box = []
+
+        def start():
+            pending = control.command(cmd)
+            pending.listen(lambda p: (box.append(p.response), done.set()))
+        self.call(start)
+        timeout_s = float(cmd.get("timeout_ms", 10_000)) / 1000.0
+        if not done.wait(timeout_s + CALL_TIMEOUT_S):
+            return {"ok": False, "error": "the broker did not answer the wait"}
+        return box[0]
 
     @staticmethod
     def reply(req, status: int, body, content_type: str) -> None:

@@ -28,7 +28,7 @@ What is measured where:
   from this broker's start: what the log held before, replayed at load, is history. They are
   not coordinator state (no replay reproduces them), so the live == replayed property is
   untouched. Counting costs a few attribute reads per written record, far less than decoding
-  the log back at scrape time would (the README's Metrics section has the figures).
+  the log back at scrape time would (docs/benchmarks.md, "Metrics overhead", has the figures).
 """
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ _DELETING = (ApiKey.OFFSET_DELETE, ApiKey.DELETE_GROUPS)
 _MEMBERSHIP = (ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.LEAVE_GROUP)
 # One request in this many (per API and version) is timed: timing one (Python calls around two
 # clock reads and a histogram update, and a wrapper PendingResponse when it is answered later)
-# costs a good part of a whole heartbeat's handling, counting it one add (README, "Metrics",
+# costs a good part of a whole heartbeat's handling, counting it one add (docs/benchmarks.md, "Metrics overhead",
 # has the figures). The rare slow kinds are timed every time (dispatch_sampled).
 SAMPLE_EVERY = 32
 SAMPLE_MASK = SAMPLE_EVERY - 1
@@ -61,7 +61,7 @@ SAMPLE_MASK = SAMPLE_EVERY - 1
 # (server.py, metrics alone) is one add of small ints and one compare, and never allocates:
 # CPython caches the ints up to 256, while a count above that is a new int object at each
 # increment (the old one freed): with the index arithmetic, about a quarter of the metrics'
-# instructions per heartbeat (README, "Metrics").
+# instructions per heartbeat (docs/benchmarks.md, "Metrics overhead").
 #   ``recent[api_key][version]``: requests since that API and version last took the sampled path
 #   (``dispatch_sampled``), 0 .. SAMPLE_MASK; its request ``n`` goes there when ``n`` reaches
 #   SAMPLE_EVERY, i.e. every SAMPLE_EVERY-th (the 1st, 33rd, 65th, ...: it starts at SAMPLE_MASK).

@@ -1,6 +1,7 @@
 """Operations features, each off unless configured, and the one request hook they share.
 
-- fault injection (faults.py): ``kgroup.fault.injection.enable``
+- fault injection (faults.py) and test control (test_control.py: time travel, reset, waits):
+  ``kgroup.fault.injection.enable``
 - metrics (metrics.py) and the HTTP listener with the web console (http.py, console.py):
   ``metrics.listener``
 - rebalance timelines (timeline.py): kept whenever either of the above is on
@@ -17,6 +18,7 @@ from __future__ import annotations
 import functools
 
 from .faults import FaultInjector
+from .test_control import TestControl
 from .metrics import BrokerMetrics
 from .timeline import TIMELINE_TOPIC, GroupTimelines
 
@@ -26,6 +28,8 @@ def attach_operations(broker) -> None:
     ``.request_hook``, ``.request_counts`` (None unless metrics alone) and ``.control_topics``."""
     config = broker.config
     broker.faults = FaultInjector(broker) if config["kgroup.fault.injection.enable"] else None
+    # time travel, reset, waits and state as JSON (test_control.py): a test broker's, with faults
+    broker.test_control = TestControl(broker) if broker.faults is not None else None
     broker.metrics = BrokerMetrics(broker) if config["metrics.listener"] else None
     broker.timelines = GroupTimelines(broker) if broker.faults or broker.metrics else None
     # Queries produced to a topic name Kafka forbids (handlers/produce.py): topic -> fn(request)

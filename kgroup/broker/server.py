@@ -47,6 +47,8 @@ from ..protocol.api import API_BY_KEY, ApiKey, encode_response, parse_request, p
 from ..protocol.primitives import DecodeError
 from ..protocol.schema import Message
 from .handlers import HANDLER_BY_KEY_VERSION
+from ..security.principal import ANONYMOUS
+from .authentication import SaslGate
 from .handlers.api_versions import unsupported_version_response
 from .metrics import SAMPLE_EVERY as METRICS_SAMPLE_EVERY
 from .pending import PendingResponse
@@ -86,8 +88,15 @@ class Listener:
     out of them. Here each connection is admitted (``connections.py``) the moment it is accepted,
     and one refused is closed before the next is accepted."""
 
-    def __init__(self, broker, host: str, port: int, backlog: int):
+    def __init__(self, broker, host: str, port: int, backlog: int, spec=None):
         self.broker = broker
+        self.spec = spec            # config.ListenerSpec: name, security protocol (None: PLAINTEXT)
+        self.name = spec.name if spec is not None else "PLAINTEXT"
+        security = broker.security if spec is not None else None
+        # TLS context and principal builder (SSL, SASL_SSL); SASL mechanisms (SASL_*).
+        self.ssl_context = security.ssl_contexts.get(self.name) if security else None
+        self.principal_builder = security.principal_builders.get(self.name) if security else None
+        self.sasl = security.sasl.get(self.name) if security else None
         self.loop = broker.loop
         self.backlog = backlog
         self.sock = socket.create_server((host, port), backlog=backlog)  # SO_REUSEADDR on POSIX
@@ -124,7 +133,8 @@ class Listener:
 
     async def _serve(self, conn: socket.socket, host: str) -> None:
         try:
-            await self.loop.connect_accepted_socket(lambda: KafkaConnection(self.broker), conn)
+            await self.loop.connect_accepted_socket(lambda: KafkaConnection(self.broker, self), conn,
+                                                    ssl=self.ssl_context)
         except Exception:         # e.g. the peer reset it first: admitted, never served
             conn.close()
             self.broker.quotas.release(host)
@@ -159,6 +169,16 @@ class RequestContext:
     def client_host(self) -> str:
         return self.connection.peer_host
 
+    @property
+    def principal(self):
+        """The authenticated KafkaPrincipal (User:ANONYMOUS on PLAINTEXT, as Kafka)."""
+        return self.connection.principal
+
+    @property
+    def listener_name(self) -> str | None:
+        listener = self.connection.listener
+        return listener.name if listener is not None else None
+
 
 class _Slot:
     """A response's place in its connection's FIFO: the encoded ``pieces`` once known, or the
@@ -176,15 +196,20 @@ class _Slot:
 
 class KafkaConnection(asyncio.BufferedProtocol):
     # An idle connection holds no receive buffer of its own (the loop's reads land in the
-    # broker's shared one): its cost is this object, the transport and the socket (README,
-    # "Benchmarks": bytes per idle connection).
+    # broker's shared one): its cost is this object, the transport and the socket
+    # (docs/benchmarks.md, "Footprint": bytes per idle connection).
     __slots__ = ("broker", "transport", "partial", "big", "big_filled", "big_size", "big_reserved", "slots", "out",
                  "send_scheduled", "peer", "peer_host", "client_software", "closed", "max_frame",
                  "last_active", "admitted", "waiting_memory", "muted", "muted_frames", "muted_bytes",
-                 "reading_paused", "request_counts", "__weakref__")
+                 "reading_paused", "request_counts", "listener", "principal", "gate", "__weakref__")
 
-    def __init__(self, broker):
+    def __init__(self, broker, listener=None):
         self.broker = broker
+        self.listener = listener    # the Listener that accepted it (None in some tests)
+        self.principal = ANONYMOUS
+        # SASL authentication (authentication.py's SaslGate) while it is under way or its
+        # session can expire; None otherwise, the one test the usual path pays.
+        self.gate = None
         self.transport = None
         self.partial = None     # the unread start of a frame (a small bytearray), or None
         self.big = None         # a large frame being received straight into its own buffer,
@@ -217,6 +242,17 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self.peer_host = peer[0]
             self.peer = f"{peer[0]}:{peer[1]}"
         self.admitted = True        # by the Listener, which counted it in the quotas
+        listener = self.listener
+        if listener is not None:
+            if listener.principal_builder is not None:
+                try:
+                    self.principal = listener.principal_builder.principal(transport.get_extra_info("ssl_object"))
+                except ValueError as e:     # no ssl.principal.mapping.rules rule applies
+                    log.warning("closing connection from %s: %s", self.peer, e)
+                    self.closed = True
+                    transport.close()
+            if listener.sasl is not None:
+                self.gate = SaslGate(listener.sasl)
         transport.set_write_buffer_limits(high=16 * 1024 * 1024)
         self.last_active = self.broker.loop.time()
         self.broker.connections.add(self)
@@ -270,6 +306,21 @@ class KafkaConnection(asyncio.BufferedProtocol):
         log.warning("closing connection from %s: %s", self.peer, reason)
         self.closed = True
         self.transport.close()
+
+    def close_after_failed_authentication(self, reason: str):
+        """As Kafka's Selector with connection.failed.authentication.delay.ms: the error answer
+        goes out, nothing more is read, and the connection closes after the delay."""
+        self._send()
+        if self.closed:
+            return
+        self.gate = None
+        self.muted = True           # later frames are kept (bounded by reading paused), never run
+        self._pause_reading(2)
+        delay = self.broker.config["connection.failed.authentication.delay.ms"] / 1000.0
+        if delay <= 0:
+            self._abort(reason)
+            return
+        self.broker.loop.call_later(delay, lambda: None if self.closed else self._abort(reason))
 
     def expire_idle(self, idle_ms):
         # Kafka's Selector closes expired connections quietly (DEBUG); so do we.
@@ -420,6 +471,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._abort("the log directory is offline: the broker is shutting down")
             return
         view = frame if type(frame) is bytes else memoryview(frame)
+        gate = self.gate
+        if gate is not None and gate.intercept(self, view):    # SASL (authentication.py)
+            return
         try:
             key_version = peek_key_version(view)
         except DecodeError as e:
@@ -489,6 +543,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self.out += pieces
         else:
             self.slots.append(_Slot(pieces, None, api_key, version, correlation_id))
+
+    def send_direct(self, pieces):
+        """A response built outside the handlers (SASL authentication), in request order."""
+        self._queue_ready(pieces, 0, 0, 0)
 
     def _send(self):
         if self.out and not self.closed:

@@ -23,7 +23,6 @@ import collections
 import json
 import logging
 
-from ..clock import now_ms as wall_ms
 from ..protocol.api import ApiKey
 from ..protocol.consumer_protocol import decode_assignment as decode_consumer_assignment
 from ..protocol.errors import ErrorCode
@@ -141,7 +140,7 @@ class GroupTimelines:
                 del self.events[oldest]
                 self.seen.pop(oldest, None)
             q = self.events[gid] = collections.deque(maxlen=MAX_EVENTS)
-        q.append({"time_ms": wall_ms(), "event": kind, **detail})
+        q.append({"time_ms": self.broker.clock.now_ms(), "event": kind, **detail})
 
     def observe(self, gid: str, cause) -> None:
         """Compare group ``gid`` with what was seen last and record the difference. ``cause``:
@@ -169,7 +168,7 @@ class GroupTimelines:
                 and seen.members.keys() == members.keys():
             return
         state = str(state_obj)
-        now = wall_ms()
+        now = self.broker.clock.now_ms()
         if seen is None:
             # A new group (or one loaded at start-up, first seen now): it was Empty before.
             seen = self.seen[gid] = _Seen()

@@ -33,7 +33,6 @@ import copy
 import logging
 import os
 
-from ..clock import now_ms
 from ..protocol.errors import ErrorCode
 from ..transaction_coordinator import (TransactionCoordinatorConfig, TransactionCoordinatorShard,
                                        transaction_partition)
@@ -282,7 +281,7 @@ class TransactionRuntime:
         rt = self.runtime
         for m in markers:
             if rt.is_active(shard.partition) and rt.shards.get(shard.partition) is shard:
-                rt.run(shard, shard.complete_transaction(m, now_ms()))
+                rt.run(shard, shard.complete_transaction(m, self.runtime.now_ms()))
             self._resume(m.transactional_id)
 
     def write_markers(self, producer_id: int, producer_epoch: int, committed: bool, coordinator_epoch: int,
@@ -307,7 +306,7 @@ class TransactionRuntime:
             return self.broker.group_coordinator.write_txn_markers(p, markers)
         if not self.partition_exists(topic, p):
             return None
-        now = now_ms()
+        now = self.runtime.now_ms()
         plog = append_records(self.broker, topic, p, b"".join(
             build_end_txn_marker_batch(pid, epoch, committed, coordinator_epoch, now)
             for pid, epoch, committed, coordinator_epoch in markers))
@@ -318,8 +317,8 @@ class TransactionRuntime:
         t = self.broker.metadata.get(topic)
         return t is not None and 0 <= partition < t.num_partitions
 
-    def fire_due_timers(self) -> None:
-        self.runtime.fire_due_timers()
+    def fire_due_timers(self, rearm: bool = True) -> int | None:
+        return self.runtime.fire_due_timers(rearm)
 
     def close(self) -> None:
         self.runtime.close()

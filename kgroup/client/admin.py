@@ -484,3 +484,72 @@ class Admin:
 
         await asyncio.gather(*(one(n, parts) for n, parts in by_node.items()))
         return out
+
+    # --- security: SCRAM credentials and ACLs ------------------------------------------------
+    async def describe_user_scram_credentials(self, users: Iterable[str] | None = None) -> dict:
+        """{user: [(mechanism name, iterations)] or KafkaError}."""
+        from kgroup.protocol.messages.describe_user_scram_credentials import DescribeUserScramCredentialsRequest as R
+        from kgroup.security.scram import BY_TYPE
+        req = R(users=None if users is None else [R.UserName(name=u) for u in users])
+        resp = await self._client.send(await self._controller(), req)
+        if resp.error_code:
+            raise KafkaError(ErrorCode(resp.error_code), resp.error_message or "DescribeUserScramCredentials failed")
+        return {r.user: (_check(r.error_code, r.user, r.error_message) or
+                         [(BY_TYPE[c.mechanism].mechanism_name if c.mechanism in BY_TYPE else str(c.mechanism), c.iterations)
+                          for c in r.credential_infos]) for r in resp.results}
+
+
+    async def alter_user_scram_credentials(self, upsertions=(), deletions=()) -> dict:
+        """``upsertions``: [(user, mechanism name, iterations, password)], salted here with a random
+        salt as Java's Admin does (the password never leaves the client); ``deletions``: [(user,
+        mechanism name)]. Returns {user: None or KafkaError}."""
+        import os as _os
+
+        from kgroup.protocol.messages.alter_user_scram_credentials import AlterUserScramCredentialsRequest as R
+        from kgroup.security import scram
+        ups = []
+        for user, mech_name, iterations, password in upsertions:
+            mech = scram.MECHANISMS[mech_name]
+            salt = _os.urandom(scram.mech_salt_len(mech))
+            ups.append(R.ScramCredentialUpsertion(name=user, mechanism=mech.type_code, iterations=iterations, salt=salt,
+                                                  salted_password=scram.salted_password(mech, password, salt, iterations)))
+        dels = [R.ScramCredentialDeletion(name=u, mechanism=scram.MECHANISMS[m].type_code) for u, m in deletions]
+        resp = await self._client.send(await self._controller(), R(deletions=dels, upsertions=ups))
+        return {r.user: _check(r.error_code, r.user, r.error_message) for r in resp.results}
+
+
+    async def create_acls(self, bindings) -> list:
+        """``bindings``: security.acl.AclBinding tuples; [None or KafkaError] in order."""
+        from kgroup.protocol.messages.create_acls import CreateAclsRequest as R
+        req = R(creations=[R.AclCreation(resource_type=b.resource_type, resource_name=b.resource_name,
+                                         resource_pattern_type=b.pattern_type, principal=b.principal, host=b.host,
+                                         operation=b.operation, permission_type=b.permission_type) for b in bindings])
+        resp = await self._client.send(await self._controller(), req)
+        return [_check(r.error_code, "CreateAcls", r.error_message) for r in resp.results]
+
+
+    async def describe_acls(self, f) -> list:
+        """``f``: security.acl.AclBindingFilter; the matching AclBindings."""
+        from kgroup.protocol.messages.describe_acls import DescribeAclsRequest as R
+        from kgroup.security.acl import AclBinding
+        req = R(resource_type_filter=f.resource_type, resource_name_filter=f.resource_name, pattern_type_filter=f.pattern_type,
+                principal_filter=f.principal, host_filter=f.host, operation=f.operation, permission_type=f.permission_type)
+        resp = await self._client.send(await self._controller(), req)
+        if resp.error_code:
+            raise KafkaError(ErrorCode(resp.error_code), resp.error_message or "DescribeAcls failed")
+        return [AclBinding(r.resource_type, r.resource_name, r.pattern_type, a.principal, a.host, a.operation,
+                           a.permission_type) for r in resp.resources for a in r.acls]
+
+
+    async def delete_acls(self, filters) -> list:
+        """Per filter: the AclBindings deleted, or a KafkaError."""
+        from kgroup.protocol.messages.delete_acls import DeleteAclsRequest as R
+        from kgroup.security.acl import AclBinding
+        req = R(filters=[R.DeleteAclsFilter(resource_type_filter=f.resource_type, resource_name_filter=f.resource_name,
+                                            pattern_type_filter=f.pattern_type, principal_filter=f.principal,
+                                            host_filter=f.host, operation=f.operation, permission_type=f.permission_type)
+                         for f in filters])
+        resp = await self._client.send(await self._controller(), req)
+        return [_check(r.error_code, "DeleteAcls", r.error_message) or
+                [AclBinding(m.resource_type, m.resource_name, m.pattern_type, m.principal, m.host, m.operation,
+                            m.permission_type) for m in r.matching_acls] for r in resp.filter_results]

@@ -518,6 +518,26 @@ def main_consume(argv: list[str] | None = None, stdout=None) -> int:
     return _run(_consume(args, _kv(args.property), stdout or sys.stdout))
 
 
+async def _consume_bulk(consumer, args, out, print_key: bool, sep: str, count: int) -> int:
+    """One ``poll_batch``: every record's value (and key) written at once; returns the count."""
+    polled = await consumer.poll_batch(500)
+    n = 0
+    for cols in polled.values():
+        if args.max_messages is not None and n + len(cols) > args.max_messages - count:
+            cols = cols.take(slice(0, args.max_messages - count - n))
+        values = [b"null" if v is None else v for v in cols.values().to_pylist()]
+        if print_key:
+            keys = [b"null" if k is None else k for k in cols.keys().to_pylist()]
+            lines = [k + sep.encode() + v for k, v in zip(keys, values)]
+        else:
+            lines = values
+        if lines:
+            out.write(b"\n".join(lines).decode(errors="replace") + "\n")
+        n += len(cols)
+    out.flush()
+    return n
+
+
 async def _consume(args, props, out) -> int:
     from .connection import now_ms
     from .consumer import Consumer
@@ -547,6 +567,18 @@ async def _consume(args, props, out) -> int:
         last = started = reported = now_ms()
         try:
             while args.max_messages is None or count < args.max_messages:
+                if args.progress:  # throughput mode: records decoded in bulk (record_columns), printed in bulk
+                    n = await _consume_bulk(consumer, args, out, print_key, sep, count)
+                    if n:
+                        last = now_ms()
+                        count += n
+                    elif args.timeout_ms is not None and now_ms() - last >= args.timeout_ms:
+                        break
+                    if now_ms() - reported >= 1000:
+                        reported = now_ms()
+                        rate = count * 1000 / max(1, reported - started)
+                        print(f"consumed {count} records ({rate:,.0f}/s)", file=sys.stderr, flush=True)
+                    continue
                 records = await consumer.poll(500, max_records=None if args.max_messages is None
                                               else args.max_messages - count)
                 if records:
@@ -610,7 +642,7 @@ def main_configs(argv: list[str] | None = None) -> int:
     act = p.add_mutually_exclusive_group(required=True)
     act.add_argument("--describe", action="store_true")
     act.add_argument("--alter", action="store_true")
-    p.add_argument("--entity-type", choices=["topics", "brokers", "groups"])
+    p.add_argument("--entity-type", choices=["topics", "brokers", "groups", "users"])
     p.add_argument("--entity-name")
     p.add_argument("--entity-default", action="store_true")
     p.add_argument("--topic")
@@ -620,7 +652,11 @@ def main_configs(argv: list[str] | None = None) -> int:
     p.add_argument("--add-config", action="append", default=[])
     p.add_argument("--delete-config", action="append", default=[])
     p.add_argument("--all", action="store_true", help="with --describe: every config, not only overrides")
+    p.add_argument("--user")
+    p.add_argument("--command-config", help="client properties (security.protocol, sasl.*, ssl.*)")
     args = p.parse_args(argv)
+    if args.user:
+        args.entity_type, args.entity_name = "users", args.user
     if args.topic:
         args.entity_type, args.entity_name = "topics", args.topic
     elif args.group:
@@ -637,7 +673,55 @@ def main_configs(argv: list[str] | None = None) -> int:
         p.error("--entity-name or --entity-default is required for brokers")
     if args.alter and not (args.add_config or args.delete_config):
         p.error("--alter needs --add-config and/or --delete-config")
+    if args.entity_type == "users":
+        if args.alter and not args.entity_name:
+            p.error("--entity-name is required to alter users")
+        return _run(_user_configs(args))
     return _run(_configs(args))
+
+
+def command_config(path: str | None) -> dict:
+    """--command-config: a Java properties file of client settings (security.protocol, sasl.*, ssl.*)."""
+    if not path:
+        return {}
+    from kgroup.broker.config import parse_properties
+    return parse_properties(open(path).read())
+
+
+async def _user_configs(args) -> int:
+    """kafka-configs.sh --entity-type users: SCRAM credentials (SCRAM-SHA-256/512=[iterations=N,password=P]),
+    salted on the client, sent with AlterUserScramCredentials; --describe lists mechanisms and iterations."""
+    from kgroup.security.scram import MECHANISMS
+    async with Admin({"bootstrap.servers": args.bootstrap_server, **command_config(args.command_config)}) as admin:
+        if args.alter:
+            ups, dels = [], []
+            for text in args.add_config:
+                for mech, value in _parse_add_config(text).items():
+                    if mech not in MECHANISMS:
+                        raise SystemExit(f"Invalid config(s): {mech}")
+                    fields = dict(x.split("=", 1) for x in value.split(",") if "=" in x)
+                    if "password" not in fields:
+                        raise SystemExit(f"Invalid credential config {mech}: password is required")
+                    ups.append((args.entity_name, mech, int(fields.get("iterations", 4096)), fields["password"]))
+            for text in args.delete_config:
+                dels += [(args.entity_name, m.strip()) for m in text.split(",") if m.strip()]
+            results = await admin.alter_user_scram_credentials(ups, dels)
+            errors = [e for e in results.values() if e is not None]
+            if errors:
+                print(f"Error while executing config command: {errors[0]}", file=sys.stderr)
+                return 1
+            print(f"Completed updating config for user {args.entity_name}.")
+            return 0
+        got = await admin.describe_user_scram_credentials([args.entity_name] if args.entity_name else None)
+        for user, infos in sorted(got.items()):
+            if isinstance(infos, KafkaError):
+                if infos.code != ErrorCode.RESOURCE_NOT_FOUND:
+                    print(f"Error: {infos}", file=sys.stderr)
+                    return 1
+                continue
+            creds = ",".join(f"{m}=iterations={i}" for m, i in infos)
+            print(f"SCRAM credential configs for user-principal '{user}' are {creds}")
+        return 0
 
 
 async def _configs(args) -> int:
@@ -645,7 +729,7 @@ async def _configs(args) -> int:
     name = "" if args.entity_default else args.entity_name
     what = {TOPIC_RESOURCE: "topic " + name, GROUP_RESOURCE: "group " + name}.get(rtype) or (
         "default config for brokers in the cluster" if name == "" else "broker " + name)
-    async with Admin(bootstrap_servers=args.bootstrap_server) as admin:
+    async with Admin({"bootstrap.servers": args.bootstrap_server, **command_config(args.command_config)}) as admin:
         if args.alter:
             ops = []
             for text in args.add_config:

@@ -26,6 +26,19 @@ COMMON = {
     "socket.connection.setup.timeout.ms": (10000, int),
     "connections.max.idle.ms": (540000, int),
     "security.protocol": ("PLAINTEXT", str),
+    # TLS and SASL (client/security.py): Java's keys; stores in PEM form
+    "sasl.mechanism": ("GSSAPI", str),
+    "sasl.jaas.config": (None, str),
+    "ssl.truststore.type": ("JKS", str),
+    "ssl.truststore.location": (None, str),
+    "ssl.truststore.certificates": (None, str),
+    "ssl.keystore.type": ("JKS", str),
+    "ssl.keystore.location": (None, str),
+    "ssl.keystore.password": (None, str),
+    "ssl.keystore.certificate.chain": (None, str),
+    "ssl.keystore.key": (None, str),
+    "ssl.key.password": (None, str),
+    "ssl.endpoint.identification.algorithm": ("https", str),
 }
 
 CONSUMER = dict(COMMON, **{
@@ -150,8 +163,11 @@ class ClientConfig:
             host, _, port = server.rpartition(":")
             if not host or not port.isdigit():
                 raise ConfigError(f"Invalid url in bootstrap.servers: {server}")
-        if self["security.protocol"] != "PLAINTEXT":
-            raise ConfigError("only security.protocol=PLAINTEXT is supported")
+        from .security import ClientSecurity
+        try:
+            ClientSecurity(self)
+        except (ValueError, OSError) as e:
+            raise ConfigError(str(e)) from None
 
 
 class ConsumerConfig(ClientConfig):

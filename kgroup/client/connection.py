@@ -60,8 +60,9 @@ class BrokerConnection:
 
     def __init__(self, host: str, port: int, *, node_id: int, client_id: str | None,
                  request_timeout_ms: int = 30000, connect_timeout_ms: int = 10000,
-                 max_versions: dict[int, int] | None = None):
+                 max_versions: dict[int, int] | None = None, security=None):
         self.host, self.port, self.node_id = host, port, node_id
+        self.security = security        # client/security.py's ClientSecurity, or None: PLAINTEXT
         self.client_id = client_id
         self.request_timeout_ms = request_timeout_ms
         self.connect_timeout_ms = connect_timeout_ms
@@ -84,14 +85,19 @@ class BrokerConnection:
 
     async def connect(self) -> "BrokerConnection":
         try:
+            ctx = self.security.ssl_context if self.security is not None else None
             self._reader, self._writer = await asyncio.wait_for(
-                asyncio.open_connection(self.host, self.port), self.connect_timeout_ms / 1000)
+                asyncio.open_connection(self.host, self.port, ssl=ctx,
+                                        server_hostname=self.host if ctx is not None else None),
+                self.connect_timeout_ms / 1000)
         except (OSError, asyncio.TimeoutError) as e:
             self.closed = True
             raise KafkaConnectionError(f"cannot connect to node {self.node_id} at {self.host}:{self.port}: {e!r}") from None
         self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
         try:
             await self._negotiate()
+            if self.security is not None and self.security.mechanism is not None:
+                await self.security.authenticate(self)
         except BaseException:
             self.close()
             raise
@@ -238,6 +244,7 @@ class KafkaClient:
         self.topics: dict[str, TopicInfo] = {}
         self.topic_names: dict[bytes, str] = {}
         self.cluster_id: str | None = None
+        self.unauthorized_topics: set[str] = set()
         self.controller_id = -1
         self.last_refresh_ms = -1
         self._conns: dict[tuple[str, int], BrokerConnection] = {}
@@ -245,6 +252,9 @@ class KafkaClient:
         self._failures: dict[tuple[str, int], tuple[int, int]] = {}  # key -> (attempts, retry at)
         self._metadata_lock = asyncio.Lock()
         self.closed = False
+        from .security import ClientSecurity
+        security = ClientSecurity(config)
+        self.security = security if security.enabled else None
 
     @staticmethod
     def _split(server: str) -> tuple[str, int]:
@@ -284,7 +294,7 @@ class KafkaClient:
             conn = BrokerConnection(node.host, node.port, node_id=node_id, client_id=self.client_id,
                                     request_timeout_ms=self.request_timeout_ms,
                                     connect_timeout_ms=self.config["socket.connection.setup.timeout.ms"],
-                                    max_versions=self.max_versions)
+                                    max_versions=self.max_versions, security=self.security)
             await conn.connect()
         except BaseException as e:
             attempts = self._failures.get(key, (0, 0))[0]
@@ -373,6 +383,9 @@ class KafkaClient:
         self.cluster_id = resp.cluster_id
         self.controller_id = resp.controller_id
         seen = set()
+        # Java's Metadata.unauthorizedTopics: the topics the last answer refused
+        self.unauthorized_topics = {t.name for t in resp.topics
+                                    if t.error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED and t.name is not None}
         for t in resp.topics:
             if t.name is None:
                 continue

@@ -188,11 +188,29 @@ class Consumer:
             raise IllegalStateError("poll() is already running")
         self._polling = True
         try:
-            return await self._poll(timeout_ms, max_records or self.config["max.poll.records"])
+            return await self._poll(timeout_ms, max_records or self.config["max.poll.records"], self._collect)
         finally:
             self._polling = False
 
-    async def _poll(self, timeout_ms: int, max_records: int) -> list[ConsumerRecord]:
+    async def poll_batch(self, timeout_ms: int = 0, max_records: int | None = None,
+                         headers: bool = False) -> dict:
+        """Like :meth:`poll`, but decoded in bulk: ``{TopicPartition: RecordColumns}``
+        (:mod:`kgroup.protocol.record_columns`; ``.to_arrow()`` makes a pyarrow RecordBatch).
+        Whole batches are taken, so a partition may return somewhat more than ``max_records``;
+        keys and values stay bytes (no deserializers); ``headers`` decodes the headers too."""
+        self._ensure_open()
+        if self._mode is None:
+            raise IllegalStateError("Consumer is not subscribed to any topics or assigned any partitions")
+        if self._polling:
+            raise IllegalStateError("poll() is already running")
+        self._polling = True
+        try:
+            return await self._poll(timeout_ms, max_records or self.config["max.poll.records"],
+                                    lambda n: self._collect_columns(n, headers))
+        finally:
+            self._polling = False
+
+    async def _poll(self, timeout_ms: int, max_records: int, collect):
         if self._fetch_event is None:
             self._fetch_event = asyncio.Event()
         deadline = now_ms() + timeout_ms
@@ -204,13 +222,13 @@ class Consumer:
             if self._coordinator is not None:
                 await self._coordinator.poll(0)  # never blocks: group progress wakes us below
             await self._update_fetch_positions(max(0, deadline - now_ms()))
-            records = self._collect(max_records)
+            records = collect(max_records)
             self._send_fetches()
             if records:
                 return records
             remaining = deadline - now_ms()
             if remaining <= 0:
-                return []
+                return records  # empty, of the collector's type
             wait = remaining
             if self._coordinator is not None:
                 nxt = self._coordinator.time_to_next_poll()
@@ -250,6 +268,31 @@ class Consumer:
             if cf.exhausted:
                 del self._buffered[tp]
             if len(out) >= max_records:
+                break
+        return out
+
+    def _collect_columns(self, max_records: int, headers: bool) -> dict:
+        out: dict = {}
+        count = 0
+        for tp in list(self._buffered):
+            st = self._assignment.get(tp)
+            cf = self._buffered[tp]
+            if st is None or st.pending_revocation:
+                del self._buffered[tp]
+                continue
+            if st.paused:
+                continue
+            cols = cf.take_columns(max_records - count, headers)
+            if st.position is not None and cf.next_offset > st.position:
+                st.position = cf.next_offset
+                if cf.last_epoch is not None:
+                    st.epoch = cf.last_epoch
+            if cols is not None and len(cols):
+                out[tp] = cols
+                count += len(cols)
+            if cf.exhausted:
+                del self._buffered[tp]
+            if count >= max_records:
                 break
         return out
 

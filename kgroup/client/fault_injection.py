@@ -45,7 +45,8 @@ def control_request(bootstrap_server: str, topic: str, value: bytes, timeout: fl
 
 
 def send_fault_command(bootstrap_server: str, command: dict, timeout: float = 10.0) -> dict:
-    """Apply ``command`` on the broker at ``host:port``; returns the broker's fault state."""
+    """Apply ``command`` on the broker at ``host:port``; returns the broker's fault state (or the
+    test-control command's answer)."""
     code, message = control_request(bootstrap_server, CONTROL_TOPIC, json.dumps(command).encode(), timeout)
     if code == ErrorCode.NONE:
         return json.loads(message)
@@ -72,7 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
     import sys
     p = argparse.ArgumentParser(prog="kgroup inject", description=(
-        "Inject faults into a kgroup broker started with kgroup.fault.injection.enable=true."))
+        "Inject faults into a kgroup broker started with kgroup.fault.injection.enable=true, move its "
+        "clock (advance-time), reset it, read its state as JSON or wait on it."))
     p.add_argument("--bootstrap-server", required=True)
     sub = p.add_subparsers(dest="fault", required=True)
 
@@ -99,9 +101,47 @@ def main(argv: list[str] | None = None) -> int:
                        ("resume-heartbeat-expiry", "sessions expire again (fresh from now)"),
                        ("clear", "remove every fault"), ("list", "show the faults in force")):
         sub.add_parser(name, help=what)
+    # test control (kgroup/broker/test_control.py)
+    sp = sub.add_parser("advance-time", help="time travel: move the broker's clock forward, firing the timers due")
+    sp.add_argument("--ms", type=int, required=True)
+    sub.add_parser("reset", help="back to an empty broker: topics, groups, offsets, transactions, configs")
+    sub.add_parser("clock", help="the broker's clock and the offset time travel added")
+    for name, what in (("groups", "every group as JSON"), ("transactions", "every transaction as JSON"),
+                       ("topics", "every topic as JSON")):
+        sub.add_parser(name, help=what)
+    sp = sub.add_parser("group", help="one group as JSON")
+    sp.add_argument("--group", required=True)
+    sp = sub.add_parser("wait", help="wait until the broker's state matches (exit 1 on timeout)")
+    sp.add_argument("--for", dest="for_", required=True,
+                    choices=("group", "assignment", "committed", "lag", "transaction", "topic"))
+    sp.add_argument("--group")
+    sp.add_argument("--state")
+    sp.add_argument("--members", type=int)
+    sp.add_argument("--type", dest="type_")
+    sp.add_argument("--lag", type=int)
+    sp.add_argument("--topic")
+    sp.add_argument("--transactional-id")
+    sp.add_argument("--json", help="more of the condition as a JSON object, e.g. '{\"offsets\": {\"t\": {\"0\": 5}}}'")
+    sp.add_argument("--timeout-ms", type=int, default=10000)
     args = p.parse_args(argv)
     cmd: dict = {"fault": args.fault}
-    for k in ("api", "client_id", "group", "ms", "after"):
+    if args.fault == "wait":
+        cmd.update({"for": args.for_, "timeout_ms": args.timeout_ms})
+        for k, v in (("group", args.group), ("state", args.state), ("members", args.members),
+                     ("type", args.type_), ("lag", args.lag), ("topic", args.topic),
+                     ("transactional_id", args.transactional_id)):
+            if v is not None:
+                cmd[k] = v
+        if args.json:
+            cmd.update(json.loads(args.json))
+        try:
+            answer = send_fault_command(args.bootstrap_server, cmd, args.timeout_ms / 1000 + 10)
+        except (FaultInjectionRefused, FaultCommandError, OSError) as e:
+            print(f"Error: {e}", file=sys.stderr)
+            return 1
+        print(json.dumps(answer, indent=2))
+        return 0 if answer.get("ok") else 1
+    for k in ("api", "client_id", "group", "ms", "after") if args.fault != "wait" else ():
         if getattr(args, k, None) is not None:
             cmd[k] = getattr(args, k)
     if args.fault in ("delay", "drop"):

@@ -71,7 +71,8 @@ class CompletedFetch:
     def exhausted(self) -> bool:
         return self._iter is False and not self._buffer
 
-    def _batches(self):
+    def _kept_batches(self):
+        """The data batches a reader gets: past the position, not control, not aborted."""
         if self._records is None or len(self._records) == 0:
             return
         for _, header, batch in iter_batches(self._records):
@@ -95,10 +96,46 @@ class CompletedFetch:
             if header.is_control:
                 self.next_offset = max(self.next_offset, header.next_offset)
                 continue
+            yield header, batch
+
+    def _batches(self):
+        for header, batch in self._kept_batches():
             epoch = header.partition_leader_epoch
             tstype = int(header.timestamp_type)
             records = [r for r in decode_records(batch, header) if r.offset >= self.next_offset]
             yield header, epoch, tstype, records
+
+    def take_columns(self, max_records: int, headers: bool = False):
+        """The next whole batches, at least one, until they hold ``max_records`` records, decoded
+        in bulk (:func:`record_columns.decode_batches`) with records before the position dropped;
+        advances ``next_offset`` past the batches taken. None when nothing is left. Not to be
+        mixed with :meth:`take` on the same fetch."""
+        from kgroup.protocol.record_columns import decode_batches
+        if self._iter is None:
+            self._iter = self._kept_batches()
+        if self._iter is False:
+            return None
+        position = self.next_offset  # the walk below moves next_offset past control batches
+        taken = []
+        count = 0
+        while count < max_records:
+            try:
+                header, batch = next(self._iter)
+            except StopIteration:
+                self._iter = False
+                break
+            taken.append((header, batch))
+            count += header.records_count
+        if not taken:
+            return None
+        cols = decode_batches(taken, headers=headers)
+        if len(cols) and cols.offset[0] < position:
+            cols = cols.take(cols.offset >= position)
+        last = taken[-1][0]
+        self.next_offset = max(self.next_offset, last.next_offset)
+        epoch = last.partition_leader_epoch
+        self.last_epoch = None if epoch < 0 else epoch
+        return cols
 
     def take(self, max_records: int, key_deserializer=None, value_deserializer=None) -> list[ConsumerRecord]:
         """Up to ``max_records`` records, advancing ``next_offset``."""

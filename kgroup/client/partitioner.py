@@ -116,3 +116,48 @@ class BuiltInPartitioner:
             total += max_plus_1 - q
             cft.append(total)
         self._load_stats = (cft, list(partition_ids))
+
+
+def partitions_for_keys(keys, num_partitions: int):
+    """``partition_for_key`` for a whole Arrow ``binary`` array of non-null keys at once (numpy
+    murmur2 over the keys of each length, uint32 arithmetic wrapping as Java's int does)."""
+    import numpy as np
+    import pyarrow.compute as pc
+    n = len(keys)
+    out = np.empty(n, np.int64)
+    if n == 0:
+        return out
+    lengths = pc.binary_length(keys).to_numpy(zero_copy_only=False).astype(np.int64)
+    offsets = np.frombuffer(keys.buffers()[1], np.int32, n + 1, keys.offset * 4).astype(np.int64)
+    data = np.frombuffer(keys.buffers()[2], np.uint8)
+    m = np.uint32(0x5BD1E995)
+    for length in np.unique(lengths):
+        rows = np.nonzero(lengths == length)[0]
+        length = int(length)
+        if len(rows) == n and offsets[-1] - offsets[0] == n * length:  # all keys one length: a matrix view
+            mat = data[offsets[0]:offsets[-1]].reshape(n, length)
+        else:
+            mat = data[offsets[rows, None] + np.arange(length)] if length else np.zeros((len(rows), 0), np.uint8)
+        h = np.full(len(rows), (0x9747B28C ^ length) & MASK32, np.uint32)
+        for i in range(length // 4):
+            w = mat[:, 4 * i:4 * i + 4].astype(np.uint32)
+            k = w[:, 0] | (w[:, 1] << np.uint32(8)) | (w[:, 2] << np.uint32(16)) | (w[:, 3] << np.uint32(24))
+            k = k * m
+            k ^= k >> np.uint32(24)
+            k = k * m
+            h = h * m
+            h ^= k
+        tail = length & ~3
+        rest = length % 4
+        if rest == 3:
+            h ^= mat[:, tail + 2].astype(np.uint32) << np.uint32(16)
+        if rest >= 2:
+            h ^= mat[:, tail + 1].astype(np.uint32) << np.uint32(8)
+        if rest >= 1:
+            h ^= mat[:, tail].astype(np.uint32)
+            h = h * m
+        h ^= h >> np.uint32(13)
+        h = h * m
+        h ^= h >> np.uint32(15)
+        out[rows] = (h & np.uint32(0x7FFFFFFF)).astype(np.int64) % num_partitions
+    return out

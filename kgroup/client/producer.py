@@ -43,7 +43,7 @@ from kgroup.protocol.messages.init_producer_id import InitProducerIdRequest
 from kgroup.protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
 from kgroup.protocol.messages.produce import ProduceRequest
 from kgroup.protocol.primitives import DecodeError, varint_size
-from kgroup.protocol.records import Compression, Record, build_batch
+from kgroup.protocol.records import Compression, Record, build_batch, frame_batch
 
 from .assignors import TopicPartition
 from .config import ProducerConfig
@@ -108,6 +108,29 @@ class _Batch:
         for fut, _, _ in self.futures:
             if not fut.done():
                 fut.set_exception(error)
+
+
+class _BulkBatch(_Batch):
+    """A batch of records encoded in bulk (:meth:`Producer.send_columns`): the record bodies are
+    ready, only the header (producer id, sequence) is written when it is sent; one future."""
+    __slots__ = ("body", "base_timestamp", "max_timestamp")
+
+    def __init__(self, tp: TopicPartition, now: int, body, count: int, base_timestamp: int, max_timestamp: int,
+                 future: asyncio.Future):
+        super().__init__(tp, now)
+        self.records = range(count)  # only its length is used: sequence numbers, logs
+        self.body = body
+        self.base_timestamp = base_timestamp
+        self.max_timestamp = max_timestamp
+        self.futures = [(future, -1, -1)]
+        self.size = BATCH_OVERHEAD + len(body)
+        self.closed = True
+
+    def complete(self, base_offset: int, log_append_time: int) -> None:
+        fut = self.futures[0][0]
+        if not fut.done():
+            fut.set_result(RecordMetadata(self.tp.topic, self.tp.partition, base_offset,
+                                          log_append_time if log_append_time >= 0 else self.max_timestamp, -1, -1))
 
 
 class Producer:
@@ -213,6 +236,93 @@ class Producer:
             self._wakeup.set()
         return fut
 
+    async def send_columns(self, topic: str, values, keys=None, *, partitions=None, timestamps=None
+                           ) -> list[asyncio.Future]:
+        """Append many records at once from Arrow ``binary`` arrays (``keys`` may be None or hold
+        nulls; no headers, no serializers): partitioned in bulk (murmur2 of the key, as ``send``;
+        ``partitions``, an int array with nulls, overrides; keyless records go to one sticky
+        partition per call), cut into batches of up to ``batch.size`` per partition and encoded in
+        bulk (:func:`record_columns.encode_records`). Returns one future per batch, resolving to
+        the RecordMetadata of its first record (offset = the batch's base offset)."""
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        from kgroup.protocol.record_columns import encode_records
+
+        from .partitioner import partitions_for_keys
+        if self._closed or self._closing:
+            raise IllegalStateError("Cannot perform operation after producer has been closed")
+        if self._txn is not None:
+            self._txn.check_send()
+        self._start()
+        n = len(values)
+        if n == 0:
+            return []
+        num_partitions = await self._wait_on_metadata(topic, self.config["max.block.ms"])
+        part = np.full(n, -1, np.int64)
+        if keys is not None and not self.config["partitioner.ignore.keys"]:
+            keyed = keys.is_valid().to_numpy(zero_copy_only=False)
+            if keyed.all():
+                part = partitions_for_keys(keys, num_partitions)
+            elif keyed.any():
+                rows = np.nonzero(keyed)[0]
+                part[rows] = partitions_for_keys(keys.take(pa.array(rows)), num_partitions)
+        if partitions is not None:
+            given = partitions.is_valid().to_numpy(zero_copy_only=False)
+            if given.any():
+                chosen = pc.fill_null(partitions, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+                bad = given & ((chosen < 0) | (chosen >= num_partitions))
+                if bad.any():
+                    raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                     f"Invalid partition given with record: {int(chosen[bad][0])} is not in the "
+                                     f"range [0...{num_partitions}].")
+                part = np.where(given, chosen, part)
+        if (part < 0).any():
+            available = self._client.available_partitions(topic)
+            pool = list(available) or list(range(num_partitions))
+            part[part < 0] = random.choice(pool)
+        now = wall_ms()
+        ts = np.full(n, now, np.int64) if timestamps is None else np.asarray(timestamps, np.int64)
+        if keys is None:
+            keys = pa.nulls(n, pa.binary())
+        klen = pc.binary_length(keys).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+        vlen = pc.binary_length(values).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+        sizes = klen + vlen + 12  # encoded size, near enough to cut batches at batch.size
+        if int(sizes.max()) + BATCH_OVERHEAD > self.config["max.request.size"]:
+            raise RecordTooLargeError(f"The message is {int(sizes.max()) + BATCH_OVERHEAD} bytes when serialized "
+                                      f"which is larger than {self.config['max.request.size']}, which is the value "
+                                      "of the max.request.size configuration.")
+        limit = max(self.config["batch.size"] - BATCH_OVERHEAD, 1)
+        loop = asyncio.get_running_loop()
+        order = np.argsort(part, kind="stable")
+        bounds = np.searchsorted(part[order], np.arange(num_partitions + 1))
+        futures = []
+        for p in range(num_partitions):
+            rows = order[bounds[p]:bounds[p + 1]]
+            if not len(rows):
+                continue
+            tp = TopicPartition(topic, p)
+            if self._txn is not None and tp not in self._txn.partitions_in_transaction:
+                self._txn.maybe_add_partition(tp)
+            ends = np.cumsum(sizes[rows])
+            cuts = [0]
+            while cuts[-1] < len(rows):  # batches of up to batch.size (at least one record each)
+                base = ends[cuts[-1] - 1] if cuts[-1] else 0
+                cuts.append(max(cuts[-1] + 1, int(np.searchsorted(ends, base + limit, side="right"))))
+            idx = pa.array(rows)
+            pk, pv = keys.take(idx), values.take(idx)
+            pts = ts[rows]
+            dq = self._queues.setdefault(tp, collections.deque())
+            for lo, hi in zip(cuts, cuts[1:]):
+                bts = pts[lo:hi]
+                body = encode_records(pk.slice(lo, hi - lo), pv.slice(lo, hi - lo), bts, int(bts[0]))
+                fut = loop.create_future()
+                dq.append(_BulkBatch(tp, now_ms(), body, hi - lo, int(bts[0]), int(bts.max()), fut))
+                futures.append(fut)
+        self._wakeup.set()
+        return futures
+
     async def send_and_wait(self, topic: str, value=None, key=None, **kw) -> RecordMetadata:
         return await (await self.send(topic, value, key, **kw))
 
@@ -230,6 +340,8 @@ class Producer:
             info = self._client.topics.get(topic)
             if info is not None and info.partitions:
                 return len(info.partitions)
+            if topic in self._client.unauthorized_topics:     # Java: TopicAuthorizationException, at once
+                raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, f"Not authorized to access topics: [{topic}]")
             if now_ms() >= deadline:
                 raise KafkaTimeoutError(f"Topic {topic} not present in metadata after {max_block_ms} ms.")
             await asyncio.sleep(min(self._backoff.backoff(attempts), max(1, deadline - now_ms())) / 1000)
@@ -381,6 +493,13 @@ class Producer:
             self._next_seq[batch.tp] = (batch.base_sequence + len(batch.records)) & 0x7FFFFFFF
             batch.producer_id, batch.producer_epoch = self._producer_id, self._producer_epoch
             batch.built = None
+        if batch.built is None and isinstance(batch, _BulkBatch):
+            batch.built = frame_batch(batch.body, len(batch.records), base_offset=0,
+                                      base_timestamp=batch.base_timestamp, max_timestamp=batch.max_timestamp,
+                                      last_offset_delta=len(batch.records) - 1, producer_id=batch.producer_id,
+                                      producer_epoch=batch.producer_epoch,
+                                      base_sequence=-1 if batch.base_sequence is None else batch.base_sequence,
+                                      compression=self._compression, is_transactional=self._txn is not None)
         if batch.built is None:
             batch.built = build_batch(batch.records, producer_id=batch.producer_id, producer_epoch=batch.producer_epoch,
                                       base_sequence=-1 if batch.base_sequence is None else batch.base_sequence,

@@ -154,6 +154,10 @@ class KafkaConsumer:
     def poll(self, timeout_ms: int = 0, max_records: int | None = None) -> list[ConsumerRecord]:
         return self._drive(self._core.poll(timeout_ms, max_records))
 
+    def poll_batch(self, timeout_ms: int = 0, max_records: int | None = None, headers: bool = False) -> dict:
+        """``{TopicPartition: RecordColumns}`` decoded in bulk (see ``Consumer.poll_batch``)."""
+        return self._drive(self._core.poll_batch(timeout_ms, max_records, headers))
+
     def __iter__(self):
         while True:
             yield from self.poll(1000)

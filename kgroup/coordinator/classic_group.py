@@ -48,6 +48,7 @@ over protocol names (``java_compat.string_map_order``), so ties resolve as Kafka
 from __future__ import annotations
 
 import enum
+import sys
 
 from ..java_compat import string_map_order
 from ..protocol.consumer_protocol import decode_subscription
@@ -56,6 +57,7 @@ from ..protocol.offsets_records import GroupMetadataValue
 from ..protocol.primitives import DecodeError
 from . import coordinator_records as rec
 from .group import Group, GroupType
+from .empty import NO_ENTRIES
 from .timer import heartbeat_key, initial_delay_key, join_key, pending_key, sync_key
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
@@ -82,48 +84,107 @@ VALID_PREVIOUS_STATES = {
 }
 
 
+def _intern(s):
+    """One string object for equal client ids, hosts and protocol names: every member's request
+    decodes its own copy of the same few names."""
+    return s if s is None else sys.intern(s)
+
+
+_SHARED_BYTES: dict[bytes, bytes] = {}
+_SHARED_BYTES_MAX_LEN = 512
+_SHARED_BYTES_MAX_ENTRIES = 4096
+
+
+def shared_bytes(b):
+    """One object for equal small subscriptions and assignments (members of a group usually send
+    the same subscription). A bounded cache, emptied when full, so hostile input cannot grow it."""
+    if b is None or len(b) > _SHARED_BYTES_MAX_LEN:
+        return b
+    b = bytes(b)
+    shared = _SHARED_BYTES.get(b)
+    if shared is not None:
+        return shared
+    if len(_SHARED_BYTES) >= _SHARED_BYTES_MAX_ENTRIES:
+        _SHARED_BYTES.clear()
+    _SHARED_BYTES[b] = b
+    return b
+
+
+_SHARED_PROTOCOLS: dict[tuple, tuple] = {}
+
+
+def _protocols(protocols) -> tuple:
+    """The member's ((name, metadata), ...), one object for the members that sent equal lists
+    (bounded like ``shared_bytes``)."""
+    protocols = tuple((_intern(name), shared_bytes(meta)) for name, meta in protocols)
+    shared = _SHARED_PROTOCOLS.get(protocols)
+    if shared is not None:
+        return shared
+    if sum(len(meta) for _, meta in protocols) <= _SHARED_BYTES_MAX_LEN:
+        if len(_SHARED_PROTOCOLS) >= _SHARED_BYTES_MAX_ENTRIES:
+            _SHARED_PROTOCOLS.clear()
+        _SHARED_PROTOCOLS[protocols] = protocols
+    return protocols
+
+
 class ClassicGroupMember:
     """One member. ``protocols`` is the JoinGroup list of (name, metadata) in preference order.
     ``awaiting_join`` / ``awaiting_sync`` hold ``(token, request_version)`` of a parked request."""
 
     __slots__ = ("member_id", "group_instance_id", "client_id", "client_host", "rebalance_timeout_ms",
-                 "session_timeout_ms", "protocol_type", "protocols", "assignment", "awaiting_join",
-                 "awaiting_sync", "is_new", "heartbeat_timer")
+                 "session_timeout_ms", "protocol_type", "_protocols", "_assignment", "awaiting_join",
+                 "awaiting_sync", "is_new", "heartbeat_key")
 
     def __init__(self, member_id, group_instance_id, client_id, client_host, rebalance_timeout_ms,
                  session_timeout_ms, protocol_type, protocols, assignment=b""):
         self.member_id = member_id
         self.group_instance_id = group_instance_id
-        self.client_id = client_id
-        self.client_host = client_host
+        self.client_id = _intern(client_id)
+        self.client_host = _intern(client_host)
         self.rebalance_timeout_ms = rebalance_timeout_ms
         self.session_timeout_ms = session_timeout_ms
-        self.protocol_type = protocol_type
-        self.protocols = list(protocols)
+        self.protocol_type = _intern(protocol_type)
+        self.protocols = protocols
         self.assignment = assignment
         self.awaiting_join = None
         self.awaiting_sync = None
         self.is_new = False
-        self.heartbeat_timer = None     # timer.MemberTimer, made once: a heartbeat reuses it
+        self.heartbeat_key = None       # the session timer's key, made once: a heartbeat reuses it
+
+    @property
+    def protocols(self) -> list:
+        return list(self._protocols)
+
+    @protocols.setter
+    def protocols(self, protocols) -> None:
+        self._protocols = _protocols(protocols)
+
+    @property
+    def assignment(self) -> bytes:
+        return self._assignment
+
+    @assignment.setter
+    def assignment(self, assignment) -> None:
+        self._assignment = shared_bytes(assignment)
 
     @property
     def is_static(self) -> bool:
         return self.group_instance_id is not None
 
     def protocol_names(self) -> set[str]:
-        return {name for name, _ in self.protocols}
+        return {name for name, _ in self._protocols}
 
     def metadata(self, protocol_name):
-        for name, meta in self.protocols:
+        for name, meta in self._protocols:
             if name == protocol_name:
                 return meta
         raise ValueError(f"Member does not support protocol {protocol_name}")
 
     def matches(self, protocols) -> bool:
-        return list(protocols) == self.protocols
+        return tuple(protocols) == self._protocols
 
     def vote(self, candidates) -> str:
-        for name, _ in self.protocols:
+        for name, _ in self._protocols:
             if name in candidates:
                 return name
         raise ValueError("Member does not support any of the candidate protocols")
@@ -136,7 +197,15 @@ class ClassicGroupMember:
 
 
 class ClassicGroup(Group):
-    """Kafka's ClassicGroup, minus the futures: parked requests are tokens on the members."""
+    """Kafka's ClassicGroup, minus the futures: parked requests are tokens on the members.
+    ``pending_join_members`` / ``pending_sync_members`` are dicts used as ordered sets (member
+    id -> None). They and ``static_members`` are ``NO_ENTRIES`` while empty, as most groups hold
+    them: change them through the group's methods."""
+
+    __slots__ = ("group_id", "state", "previous_state", "current_state_timestamp", "protocol_type",
+                 "protocol_name", "generation_id", "leader_id", "members", "static_members",
+                 "pending_join_members", "num_awaiting_join", "supported_protocols", "pending_sync_members",
+                 "subscribed_topics", "new_member_added", "record")
 
     type = GroupType.CLASSIC
 
@@ -147,16 +216,16 @@ class ClassicGroup(Group):
         self.state = state
         self.previous_state = S.DEAD
         self.current_state_timestamp = now_ms if current_state_timestamp is None else current_state_timestamp
-        self.protocol_type = protocol_type
-        self.protocol_name = protocol_name
+        self.protocol_type = _intern(protocol_type)
+        self.protocol_name = _intern(protocol_name)
         self.generation_id = generation_id
         self.leader_id = leader_id
         self.members: dict[str, ClassicGroupMember] = {}
-        self.static_members: dict[str, str] = {}
-        self.pending_join_members: set[str] = set()
+        self.static_members: dict[str, str] = NO_ENTRIES             # instance id -> member id
+        self.pending_join_members: dict[str, None] = NO_ENTRIES
         self.num_awaiting_join = 0
         self.supported_protocols: dict[str, int] = {}
-        self.pending_sync_members: set[str] = set()
+        self.pending_sync_members: dict[str, None] = NO_ENTRIES
         self.subscribed_topics: set[str] | None = None
         self.new_member_added = False
         self.record: GroupMetadataValue | None = None   # durable image: last replayed record
@@ -172,7 +241,11 @@ class ClassicGroup(Group):
         return len(self.members) == self.num_awaiting_join and not self.pending_join_members
 
     def rebalance_timeout_ms(self) -> int:
-        return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
+        timeout = 0
+        for m in self.members.values():
+            if m.rebalance_timeout_ms > timeout:
+                timeout = m.rebalance_timeout_ms
+        return timeout
 
     def can_rebalance(self) -> bool:
         return self.state in VALID_PREVIOUS_STATES[S.PREPARING_REBALANCE]
@@ -197,7 +270,7 @@ class ClassicGroup(Group):
         if member.group_instance_id is not None:
             if member.group_instance_id in self.static_members:
                 raise RuntimeError(f"Static member {member.group_instance_id} already in group")
-            self.static_members[member.group_instance_id] = member.member_id
+            self._set_static_member(member.group_instance_id, member.member_id)
         if not self.members:
             self.protocol_type = member.protocol_type
         if self.protocol_type != member.protocol_type:
@@ -211,7 +284,7 @@ class ClassicGroup(Group):
         member.awaiting_join = awaiting
         if awaiting is not None:
             self.num_awaiting_join += 1
-        self.pending_join_members.discard(member.member_id)
+        self._remove_pending_join_member(member.member_id)
 
     def remove(self, member_id) -> None:
         removed = self.members.pop(member_id, None)
@@ -221,20 +294,43 @@ class ClassicGroup(Group):
                 self.num_awaiting_join -= 1
             if removed.group_instance_id is not None:
                 self.static_members.pop(removed.group_instance_id, None)
+                if not self.static_members:
+                    self.static_members = NO_ENTRIES
         if self.is_leader(member_id):
             self.leader_id = next(iter(self.members), None)
-        self.pending_join_members.discard(member_id)
-        self.pending_sync_members.discard(member_id)
+        self._remove_pending_join_member(member_id)
+        self.remove_pending_sync_member(member_id)
+
+    def _set_static_member(self, instance_id, member_id) -> None:
+        if self.static_members is NO_ENTRIES:
+            self.static_members = {}
+        self.static_members[instance_id] = member_id
 
     def add_pending_member(self, member_id) -> bool:
         if member_id in self.members:
             raise RuntimeError(f"Attempt to add pending member {member_id} which is already a member")
-        new = member_id not in self.pending_join_members
-        self.pending_join_members.add(member_id)
-        return new
+        if member_id in self.pending_join_members:
+            return False
+        if self.pending_join_members is NO_ENTRIES:
+            self.pending_join_members = {}
+        self.pending_join_members[member_id] = None
+        return True
+
+    def _remove_pending_join_member(self, member_id) -> None:
+        if self.pending_join_members.pop(member_id, 0) is None and not self.pending_join_members:
+            self.pending_join_members = NO_ENTRIES
 
     def add_pending_sync_member(self, member_id) -> None:
-        self.pending_sync_members.add(member_id)
+        if self.pending_sync_members is NO_ENTRIES:
+            self.pending_sync_members = {}
+        self.pending_sync_members[member_id] = None
+
+    def remove_pending_sync_member(self, member_id) -> None:
+        if self.pending_sync_members.pop(member_id, 0) is None and not self.pending_sync_members:
+            self.pending_sync_members = NO_ENTRIES
+
+    def clear_pending_sync_members(self) -> None:
+        self.pending_sync_members = NO_ENTRIES
 
     def maybe_elect_new_joined_leader(self) -> bool:
         """Keep the leader if it rejoined, else pick a rejoined member; False if nobody rejoined."""
@@ -254,7 +350,7 @@ class ClassicGroup(Group):
 
     def update_member(self, member, protocols, rebalance_timeout_ms, session_timeout_ms, awaiting):
         self._count_protocols(member, -1)
-        member.protocols = list(protocols)
+        member.protocols = protocols
         self._count_protocols(member, +1)
         member.rebalance_timeout_ms = rebalance_timeout_ms
         member.session_timeout_ms = session_timeout_ms
@@ -281,12 +377,12 @@ class ClassicGroup(Group):
             removed.awaiting_sync = None
         new = ClassicGroupMember(new_member_id, removed.group_instance_id, removed.client_id,
                                  removed.client_host, removed.rebalance_timeout_ms,
-                                 removed.session_timeout_ms, removed.protocol_type, removed.protocols,
+                                 removed.session_timeout_ms, removed.protocol_type, removed._protocols,
                                  removed.assignment)
         self.members[new_member_id] = new
         if self.is_leader(old_member_id):
             self.leader_id = new_member_id
-        self.static_members[instance_id] = new_member_id
+        self._set_static_member(instance_id, new_member_id)
         return new, fenced
 
     def validate_member(self, member_id, instance_id) -> None:
@@ -359,7 +455,7 @@ class ClassicGroup(Group):
     # -- protocols ------------------------------------------------------------------------------
     def _count_protocols(self, member, delta) -> None:
         sp = self.supported_protocols
-        for name, _ in member.protocols:
+        for name, _ in member._protocols:
             sp[name] = sp.get(name, 0) + delta
 
     def supports_protocols(self, protocol_type, protocol_names) -> bool:
@@ -401,7 +497,7 @@ class ClassicGroup(Group):
             self.protocol_name = None
             self.subscribed_topics = self.compute_subscribed_topics()
             self.transition_to(S.EMPTY, now_ms)
-        self.pending_sync_members.clear()
+        self.clear_pending_sync_members()
 
     def compute_subscribed_topics(self) -> set[str] | None:
         """Topics of every member's ConsumerProtocolSubscription (read as its v0 prefix), or None
@@ -443,15 +539,13 @@ class ClassicGroup(Group):
 
     def to_record(self, assignment: dict[str, bytes]) -> GroupMetadataValue:
         """The GroupMetadataValue Kafka writes for this group (newGroupMetadataRecord)."""
-        members = []
-        for m in self.members.values():
-            if self.protocol_name is None:
-                raise RuntimeError("Attempted to write non-empty group metadata with no defined protocol.")
-            members.append(GroupMetadataValue.MemberMetadata(
-                member_id=m.member_id, group_instance_id=m.group_instance_id, client_id=m.client_id,
-                client_host=m.client_host, rebalance_timeout=m.rebalance_timeout_ms,
-                session_timeout=m.session_timeout_ms, subscription=m.metadata(self.protocol_name),
-                assignment=assignment[m.member_id]))
+        if self.members and self.protocol_name is None:
+            raise RuntimeError("Attempted to write non-empty group metadata with no defined protocol.")
+        members = list(tuple(GroupMetadataValue.MemberMetadata(       # a list of exactly its length
+            member_id=m.member_id, group_instance_id=m.group_instance_id, client_id=m.client_id,
+            client_host=m.client_host, rebalance_timeout=m.rebalance_timeout_ms,
+            session_timeout=m.session_timeout_ms, subscription=m.metadata(self.protocol_name),
+            assignment=assignment[m.member_id]) for m in self.members.values()))
         return GroupMetadataValue(protocol_type=self.protocol_type or "", generation=self.generation_id,
                                   protocol=self.protocol_name, leader=self.leader_id,
                                   current_state_timestamp=self.current_state_timestamp, members=members)

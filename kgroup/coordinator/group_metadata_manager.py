@@ -17,7 +17,7 @@ from .classic_group import ClassicGroup, ClassicGroupState as S
 from .group import Group, GroupType
 from .join import JoinGroupMixin
 from .responses import join_member, join_response, sync_response
-from .timer import MemberTimer, heartbeat_key, initial_delay_key, join_key, pending_key, sync_key
+from .timer import heartbeat_key, initial_delay_key, join_key, pending_key, sync_key
 
 
 
@@ -31,6 +31,7 @@ class GroupMetadataManager(JoinGroupMixin):
         self.uuid_factory = uuid_factory
         self.groups = groups
         self.loading = True
+        self._expire_heartbeat = self.expire_heartbeat     # one bound method for every session timer
 
     def classic_group(self, group_id: str) -> ClassicGroup | None:
         group = self.groups.get(group_id)
@@ -115,12 +116,11 @@ class GroupMetadataManager(JoinGroupMixin):
 
     # == timers ===================================================================================
     def reschedule_heartbeat(self, group, member, timeout_ms=None) -> None:
-        timer = member.heartbeat_timer
-        if timer is None:
-            gid, mid = group.group_id, member.member_id
-            timer = member.heartbeat_timer = MemberTimer(heartbeat_key(gid, mid),
-                                                         lambda res: self.expire_heartbeat(gid, mid, res))
-        self.timer.schedule(timer.key, member.session_timeout_ms if timeout_ms is None else timeout_ms, timer.op)
+        key = member.heartbeat_key
+        if key is None:
+            key = member.heartbeat_key = heartbeat_key(group.group_id, member.member_id)
+        self.timer.schedule(key, member.session_timeout_ms if timeout_ms is None else timeout_ms,
+                            self._expire_heartbeat, (group.group_id, member.member_id))
 
     def expire_heartbeat(self, group_id, member_id, res) -> None:
         group = self.classic_group(group_id)
@@ -167,7 +167,7 @@ class GroupMetadataManager(JoinGroupMixin):
     def prepare_rebalance(self, group, res) -> None:
         if group.state is S.COMPLETING_REBALANCE:
             self.reset_and_propagate_assignment_with_error(group, ErrorCode.REBALANCE_IN_PROGRESS, res)
-        group.pending_sync_members.clear()
+        group.clear_pending_sync_members()
         self.timer.cancel(sync_key(group.group_id))
         initial = group.state is S.EMPTY
         if initial:
@@ -330,7 +330,7 @@ class GroupMetadataManager(JoinGroupMixin):
         return error
 
     def _remove_pending_sync_member(self, group, member_id) -> None:
-        group.pending_sync_members.discard(member_id)
+        group.remove_pending_sync_member(member_id)
         if group.state in (S.COMPLETING_REBALANCE, S.STABLE):
             if not group.pending_sync_members:
                 self.timer.cancel(sync_key(group.group_id))

@@ -28,6 +28,8 @@ from .messages import (add_offsets_to_txn, add_partitions_to_txn, alter_configs,
 from .messages import (delete_share_group_state, initialize_share_group_state, read_share_group_state,
                        read_share_group_state_summary, share_acknowledge, share_fetch, share_group_describe,
                        share_group_heartbeat, write_share_group_state)
+from .messages import (alter_user_scram_credentials, create_acls, delete_acls, describe_acls,  # security
+                       describe_user_scram_credentials, sasl_authenticate, sasl_handshake)
 from .primitives import DecodeError
 from .schema import DECODE_FAILURES, Message, is_flexible
 
@@ -51,6 +53,7 @@ class ApiKey(enum.IntEnum):
     SYNC_GROUP = 14
     DESCRIBE_GROUPS = 15
     LIST_GROUPS = 16
+    SASL_HANDSHAKE = 17
     API_VERSIONS = 18
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
@@ -61,12 +64,18 @@ class ApiKey(enum.IntEnum):
     END_TXN = 26
     WRITE_TXN_MARKERS = 27
     TXN_OFFSET_COMMIT = 28
+    DESCRIBE_ACLS = 29
+    CREATE_ACLS = 30
+    DELETE_ACLS = 31
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
+    SASL_AUTHENTICATE = 36
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
     INCREMENTAL_ALTER_CONFIGS = 44
     OFFSET_DELETE = 47
+    DESCRIBE_USER_SCRAM_CREDENTIALS = 50
+    ALTER_USER_SCRAM_CREDENTIALS = 51
     DESCRIBE_CLUSTER = 60
     DESCRIBE_TRANSACTIONS = 65
     LIST_TRANSACTIONS = 66
@@ -140,6 +149,14 @@ API_BY_KEY: dict[int, Api] = {a.key: a for a in (
     _api(ApiKey.WRITE_SHARE_GROUP_STATE, write_share_group_state, "WriteShareGroupState"),
     _api(ApiKey.DELETE_SHARE_GROUP_STATE, delete_share_group_state, "DeleteShareGroupState"),
     _api(ApiKey.READ_SHARE_GROUP_STATE_SUMMARY, read_share_group_state_summary, "ReadShareGroupStateSummary"),
+    # security: SASL, ACLs, SCRAM credentials
+    _api(ApiKey.SASL_HANDSHAKE, sasl_handshake, "SaslHandshake"),
+    _api(ApiKey.SASL_AUTHENTICATE, sasl_authenticate, "SaslAuthenticate"),
+    _api(ApiKey.DESCRIBE_ACLS, describe_acls, "DescribeAcls"),
+    _api(ApiKey.CREATE_ACLS, create_acls, "CreateAcls"),
+    _api(ApiKey.DELETE_ACLS, delete_acls, "DeleteAcls"),
+    _api(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, describe_user_scram_credentials, "DescribeUserScramCredentials"),
+    _api(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, alter_user_scram_credentials, "AlterUserScramCredentials"),
 )}
 
 

@@ -129,7 +129,7 @@ class UnsupportedCompressionTypeError(RecordBatchError):
 # --- CRC-32C ------------------------------------------------------------------------------
 #
 # crcmod is the reference implementation (a table-driven C loop holding the GIL, a large share of
-# the produce path's time: README, "Data path"), so when the `crc32c` package is installed
+# the produce path's time: docs/benchmarks.md, "Data path"), so when the `crc32c` package is installed
 # (SSE4.2 / ARMv8 CRC instructions, GIL released for large buffers) it is used instead, as
 # Kafka itself uses the JVM's CRC32C intrinsic. It is
 # checked against crcmod at import on Kafka's test vector and a batch-sized buffer, and tests
@@ -700,6 +700,22 @@ def build_batch(
             last_offset_delta = 0
     if max_timestamp is not None:
         max_ts = max_timestamp
+    return frame_batch(body, len(records), base_offset=base_offset, base_timestamp=base_ts, max_timestamp=max_ts,
+                       last_offset_delta=last_offset_delta, producer_id=producer_id, producer_epoch=producer_epoch,
+                       base_sequence=base_sequence, compression=compression, timestamp_type=timestamp_type,
+                       is_transactional=is_transactional, is_control=is_control,
+                       partition_leader_epoch=partition_leader_epoch, has_delete_horizon=delete_horizon_ms is not None)
+
+
+def frame_batch(body, count: int, *, base_offset: int, base_timestamp: int, max_timestamp: int,
+                last_offset_delta: int, producer_id: int = NO_PRODUCER_ID, producer_epoch: int = NO_PRODUCER_EPOCH,
+                base_sequence: int = NO_SEQUENCE, compression: int = Compression.NONE,
+                timestamp_type: int = TimestampType.CREATE_TIME, is_transactional: bool = False,
+                is_control: bool = False, partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+                has_delete_horizon: bool = False) -> bytes:
+    """A RecordBatch v2 around ``body``, the encoded (uncompressed) records: compression, the
+    header and its CRC-32C. ``build_batch`` and bulk encoders both end here."""
+    base_ts, max_ts = base_timestamp, max_timestamp
     payload = body if compression == Compression.NONE else compress(compression, bytes(body))
     attributes = compression & COMPRESSION_MASK
     if timestamp_type == TimestampType.LOG_APPEND_TIME:
@@ -708,14 +724,14 @@ def build_batch(
         attributes |= TRANSACTIONAL_MASK
     if is_control:
         attributes |= CONTROL_MASK
-    if delete_horizon_ms is not None:
+    if has_delete_horizon:
         attributes |= DELETE_HORIZON_MASK
     out = bytearray(RECORD_BATCH_OVERHEAD)
     out += payload
     BATCH_HEADER.pack_into(
         out, 0, base_offset, len(out) - LOG_OVERHEAD, partition_leader_epoch, MAGIC_V2, 0,
         attributes, last_offset_delta, base_ts, max_ts, producer_id, producer_epoch,
-        base_sequence, len(records))
+        base_sequence, count)
     UINT32.pack_into(out, CRC_OFFSET, crc32c(memoryview(out)[ATTRIBUTES_OFFSET:]))
     return bytes(out)
 

@@ -1,4 +1,4 @@
-"""PySpark (4.x) data source for Kafka topics, read with kgroup's own client.
+"""PySpark (4.x) data source for Kafka topics, read and written with kgroup's own client.
 
 Usage (installing kgroup installs ``pyspark_kgroup``, which PySpark 4 finds and registers by
 itself; ``register(spark)`` does the same explicitly)::
@@ -10,7 +10,8 @@ itself; ``register(spark)`` does the same explicitly)::
 
 ``spark.readStream.format("kgroup")`` streams with checkpointed offsets, committing each completed
 micro-batch to the consumer group; ``groupMode=coordinated`` shares a topic between applications
-through the group's assignment. Options, schema and semantics: ``docs/spark.md`` and
+through the group's assignment. ``df.write`` / ``df.writeStream.format("kgroup")`` is the sink
+(:mod:`kgroup.spark.sink`), exactly-once with ``kafka.transactional.id.prefix``. Options, schema and semantics: ``docs/spark.md`` and
 :mod:`kgroup.spark.source`. Needs ``pyspark[sql]>=4`` (pyarrow) -- the ``spark`` extra.
 
 Imports are lazy, so :mod:`kgroup.spark.options` and :mod:`kgroup.spark.offsets` load without pyspark.

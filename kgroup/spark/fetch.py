@@ -3,7 +3,8 @@ Spark Arrow record batches in the Kafka source's schema.
 
 The reader assigns itself the partition (no group), seeks to the range start and polls until its
 position reaches the range end; records at or past the end are dropped, so a task -- and any retry
-of it -- returns exactly the records of ``[from, until)``. A start below the log start offset
+of it -- returns exactly the records of ``[from, until)``. Records are decoded in bulk (the consumer's ``poll_batch``:
+whole batches to Arrow columns, no Python step per record). A start below the log start offset
 (retention or truncation deleted records) fails the task when ``failOnDataLoss`` is true (Spark's
 behaviour), otherwise the range continues from the earliest offset still present. No progress for
 ``kafkaConsumer.pollTimeoutMs`` fails the task.
@@ -14,11 +15,9 @@ import logging
 import os
 import time
 from dataclasses import dataclass, field
-from operator import itemgetter
 from typing import Iterator
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from kgroup.client.assignors import TopicPartition
 from kgroup.client.errors import OffsetOutOfRangeError
@@ -69,23 +68,6 @@ def _fault_requested(r: OffsetRange) -> bool:
     return True
 
 
-def to_batch(records, topic: str, partition: int, schema: pa.Schema, include_headers: bool) -> pa.RecordBatch:
-    """ConsumerRecords of one partition -> one RecordBatch in the Kafka source's column order."""
-    n = len(records)
-
-    def col(i: int) -> list:  # ConsumerRecord fields: topic, partition, offset, timestamp, timestamp_type,
-        return list(map(itemgetter(i), records))  # key, value, headers, leader_epoch
-
-    ts = pc.multiply(pa.array(col(3), pa.int64()), 1000).cast(schema.field("timestamp").type)
-    arrays = [pa.array(col(5), pa.binary()), pa.array(col(6), pa.binary()),
-              pa.array([topic] * n, pa.string()), pa.array([partition] * n, pa.int32()),
-              pa.array(col(2), pa.int64()), ts, pa.array(col(4), pa.int32())]
-    if include_headers:
-        htype = schema.field("headers").type
-        arrays.append(pa.array([[{"key": k, "value": v} for k, v in hs] for hs in col(7)], htype))
-    return pa.RecordBatch.from_arrays(arrays, schema=schema)
-
-
 def read_range(r: OffsetRange, settings: FetchSettings, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
     """Yield the records of ``[r.from_offset, r.until_offset)`` as Arrow batches."""
     if r.until_offset <= r.from_offset:
@@ -100,7 +82,7 @@ def read_range(r: OffsetRange, settings: FetchSettings, schema: pa.Schema) -> It
         last_progress = time.monotonic()
         while position < r.until_offset:
             try:
-                records = consumer.poll(200)
+                polled = consumer.poll_batch(200, headers=settings.include_headers)
             except OffsetOutOfRangeError as out_of_range:
                 earliest = consumer.beginning_offsets([tp])[tp]
                 latest = consumer.end_offsets([tp])[tp]
@@ -117,16 +99,20 @@ def read_range(r: OffsetRange, settings: FetchSettings, schema: pa.Schema) -> It
                 consumer.seek(tp, earliest)
                 position = earliest
                 continue
-            if records:
-                cut = len(records)
-                if records[-1].offset >= r.until_offset:
-                    cut = next(i for i, rec in enumerate(records) if rec.offset >= r.until_offset)
-                if cut:
-                    yield to_batch(records[:cut] if cut < len(records) else records, r.topic, r.partition,
-                                   schema, settings.include_headers)
+            cols = polled.get(tp)
+            if cols is not None and len(cols):
+                if cols.offset[-1] >= r.until_offset:
+                    cols = cols.take(cols.offset < r.until_offset)
+                if len(cols):
+                    yield cols.to_arrow(r.topic, r.partition, schema=schema)
                     if inject_fault:
                         raise RuntimeError(f"injected fault reading {r} (test hook {FAULT_DIR_ENV})")
-            new_position = consumer.position(tp)
+                    # the position is past the last record (or at the end, when the rest was cut off)
+                    new_position = min(r.until_offset, int(cols.offset[-1]) + 1)
+                else:
+                    new_position = r.until_offset
+            else:  # nothing this poll: the position tells whether markers or aborted records were skipped
+                new_position = consumer.position(tp)
             if new_position > position:
                 position = new_position
                 last_progress = time.monotonic()

@@ -99,6 +99,19 @@ class DriverClient:
             out[tp] = value[0]
         return out
 
+    def offsets_for_times(self, timestamps: dict) -> dict[TopicPartition, int]:
+        """ListOffsets by timestamp: {tp: first offset with a timestamp >= ts, or -1}."""
+        if not timestamps:
+            return {}
+        found = self.admin.list_offsets(dict(timestamps), isolation_level=self.isolation_level)
+        out = {}
+        for tp in timestamps:
+            value = found.get(tp)
+            if isinstance(value, BaseException) or value is None:
+                raise value or TopicNotFoundError(f"no offset for {tp}")
+            out[tp] = value[0]
+        return out
+
     def earliest(self, tps) -> dict[TopicPartition, int]:
         return self.offsets(tps, EARLIEST)
 

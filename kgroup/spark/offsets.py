@@ -64,7 +64,8 @@ def from_json(data: Mapping | None) -> tuple[Offsets, Offsets]:
     return _flat(data), starts
 
 
-def plan_ranges(start: Mapping, end: Mapping, min_partitions: int | None = None) -> list[OffsetRange]:
+def plan_ranges(start: Mapping, end: Mapping, min_partitions: int | None = None,
+                max_records: int | None = None) -> list[OffsetRange]:
     """The ranges of a batch from Spark's start and end offset dicts: every partition of ``end``
     from its ``$from`` override or its ``start`` offset; empty ranges are dropped."""
     begin, _ = from_json(start)
@@ -76,13 +77,27 @@ def plan_ranges(start: Mapping, end: Mapping, min_partitions: int | None = None)
             raise ValueError(f"no start offset for {tp} in the batch {start} -> {end}")
         if until[tp] > first:
             ranges.append(OffsetRange(tp.topic, tp.partition, first, until[tp]))
-    return split_ranges(ranges, min_partitions)
+    return split_ranges(ranges, min_partitions, max_records)
 
 
-def split_ranges(ranges: list[OffsetRange], min_partitions: int | None) -> list[OffsetRange]:
-    """Spark's KafkaOffsetRangeCalculator: with ``minPartitions`` above the number of ranges, large
+def _divide(r: OffsetRange, parts: int) -> list[OffsetRange]:
+    out = []
+    for i in range(parts):
+        lo = r.from_offset + int(r.size * (i / parts))
+        hi = r.until_offset if i == parts - 1 else r.from_offset + int(r.size * ((i + 1) / parts))
+        if hi > lo:
+            out.append(OffsetRange(r.topic, r.partition, lo, hi))
+    return out
+
+
+def split_ranges(ranges: list[OffsetRange], min_partitions: int | None,
+                 max_records: int | None = None) -> list[OffsetRange]:
+    """Spark's KafkaOffsetRangeCalculator: with ``maxRecordsPerPartition`` every range is first cut
+    into ceil(size / max) pieces; then, with ``minPartitions`` above the number of ranges, large
     ranges are split in proportion to their size (each range in at least one piece)."""
     ranges = [r for r in ranges if r.size > 0]
+    if max_records:
+        ranges = [piece for r in ranges for piece in _divide(r, -(-r.size // max_records))]
     if not min_partitions or min_partitions <= len(ranges):
         return ranges
     total = sum(r.size for r in ranges)

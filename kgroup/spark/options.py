@@ -20,10 +20,13 @@ Offsets in ``startingOffsets`` / ``endingOffsets`` JSON use Spark's layout
 from __future__ import annotations
 
 import json
+import logging
 import re
 from dataclasses import dataclass, field
 
 from kgroup.client.config import CONSUMER, ConfigError, ConsumerConfig
+
+log = logging.getLogger("kgroup.spark")
 
 EARLIEST = -2
 LATEST = -1
@@ -32,12 +35,12 @@ LATEST = -1
 _KNOWN = {name.lower(): name for name in (
     "kafka.bootstrap.servers", "subscribe", "subscribePattern", "assign", "startingOffsets", "endingOffsets",
     "maxOffsetsPerTrigger", "failOnDataLoss", "kafka.group.id", "groupIdPrefix", "includeHeaders",
-    "minPartitions", "kafkaConsumer.pollTimeoutMs", "groupMode", "assignor")}
+    "minPartitions", "kafkaConsumer.pollTimeoutMs", "groupMode", "assignor", "startingTimestamp",
+    "endingTimestamp", "startingOffsetsByTimestamp", "endingOffsetsByTimestamp", "startingOffsetsByTimestampStrategy",
+    "minOffsetsPerTrigger", "maxTriggerDelay", "maxRecordsPerPartition")}
 
 # Spark Kafka source options that exist there but are not implemented here
 _SPARK_UNSUPPORTED = {name.lower(): name for name in (
-    "startingTimestamp", "endingTimestamp", "startingOffsetsByTimestamp", "endingOffsetsByTimestamp",
-    "startingOffsetsByTimestampStrategy", "minOffsetsPerTrigger", "maxTriggerDelay", "maxRecordsPerPartition",
     "fetchOffset.numRetries", "fetchOffset.retryIntervalMs", "kafka.consumer.cache.capacity")}
 
 # kafka.* keys Spark refuses because the source manages them itself (KafkaSourceProvider)
@@ -62,6 +65,10 @@ GROUP_MODES = ("standalone", "coordinated")
 
 class OptionError(ValueError):
     """An invalid option of the kgroup source (Spark shows it as the query's error)."""
+
+
+def _tps(spec: dict) -> str:
+    return "Set(" + ", ".join(f"{t}-{p}" for t, p in sorted(spec)) + ")"
 
 
 def _bool(name: str, value: str) -> bool:
@@ -106,6 +113,45 @@ def parse_offsets_json(name: str, text: str) -> dict[tuple[str, int], int]:
     return out
 
 
+_TIMESTAMP_JSON_EXAMPLE = ('Expected e.g. {"topicA": {"0": 123456789, "1": 123456789}, '
+                           '"topicB": {"0": 123456789, "1": 123456789}}, got ')
+
+
+def parse_timestamps_json(text: str) -> dict[tuple[str, int], int]:
+    """Spark's JsonUtils.partitionTimestamps: ``{"t": {"0": 1700000000000}}``."""
+    try:
+        data = json.loads(text)
+        out = {}
+        for topic, parts in data.items():
+            for p, ts in parts.items():
+                if not isinstance(ts, int) or isinstance(ts, bool):
+                    raise ValueError(ts)
+                out[(topic, int(p))] = ts
+        return out
+    except (ValueError, AttributeError, TypeError):
+        raise OptionError(_TIMESTAMP_JSON_EXAMPLE + text) from None
+
+
+def _long(value: str) -> int:
+    try:
+        return int(value.strip())
+    except ValueError:
+        raise OptionError(f"Expected a single long value, got {value.strip()}") from None
+
+
+_TIME_UNITS = {"us": 0.001, "ms": 1, "s": 1000, "m": 60000, "min": 60000, "h": 3600000, "d": 86400000}
+
+
+def _time_ms(name: str, value: str) -> int:
+    """Spark's Utils.timeStringAsMs: a number with an optional unit (ms when none)."""
+    m = re.fullmatch(r"\s*(-?[0-9]+)\s*([a-z]*)\s*", value.lower())
+    if not m or (m.group(2) and m.group(2) not in _TIME_UNITS):
+        raise OptionError(f"Invalid value '{value}' for option '{name}': Time must be specified as seconds (s), "
+                          "milliseconds (ms), microseconds (us), minutes (m or min), hour (h), or day (d). "
+                          "E.g. 50s, 100ms, or 250us.")
+    return int(int(m.group(1)) * _TIME_UNITS[m.group(2) or "ms"])
+
+
 def _parse_position(name: str, value: str):
     v = value.strip()
     if v.lower() in ("earliest", "latest"):
@@ -133,32 +179,82 @@ class SourceOptions:
     group_mode: str = "standalone"
     assignor: str | None = "range"  # classic: the client assignor; consumer: group.remote.assignor
     group_protocol: str = "classic"  # kafka.group.protocol: "consumer" is KIP-848's protocol
+    starting_timestamp: int | None = None  # startingTimestamp (wins over the two below)
+    starting_by_timestamp: dict | None = None  # startingOffsetsByTimestamp {(t, p): ts}
+    ending_timestamp: int | None = None
+    ending_by_timestamp: dict | None = None
+    timestamp_strategy: str = "error"  # startingOffsetsByTimestampStrategy: error | latest
+    min_offsets_per_trigger: int | None = None
+    max_trigger_delay_ms: int = 15 * 60 * 1000  # maxTriggerDelay, Spark's default 15m
+    max_records_per_partition: int | None = None
     kafka_params: dict[str, str] = field(default_factory=dict)
     explicit: set[str] = field(default_factory=set)
 
     # --- per-mode checks (Spark checks these in createRelation / createSource) ---------------------
 
+    def starting_spec(self, default):
+        """Spark's getKafkaOffsetRangeLimit: startingTimestamp, else startingOffsetsByTimestamp, else
+        startingOffsets, else ``default``; a timestamp spec is ("timestamp", ts or {(t, p): ts})."""
+        if self.starting_timestamp is not None:
+            return ("timestamp", self.starting_timestamp)
+        if self.starting_by_timestamp is not None:
+            return ("timestamp", self.starting_by_timestamp)
+        return self.starting_offsets or default
+
+    def ending_spec(self):
+        if self.ending_timestamp is not None:
+            return ("timestamp", self.ending_timestamp)
+        if self.ending_by_timestamp is not None:
+            return ("timestamp", self.ending_by_timestamp)
+        return self.ending_offsets or "latest"
+
     def check_batch(self) -> None:
-        if self.starting_offsets == "latest":
-            raise OptionError("starting offset can't be latest for batch queries on Kafka")
-        if isinstance(self.starting_offsets, dict):
-            bad = [f"{t}-{p}" for (t, p), o in self.starting_offsets.items() if o == LATEST]
-            if bad:
-                raise OptionError(f"startingOffsets for {', '.join(bad)} can't be latest (-1) for batch queries "
-                                  "on Kafka")
-        if self.ending_offsets == "earliest":
-            raise OptionError("ending offset can't be earliest for batch queries on Kafka")
-        if isinstance(self.ending_offsets, dict):
-            bad = [f"{t}-{p}" for (t, p), o in self.ending_offsets.items() if o == EARLIEST]
-            if bad:
-                raise OptionError(f"endingOffsets for {', '.join(bad)} can't be earliest (-2) for batch queries "
-                                  "on Kafka")
+        start, end = self.starting_spec("earliest"), self.ending_spec()
+        self._check_limits(start, end)
+        start = None if isinstance(start, tuple) else start
+        end = None if isinstance(end, tuple) else end
         if self.group_mode == "coordinated":
             raise OptionError("groupMode=coordinated only applies to streaming queries (spark.readStream)")
+        for name in ("minoffsetspertrigger", "maxoffsetspertrigger", "maxtriggerdelay"):
+            if name in self.explicit:
+                log.warning("%s option ignored in batch queries", _KNOWN[name])
+        if start == "latest":
+            raise OptionError("starting offset can't be latest for batch queries on Kafka")
+        if isinstance(start, dict):
+            bad = [f"{t}-{p}" for (t, p), o in start.items() if o == LATEST]
+            if bad:
+                raise OptionError(f"startingOffsets for {', '.join(bad)} can't be latest for batch queries on Kafka")
+        if end == "earliest":
+            raise OptionError("ending offset can't be earliest for batch queries on Kafka")
+        if isinstance(end, dict):
+            bad = [f"{t}-{p}" for (t, p), o in end.items() if o == EARLIEST]
+            if bad:
+                raise OptionError(f"ending offset for {', '.join(bad)} can't be earliest for batch queries on Kafka")
+
+    @staticmethod
+    def _check_limits(start, end) -> None:
+        """Spark's checkOffsetLimitValidity: the same partitions on both sides, start <= end."""
+        kinds = (isinstance(start, tuple), isinstance(end, tuple))
+        if kinds == (True, True) and isinstance(start[1], dict) and isinstance(end[1], dict):
+            start, end = start[1], end[1]
+        elif kinds != (False, False) or not (isinstance(start, dict) and isinstance(end, dict)):
+            return
+        if set(start) != set(end):
+            raise OptionError("The specified start offset and end offset should have the same topic-partitions.\n"
+                              f"Topic-partitions for start offset: {_tps(start)}, topic-partitions for end offset: "
+                              f"{_tps(end)}.")
+        for (t, p), so in sorted(start.items()):
+            eo = end[(t, p)]
+            if so > eo and so >= 0 and eo >= 0:
+                what = "timestamp" if kinds[0] else "offset"
+                raise OptionError(f"The specified start {what} {so} is greater than the end {what} {eo} for topic "
+                                  f"{t} partition {p}.")
 
     def check_stream(self) -> None:
         if "endingoffsets" in self.explicit:
-            raise OptionError("Ending offset not valid in streaming queries")
+            raise OptionError("ending offset not valid in streaming queries")
+        if "endingoffsetsbytimestamp" in self.explicit:
+            raise OptionError("ending timestamp not valid in streaming queries")
         if self.group_mode == "coordinated":
             if self.assign is not None:
                 raise OptionError("groupMode=coordinated needs 'subscribe' or 'subscribePattern': with 'assign' "
@@ -247,7 +343,38 @@ def parse_options(options) -> SourceOptions:
     if "includeheaders" in raw:
         opts.include_headers = _bool("includeHeaders", raw["includeheaders"])
     if "minpartitions" in raw:
-        opts.min_partitions = _positive_int("minPartitions", raw["minpartitions"])
+        try:
+            opts.min_partitions = int(raw["minpartitions"].strip())
+        except ValueError:
+            raise OptionError(f"Invalid value '{raw['minpartitions']}' for option 'minPartitions': must be a positive "
+                              "integer") from None
+        if opts.min_partitions <= 0:
+            raise OptionError("minPartitions must be positive")
+    if "maxrecordsperpartition" in raw:
+        opts.max_records_per_partition = _long(raw["maxrecordsperpartition"])
+        if opts.max_records_per_partition <= 0:
+            raise OptionError("maxrecordsperpartition must be positive")
+    if "startingtimestamp" in raw:
+        opts.starting_timestamp = _long(raw["startingtimestamp"])
+    if "startingoffsetsbytimestamp" in raw:
+        opts.starting_by_timestamp = parse_timestamps_json(raw["startingoffsetsbytimestamp"].strip())
+    if "endingtimestamp" in raw:
+        opts.ending_timestamp = _long(raw["endingtimestamp"])
+    if "endingoffsetsbytimestamp" in raw:
+        opts.ending_by_timestamp = parse_timestamps_json(raw["endingoffsetsbytimestamp"].strip())
+    if "startingoffsetsbytimestampstrategy" in raw:
+        strategy = raw["startingoffsetsbytimestampstrategy"].strip().lower()
+        if strategy not in ("error", "latest"):
+            raise OptionError(f"No value found for '{strategy.upper()}'")
+        opts.timestamp_strategy = strategy
+    if "minoffsetspertrigger" in raw:
+        opts.min_offsets_per_trigger = _positive_int("minOffsetsPerTrigger", raw["minoffsetspertrigger"])
+    if "maxtriggerdelay" in raw:
+        opts.max_trigger_delay_ms = _time_ms("maxTriggerDelay", raw["maxtriggerdelay"])
+    if opts.min_offsets_per_trigger is not None and opts.max_offsets_per_trigger is not None and \
+            opts.min_offsets_per_trigger > opts.max_offsets_per_trigger:
+        raise OptionError(f"The value of minOffsetPerTrigger({opts.min_offsets_per_trigger}) is higher than the "
+                          f"maxOffsetsPerTrigger({opts.max_offsets_per_trigger}).")
     if "kafkaconsumer.polltimeoutms" in raw:
         opts.poll_timeout_ms = _positive_int("kafkaConsumer.pollTimeoutMs", raw["kafkaconsumer.polltimeoutms"])
     if "kafka.group.id" in raw:

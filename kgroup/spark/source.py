@@ -26,8 +26,10 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+import time
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.datasource import (DataSource, DataSourceArrowWriter, DataSourceReader, DataSourceStreamArrowWriter,
+                                    DataSourceStreamReader, InputPartition, WriterCommitMessage)
 from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadMaxRows, ReadMinRows,
                                               SupportsTriggerAvailableNow)
 from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, LongType, StringType, StructField, StructType,
@@ -93,11 +95,52 @@ def _read(schema: StructType, partition: RangePartition):
     yield from read_range(partition.range, partition.settings, arrow_schema)
 
 
-def resolve_positions(driver: DriverClient, spec, tps, name: str, strict: bool) -> dict[TopicPartition, int]:
-    """Concrete offsets for ``tps`` from "earliest" / "latest" / {(t, p): offset, -2, -1}; with
-    ``strict`` a JSON spec must name exactly these partitions (Spark's rule), otherwise partitions
-    it does not name start at the earliest offset."""
+def resolve_timestamps(driver: DriverClient, spec, tps, start: bool, strategy: str, strict: bool
+                       ) -> dict[TopicPartition, int]:
+    """Spark's KafkaOffsetReaderAdmin for ``startingTimestamp`` / ``*OffsetsByTimestamp``: the first
+    offset whose timestamp is at or after the given one (ListOffsets by timestamp). No such offset:
+    an ending position is the latest offset; a starting one fails, or is the latest offset with
+    ``startingOffsetsByTimestampStrategy=latest``."""
     tps = set(tps)
+    if isinstance(spec, dict):
+        given = {TopicPartition(t, p): ts for (t, p), ts in spec.items()}
+        if strict and set(given) != tps:
+            raise OptionError(f"Partitions specified for Kafka timestamp based {'start' if start else 'end'} offsets "
+                              "don't match what are assigned. Maybe topic partitions are created or deleted while the "
+                              "query is running, or you didn't specify all the partitions.\n"
+                              f"Specified: {sorted(given)} Assigned: {sorted(tps)}")
+        wanted = {tp: ts for tp, ts in given.items() if tp in tps}
+        missing = tps - set(wanted)
+    else:
+        wanted = {tp: spec for tp in tps}
+        missing = set()
+    found = driver.offsets_for_times(wanted)
+    out = {}
+    no_match = set()
+    for tp, ts in wanted.items():
+        offset = found.get(tp, -1)
+        if offset >= 0:
+            out[tp] = offset
+        elif start and strategy == "error":
+            raise OptionError(f"No offset matched from request of topic-partition {tp.topic}-{tp.partition} and "
+                              f"timestamp {ts}.")
+        else:
+            no_match.add(tp)
+    out.update(driver.latest(no_match))
+    if missing:  # not strict (a partition a coordinated member takes over): as startingOffsets' default
+        out.update(driver.earliest(missing) if start else driver.latest(missing))
+    return out
+
+
+def resolve_positions(driver: DriverClient, spec, tps, name: str, strict: bool,
+                      strategy: str = "error") -> dict[TopicPartition, int]:
+    """Concrete offsets for ``tps`` from "earliest" / "latest" / {(t, p): offset, -2, -1} or a
+    timestamp spec ("timestamp", ts or {(t, p): ts}); with ``strict`` a JSON spec must name exactly
+    these partitions (Spark's rule), otherwise partitions it does not name start at the earliest
+    offset."""
+    tps = set(tps)
+    if isinstance(spec, tuple):
+        return resolve_timestamps(driver, spec[1], tps, name.startswith("starting"), strategy, strict)
     if spec == "earliest":
         return driver.earliest(tps)
     if spec == "latest":
@@ -124,19 +167,27 @@ class KgroupBatchReader(DataSourceReader):
         driver = DriverClient(opts)
         try:
             tps = driver.partitions(missing_ok=False)
-            froms = resolve_positions(driver, opts.starting_offsets or "earliest", tps, "startingOffsets", True)
-            untils = resolve_positions(driver, opts.ending_offsets or "latest", tps, "endingOffsets", True)
+            froms = resolve_positions(driver, opts.starting_spec("earliest"), tps, "startingOffsets", True,
+                                      opts.timestamp_strategy)
+            untils = resolve_positions(driver, opts.ending_spec(), tps, "endingOffsets", True)
         finally:
             driver.close()
         ranges = []
         for tp in sorted(tps):
             if untils[tp] < froms[tp]:
-                raise ValueError(f"Beginning offset {froms[tp]} is after the ending offset {untils[tp]} for topic "
-                                 f"{tp.topic} partition {tp.partition}. You either provided an invalid fromOffset, "
-                                 "or the Kafka topic has been damaged")
+                raise ValueError(f"The resolved start offset {froms[tp]} is greater than the resolved end offset "
+                                 f"{untils[tp]} for topic {tp.topic} partition {tp.partition}.\n"
+                                 "There may be multiple reasons:\n"
+                                 "1. Start offset is set to too big a value that after resolution, end offset is "
+                                 "smaller than it. There are multiple input cases:\n"
+                                 "  (a) Start offset is set to a timestamp, and the end offset is set to an index.\n"
+                                 "  (b) Start offset is set to an index, and the end offset is set to a timestamp.\n"
+                                 "  (c) Start offset is set, and the end offset is set to latest.\n"
+                                 "2. The Kafka topic partition is broken.")
             ranges.append(OffsetRange(tp.topic, tp.partition, froms[tp], untils[tp]))
         settings = _fetch_settings(opts)
-        planned = [RangePartition(r, settings) for r in split_ranges(ranges, opts.min_partitions)]
+        planned = [RangePartition(r, settings)
+                   for r in split_ranges(ranges, opts.min_partitions, opts.max_records_per_partition)]
         return planned or [RangePartition(OffsetRange("", 0, 0, 0), settings)]
 
     def read(self, partition):
@@ -156,6 +207,7 @@ class KgroupStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target: dict | None = None  # Trigger.AvailableNow: offsets not to go past
         self._processed: dict = {}
         self._committed: dict = {}
+        self._last_trigger_ms = 0.0  # minOffsetsPerTrigger / maxTriggerDelay
 
     def __getstate__(self):  # the instance is pickled to executors: without its clients
         state = dict(self.__dict__)
@@ -190,10 +242,11 @@ class KgroupStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     # --- Spark callbacks ------------------------------------------------------------------------
 
     def initialOffset(self) -> dict:
-        starting = self.opts.starting_offsets or "latest"
+        starting = self.opts.starting_spec("latest")
         if not self.coordinated:
             tps = self._all_partitions()
-            return to_json(resolve_positions(self.driver, starting, tps, "startingOffsets", True))
+            return to_json(resolve_positions(self.driver, starting, tps, "startingOffsets", True,
+                                             self.opts.timestamp_strategy))
         assigned = self.member.sync(JOIN_TIMEOUT_MS)
         if assigned is None:
             raise TimeoutError(f"could not join consumer group {self.group_id} within {JOIN_TIMEOUT_MS} ms")
@@ -237,7 +290,10 @@ class KgroupStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._target is not None:
             latest = {tp: max(froms[tp], min(latest[tp], self._target.get(tp, froms[tp]))) for tp in tps}
         available = sum(latest[tp] - froms[tp] for tp in tps)
-        if isinstance(limit, ReadMaxRows):
+        if self.opts.min_offsets_per_trigger and self._target is None and \
+                self._delay_batch(available, self.opts.min_offsets_per_trigger):
+            until = dict(froms)
+        elif isinstance(limit, ReadMaxRows):
             until = rate_limit(froms, latest, limit.max_rows)
         elif isinstance(limit, ReadMinRows) and available < limit.min_rows:
             until = dict(froms)
@@ -248,9 +304,19 @@ class KgroupStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return start  # nothing new: the very same offset, so Spark plans no batch
         return to_json(until, starts)
 
+    def _delay_batch(self, available: int, min_rows: int) -> bool:
+        """Spark's KafkaMicroBatchStream.delayBatch: hold the batch back while fewer than
+        ``minOffsetsPerTrigger`` records are new, unless ``maxTriggerDelay`` passed since the last one."""
+        now = time.time() * 1000
+        if now - self._last_trigger_ms >= self.opts.max_trigger_delay_ms or available >= min_rows:
+            self._last_trigger_ms = now
+            return False
+        return True
+
     def partitions(self, start: dict, end: dict):
         settings = _fetch_settings(self.opts)
-        return [RangePartition(r, settings) for r in plan_ranges(start, end, self.opts.min_partitions)]
+        return [RangePartition(r, settings) for r in plan_ranges(start, end, self.opts.min_partitions,
+                                                                 self.opts.max_records_per_partition)]
 
     def read(self, partition):
         return _read(self.schema, partition)
@@ -291,8 +357,8 @@ class KgroupStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 out[tp] = max(known)
         rest = set(tps) - set(out)
         if rest:
-            out.update(resolve_positions(self.driver, self.opts.starting_offsets or "latest", rest,
-                                         "startingOffsets", False))
+            out.update(resolve_positions(self.driver, self.opts.starting_spec("latest"), rest,
+                                         "startingOffsets", False, self.opts.timestamp_strategy))
         self.member.processed.update(out)
         return out
 
@@ -308,12 +374,84 @@ class KgroupStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._committed.update(todo)
 
 
+class TaskCommitMessage(WriterCommitMessage):
+    def __init__(self, commit):
+        self.commit = commit
+
+
+class KgroupBatchWriter(DataSourceArrowWriter):
+    """``df.write.format("kgroup")``: every task produces its rows (see :mod:`kgroup.spark.sink`)."""
+
+    def __init__(self, opts):
+        self.opts = opts
+
+    def write(self, iterator):
+        from .sink import write_task
+        return TaskCommitMessage(write_task(self.opts, iterator))
+
+    def commit(self, messages):
+        from .sink import commit_job
+        commit_job(self.opts, messages)
+
+    def abort(self, messages):
+        from .sink import abort_job
+        abort_job(self.opts, messages)
+
+
+class KgroupStreamWriter(DataSourceStreamArrowWriter):
+    """``df.writeStream.format("kgroup")``: one transaction per task and micro-batch when
+    ``kafka.transactional.id.prefix`` is set, committed when Spark commits the epoch."""
+
+    def __init__(self, opts):
+        self.opts = opts
+
+    def write(self, iterator):
+        from pyspark import TaskContext
+
+        from .sink import write_task
+        ctx = TaskContext.get()
+        batch_id = None
+        if ctx is not None:
+            value = ctx.getLocalProperty("streaming.sql.batchId")
+            batch_id = int(value) if value is not None else None
+        return TaskCommitMessage(write_task(self.opts, iterator, batch_id))
+
+    def commit(self, messages, batchId):
+        from .sink import commit_job
+        commit_job(self.opts, messages, batchId)
+
+    def abort(self, messages, batchId):
+        from .sink import abort_job
+        abort_job(self.opts, messages)
+
+
 class KgroupDataSource(DataSource):
-    """``format("kgroup")``: Kafka records from a kgroup (or any Kafka) broker."""
+    """``format("kgroup")``: Kafka records from a kgroup (or any Kafka) broker, and to it."""
 
     def __init__(self, options):
         super().__init__(options)
-        self.opts = parse_options(options)
+        self._opts = None
+
+    @property
+    def opts(self) -> SourceOptions:
+        if self._opts is None:
+            self._opts = parse_options(self.options)
+        return self._opts
+
+    def writer(self, schema: StructType, overwrite: bool):
+        from .sink import parse_sink_options, validate_schema
+        if overwrite:
+            raise OptionError("Save mode Overwrite not allowed for Kafka. Allowed save modes are Append and "
+                              "ErrorIfExists (default).")
+        opts = parse_sink_options(self.options)
+        validate_schema(schema, opts.topic)
+        return KgroupBatchWriter(opts)
+
+    def streamWriter(self, schema: StructType, overwrite: bool):
+        from .sink import parse_sink_options, validate_schema
+        opts = parse_sink_options(self.options)
+        validate_schema(schema, opts.topic)
+        return KgroupStreamWriter(opts)
 
     @classmethod
     def name(cls) -> str:

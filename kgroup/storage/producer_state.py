@@ -331,10 +331,13 @@ class ProducerStateManager:
     def update_map_end_offset(self, offset: int) -> None:
         self.last_map_offset = offset
 
-    def remove_expired_producers(self, now_ms: int) -> None:
+    def remove_expired_producers(self, now_ms: int) -> int:
+        """Kafka's ProducerStateManager.removeExpiredProducers: forget the producers idle for
+        producer.id.expiration.ms with no transaction open; returns how many."""
         expired = [pid for pid, e in self.producers.items() if self._is_expired(now_ms, e)]
         for pid in expired:
             del self.producers[pid]
+        return len(expired)
 
     def _is_expired(self, now_ms: int, entry: ProducerStateEntry) -> bool:
         return (entry.current_txn_first_offset is None

@@ -4,7 +4,7 @@ Two ways to run it, one object:
 
 * **in-process** (the default): the broker runs on its own event loop in a daemon thread of the
   test process. Nothing is spawned or imported anew, so it is ready in milliseconds (the figures
-  are in benchmarks/testing_bench.py and the README). Clients still talk to it over a real
+  are in benchmarks/testing_bench.py and docs/benchmarks.md). Clients still talk to it over a real
   socket on 127.0.0.1, exactly as to ``kgroup serve``.
 * **a subprocess** (``process=True``): ``python -m kgroup serve``, as an operator runs it. Slower
   to start (a new interpreter imports kgroup), but the only way to *kill -9* a broker without
@@ -19,12 +19,23 @@ Test defaults differ from a production broker in two keys: ``group.initial.rebal
 (the first join of a group is not held 3 s, as in Kafka's own test harnesses) and
 ``kgroup.fault.injection.enable=true`` (``inject()`` and friends work; kgroup/broker/faults.py).
 Pass ``overrides`` to change any key.
+
+``security=True`` starts a broker with Kafka's four listeners (PLAINTEXT first, which the helpers
+below use; SSL with required client certificates, i.e. mutual TLS; SASL_PLAINTEXT; SASL_SSL), a CA
+and certificates generated with ``openssl`` when it starts (``certs``: the CA file clients trust,
+the client certificates named in ``client_certs``), and ``users`` (name -> password) able to log in
+with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 (their SCRAM credentials salted into the data
+directory before the first start). ``port_of(listener)`` / ``bootstrap(listener)`` give each
+listener's address.
 """
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import gc
+import json
+import logging
 import os
 import re
 import shutil
@@ -37,13 +48,17 @@ import time
 from typing import Iterable, Mapping
 
 TEST_DEFAULTS = {"group.initial.rebalance.delay.ms": "0", "kgroup.fault.injection.enable": "true"}
+SECURE_LISTENERS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+SASL_MECHANISMS = "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER"
 
 
 class KafkaBroker:
     """A kgroup broker on 127.0.0.1 with helpers for tests (see the module docstring)."""
 
     def __init__(self, data_dir: str | os.PathLike | None = None, overrides: Mapping[str, object] | None = None,
-                 *, process: bool = False, metrics: bool = False, start_timeout: float = 20.0):
+                 *, process: bool = False, metrics: bool = False, start_timeout: float = 20.0,
+                 security: bool = False, users: Mapping[str, str] | None = None,
+                 client_certs: Iterable[str] = ("client",)):
         self._own_dir = data_dir is None
         self.data_dir = str(data_dir) if data_dir is not None else tempfile.mkdtemp(prefix="kgroup-test-")
         self.overrides = {**TEST_DEFAULTS, **{k: str(v) for k, v in (overrides or {}).items()}}
@@ -53,11 +68,18 @@ class KafkaBroker:
         self.http_port = 0
         self.start_timeout = start_timeout
         self.port = 0                 # 0 until the first start picks an ephemeral port, then kept
+        self.security = security
+        self.users = dict(users or {})
+        self.client_cert_names = tuple(client_certs)
+        self.certs = None             # TestCertificates, when security is on
+        self.ports: dict[str, int] = {n: 0 for n in (SECURE_LISTENERS if security else ("PLAINTEXT",))}
         self.broker = None            # the in-process Broker (None in subprocess mode)
         self.proc: subprocess.Popen | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._log_file = None
+        self._log_records: collections.deque = collections.deque(maxlen=500)
+        self._log_handler = None
 
     # -- addresses -----------------------------------------------------------------------------
     @property
@@ -88,8 +110,45 @@ class KafkaBroker:
                                "(or a metrics.listener override)")
         return f"http://127.0.0.1:{self.http_port}"
 
+    def port_of(self, listener: str) -> int:
+        return self.ports[listener.upper()]
+
+    def bootstrap(self, listener: str = "PLAINTEXT") -> str:
+        return f"{self.host}:{self.port_of(listener)}"
+
+    def _security_items(self) -> dict[str, str]:
+        if self.certs is None:
+            from .certs import TestCertificates
+            self.certs = TestCertificates.generate(self.data_dir.rstrip(os.sep) + "-certs", self.client_cert_names)
+            self._write_scram_credentials()
+        jaas = ("org.apache.kafka.common.security.plain.PlainLoginModule required "
+                + " ".join(f'user_{u}="{p}"' for u, p in self.users.items()) + ";")
+        items = {"ssl.keystore.type": "PEM", "ssl.keystore.location": self.certs.server_keystore,
+                 "ssl.truststore.type": "PEM", "ssl.truststore.location": self.certs.ca_cert,
+                 "listener.name.ssl.ssl.client.auth": "required",
+                 "sasl.enabled.mechanisms": SASL_MECHANISMS}
+        for listener in ("sasl_plaintext", "sasl_ssl"):
+            items[f"listener.name.{listener}.plain.sasl.jaas.config"] = jaas
+        return items
+
+    def _write_scram_credentials(self) -> None:
+        from ..broker.scram_credentials import ScramCredentialStore
+        from ..security import scram
+        os.makedirs(self.data_dir, exist_ok=True)
+        store = ScramCredentialStore(self.data_dir)
+        ups = []
+        for user, password in self.users.items():
+            for mech in (scram.SCRAM_SHA_256, scram.SCRAM_SHA_512):
+                salt = os.urandom(32)
+                ups.append((user, mech.type_code, 4096, salt, scram.salted_password(mech, password, salt, 4096)))
+        for name, code, msg in store.alter([], [u for u in ups if u[1] == 1]) + store.alter([], [u for u in ups if u[1] == 2]):
+            if code:
+                raise RuntimeError(f"SCRAM credential for {name}: {msg}")
+
     def _config_items(self) -> dict[str, str]:
-        items = {**self.overrides, "listeners": f"PLAINTEXT://127.0.0.1:{self.port}", "log.dirs": self.data_dir}
+        listeners = ",".join(f"{n}://127.0.0.1:{p}" for n, p in self.ports.items())
+        items = {**(self._security_items() if self.security else {}), **self.overrides,
+                 "listeners": listeners, "log.dirs": self.data_dir}
         if self.http_port and items.get("metrics.listener"):   # a restart keeps its HTTP port too
             items["metrics.listener"] = f"http://127.0.0.1:{self.http_port}"
         return items
@@ -158,6 +217,9 @@ class KafkaBroker:
                 self.stop()
         finally:
             self._close_log()
+            if self._log_handler is not None:
+                logging.getLogger("kgroup").removeHandler(self._log_handler)
+                self._log_handler = None
             if self._own_dir:
                 shutil.rmtree(self.data_dir, ignore_errors=True)
                 with contextlib.suppress(OSError):
@@ -184,7 +246,9 @@ class KafkaBroker:
             loop.call_soon(ready.set)
             loop.run_forever()
 
-        thread = threading.Thread(target=main, name=f"kgroup-broker-{self.port or 'new'}", daemon=True)
+        thread = threading.Thread(target=main, name=f"kgroup-broker-{self.port or 'new'}-{id(self):x}",
+                                  daemon=True)     # unique: log_tail keeps this broker's records
+        self._capture_log(thread.name)
         thread.start()
         ready.wait()
         self._loop, self._thread = loop, thread
@@ -208,8 +272,20 @@ class KafkaBroker:
                 gc.unfreeze()
         self.broker = broker
         self.port = broker.bound_port
+        self.ports.update(broker.bound_ports)
         if broker.http is not None:
             self.http_port = broker.http.port
+
+    def _capture_log(self, thread_name: str) -> None:
+        """Keep the last records the broker's loop thread logs (log_tail, failure reports)."""
+        if self._log_handler is not None:
+            logging.getLogger("kgroup").removeHandler(self._log_handler)
+        handler = _RingHandler(self._log_records, thread_name)
+        logger = logging.getLogger("kgroup")
+        logger.addHandler(handler)
+        if logger.getEffectiveLevel() > logging.INFO:
+            logger.setLevel(logging.INFO)
+        self._log_handler = handler
 
     def _stop_loop(self) -> None:
         loop, thread = self._loop, self._thread
@@ -243,8 +319,11 @@ class KafkaBroker:
         while time.monotonic() < deadline:
             text = self.log_text(since)
             m = re.search(r"serving on 127\.0\.0\.1:(\d+)", text)
-            if m and ("metrics.listener" not in self.overrides or "metrics listener on" in text):
-                self.port = int(m.group(1))
+            if m and ("metrics.listener" not in self.overrides or "metrics listener on" in text) and \
+                    len(re.findall(r"listener \w+ \(\w+\) serving on", text)) >= len(self.ports) - 1:
+                self.port = self.ports["PLAINTEXT"] = int(m.group(1))
+                for name, port in re.findall(r"listener (\w+) \(\w+\) serving on [^:]+:(\d+)", text):
+                    self.ports[name] = int(port)
                 h = re.search(r"metrics listener on http://[^:]+:(\d+)", text)
                 if h:
                     self.http_port = int(h.group(1))
@@ -270,6 +349,27 @@ class KafkaBroker:
         if self._log_file is not None:
             self._log_file.close()
             self._log_file = None
+
+    def security_config(self, listener: str, user: str | None = None, mechanism: str = "SCRAM-SHA-512",
+                        password: str | None = None, client_cert: str | None = None) -> dict:
+        """Java-client keys (kgroup's client takes them) to reach ``listener`` as ``user`` (its
+        password from ``users`` unless given) with ``mechanism``, or over SSL with the client
+        certificate ``client_cert`` (default: the first of ``client_certs``)."""
+        listener = listener.upper()
+        cfg = {"bootstrap.servers": self.bootstrap(listener), "security.protocol": listener}
+        if listener in ("SSL", "SASL_SSL"):
+            cfg.update({"ssl.truststore.type": "PEM", "ssl.truststore.location": self.certs.ca_cert})
+        if listener == "SSL":
+            cert, key = self.certs.client_cert(client_cert or self.client_cert_names[0])
+            cfg.update({"ssl.keystore.type": "PEM", "ssl.keystore.certificate.chain": open(cert).read(),
+                        "ssl.keystore.key": open(key).read()})
+        if listener.startswith("SASL_"):
+            module = "plain.PlainLoginModule" if mechanism == "PLAIN" else "scram.ScramLoginModule"
+            pw = password if password is not None else self.users[user]
+            cfg.update({"sasl.mechanism": mechanism,
+                        "sasl.jaas.config": f'org.apache.kafka.common.security.{module} required '
+                                            f'username="{user}" password="{pw}";'})
+        return cfg
 
     # -- helpers (through the Kafka protocol, with kgroup's own client) ------------------------
     def client_config(self, **configs) -> dict:
@@ -393,6 +493,111 @@ class KafkaBroker:
     def clear_faults(self) -> dict:
         return self.inject("clear")
 
+    # -- test control (kgroup/broker/test_control.py): time travel, reset, state, waits --------------
+    def control(self, command: dict, timeout: float = 30.0):
+        """Run one test-control command (``{"op": "advance-time", "ms": 1000}``, ...): on the
+        loop of an in-process broker, over the wire (the fault-injection control topic) for a
+        broker process; a wait's answer comes when it ends."""
+        if self.broker is not None:
+            if self.broker.test_control is None:
+                raise RuntimeError("test control needs kgroup.fault.injection.enable=true")
+            done = threading.Event()
+            box: list = []
+
+            def start(broker):
+                answer = broker.test_control.command(command)
+                if hasattr(answer, "listen"):       # a wait: a PendingResponse
+                    answer.listen(lambda p: (box.append(p.response), done.set()))
+                else:
+                    box.append(answer)
+                    done.set()
+            self.call(start)
+            if not done.wait(timeout):
+                raise TimeoutError(f"the broker did not answer {command}")
+            return box[0]
+        from ..client.fault_injection import send_fault_command
+        return send_fault_command(self.bootstrap_servers, {"fault": command["op"], **command}, timeout)
+
+    def advance_time(self, seconds: float = 0.0, *, ms: int | None = None) -> dict:
+        """Time travel: move the broker's clock forward (``seconds``, or ``ms``), running every
+        coordinator timer due on the way at its own deadline (session and rebalance timeouts,
+        transaction timeouts, offsets retention, ...), then retention and producer-id expiry.
+        Returns the clock (``now_ms``, ``offset_ms``) and what fired."""
+        return self.control({"op": "advance-time", "ms": int(seconds * 1000) if ms is None else int(ms)})
+
+    def clock(self) -> dict:
+        """The broker's clock: ``now_ms`` and the ``offset_ms`` time travel added."""
+        return self.control({"op": "clock"})
+
+    def reset(self) -> dict:
+        """Back to an empty broker without a restart: topics, groups of every type, offsets,
+        transactions, dynamic configs, faults, timelines and the clock's offset."""
+        return self.control({"op": "reset"})
+
+    def groups(self) -> list[dict]:
+        """Every group as JSON-able dicts (type, state, generation, members, assignments, offsets)."""
+        return self.control({"op": "groups"})["groups"]
+
+    def group(self, group: str) -> dict | None:
+        return self.control({"op": "group", "group": group})["group"]
+
+    def transactions(self) -> list[dict]:
+        return self.control({"op": "transactions"})["transactions"]
+
+    def topics(self, internal: bool = False) -> list[dict]:
+        """Every topic with its partitions' log start offsets and high watermarks (the internal
+        ones too with ``internal``)."""
+        return self.control({"op": "topics", "internal": internal})["topics"]
+
+    def _wait(self, cmd: dict, timeout: float) -> dict:
+        cmd = {"op": "wait", **{k: v for k, v in cmd.items() if v is not None}, "timeout_ms": int(timeout * 1000)}
+        answer = self.control(cmd, timeout + 10.0)
+        if not answer.get("ok"):
+            raise BrokerWaitTimeout(answer)
+        return answer["state"]
+
+    def wait_for_group(self, group: str, state: str | None = "Stable", members: int | None = None,
+                       type: str | None = None, timeout: float = 10.0) -> dict:
+        """Wait until ``group`` is in ``state`` (Kafka's names: Stable, Empty, PreparingRebalance,
+        Reconciling, ...) with ``members`` members and of ``type`` (classic, consumer); returns
+        the group. Raises BrokerWaitTimeout (an AssertionError) with what it last saw."""
+        return self._wait({"for": "group", "group": group, "state": state, "members": members, "type": type},
+                          timeout)
+
+    def wait_for_assignment(self, group: str, assignment: Mapping, timeout: float = 10.0) -> dict:
+        """Wait until each member (by member id, client id or instance id) of ``assignment``
+        holds exactly its partitions: ``{"client-1": {"t": [0, 1]}}`` (or a list of
+        ``(topic, partition)``)."""
+        return self._wait({"for": "assignment", "group": group,
+                           "assignment": {k: _partitions(v) for k, v in assignment.items()}}, timeout)
+
+    def wait_for_committed(self, group: str, offsets: Mapping, timeout: float = 10.0) -> dict:
+        """Wait until ``group`` has committed at least ``offsets``: ``{"t": {0: 5}}`` or
+        ``{("t", 0): 5}``."""
+        return self._wait({"for": "committed", "group": group, "offsets": _offsets(offsets)}, timeout)
+
+    def wait_for_lag(self, group: str, lag: int = 0, topics: Iterable[str] = (), timeout: float = 10.0) -> dict:
+        """Wait until the group's lag (high watermark minus committed, over the partitions it
+        committed or holds, and every partition of ``topics``) is at most ``lag``."""
+        return self._wait({"for": "lag", "group": group, "lag": lag, "topics": list(topics)}, timeout)
+
+    def wait_for_transaction(self, transactional_id: str, state: str, timeout: float = 10.0) -> dict:
+        """Wait until the transaction is in ``state`` (Ongoing, CompleteCommit, CompleteAbort, ...)."""
+        return self._wait({"for": "transaction", "transactional_id": transactional_id, "state": state}, timeout)
+
+    def wait_for_topic(self, name: str, partitions: int | None = None, *, deleted: bool = False,
+                       timeout: float = 10.0) -> dict | None:
+        """Wait until topic ``name`` exists (with ``partitions``), or, with ``deleted``, is gone."""
+        return self._wait({"for": "topic", "topic": name, "partitions": partitions, "deleted": deleted or None},
+                          timeout)
+
+    def log_tail(self, lines: int = 50) -> str:
+        """The last ``lines`` of the broker's log (the subprocess's output, or what the in-process
+        broker's loggers wrote since it started)."""
+        if self.process:
+            return "\n".join(self.log_text().splitlines()[-lines:])
+        return "\n".join(list(self._log_records)[-lines:])
+
     def timeline(self, group: str) -> list[dict]:
         """The group's rebalance timeline as the broker keeps it (kgroup/broker/timeline.py)."""
         from ..client.timeline import fetch_timeline
@@ -401,6 +606,64 @@ class KafkaBroker:
     def __repr__(self) -> str:
         mode = "process" if self.process else "in-process"
         return f"<KafkaBroker {self.bootstrap_servers} {mode} data={self.data_dir}>"
+
+
+class BrokerWaitTimeout(AssertionError):
+    """A wait_for_* helper timed out: the message shows what the broker last saw and, for a
+    group, its rebalance timeline."""
+
+    def __init__(self, answer: dict):
+        self.answer = answer
+        lines = [answer.get("error") or "wait failed",
+                 "waited for: " + json.dumps({k: v for k, v in (answer.get("wait") or {}).items() if k != "op"}),
+                 "last seen: " + json.dumps(answer.get("last_seen"), indent=1, default=str)]
+        timeline = answer.get("timeline")
+        if timeline:
+            lines.append("rebalance timeline:")
+            lines += ["  " + format_timeline_event(e) for e in timeline[-30:]]
+        super().__init__("\n".join(lines))
+
+
+def format_timeline_event(e: dict) -> str:
+    detail = " ".join(f"{k}={v}" for k, v in e.items() if k not in ("time_ms", "event"))
+    return f"{e.get('time_ms')} {e.get('event')} {detail}"
+
+
+class _RingHandler(logging.Handler):
+    def __init__(self, records: collections.deque, thread_name: str):
+        super().__init__(logging.INFO)
+        self.records = records
+        self.thread_name = thread_name
+        self.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+
+    def emit(self, record) -> None:
+        if record.threadName == self.thread_name:
+            try:
+                self.records.append(self.format(record))
+            except Exception:   # noqa: BLE001 - a log line must never fail the broker
+                pass
+
+
+def _partitions(v) -> dict:
+    if isinstance(v, Mapping):
+        return {t: sorted(int(p) for p in ps) for t, ps in v.items()}
+    out: dict = {}
+    for item in v:
+        t, p = (item.topic, item.partition) if hasattr(item, "topic") else item
+        out.setdefault(t, []).append(int(p))
+    return {t: sorted(ps) for t, ps in out.items()}
+
+
+def _offsets(offsets: Mapping) -> dict:
+    out: dict = {}
+    for k, v in offsets.items():
+        if isinstance(v, Mapping):
+            for p, o in v.items():
+                out.setdefault(k, {})[str(p)] = int(o)
+        else:
+            t, p = (k.topic, k.partition) if hasattr(k, "topic") else k
+            out.setdefault(t, {})[str(p)] = int(getattr(v, "offset", v))
+    return out
 
 
 @contextlib.contextmanager

@@ -13,6 +13,8 @@ def test_defaults_are_kafkas():
     assert c.log_dir == "/tmp/kafka-logs"
     assert c.listener() == ("", 9092)
     assert c.retention_ms == 168 * 3600 * 1000
+    assert c["producer.id.expiration.ms"] == 86400000
+    assert c["producer.id.expiration.check.interval.ms"] == 600000
 
 
 def test_properties_file_and_overrides(tmp_path):

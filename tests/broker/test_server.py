@@ -55,6 +55,8 @@ def test_advertised_versions_only_implemented(broker):
                    42: (0, 2), 44: (0, 1), 47: (0, 0), 60: (0, 1), 68: (0, 1), 69: (0, 0),
                    # transactions (EndTxn v5 is unstable in Kafka 4.0, which does not advertise it either)
                    24: (0, 5), 25: (0, 4), 26: (0, 4), 27: (0, 1), 28: (0, 4), 65: (0, 0), 66: (0, 1),
+                   # security: SASL, ACLs (Kafka 4.x: v1-3), SCRAM credentials
+                   17: (0, 1), 36: (0, 2), 29: (1, 3), 30: (1, 3), 31: (1, 3), 50: (0, 0), 51: (0, 0),
                    # share groups (KIP-932), Kafka 4.3's versions
                    76: (1, 1), 77: (1, 1), 78: (1, 2), 79: (1, 2), 83: (0, 0), 84: (0, 0), 85: (0, 1), 86: (0, 0),
                    87: (0, 1)}

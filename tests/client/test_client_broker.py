@@ -185,6 +185,13 @@ def test_console_tools_against_broker(fast_broker, capsys):
     assert main_consume(["--bootstrap-server", bs, "--topic", "console", "--group", "cc", "--from-beginning",
                          "--max-messages", "2"], stdout=out) == 0
     assert out.getvalue() == "a\nb\n"
+    # --progress decodes in bulk (poll_batch) and prints the same lines
+    assert main_produce(["--bootstrap-server", bs, "--topic", "console", "--property", "parse.key=true"],
+                        stdin=io.StringIO("k1\tc\nk2\td\n")) == 0
+    out = io.StringIO()
+    assert main_consume(["--bootstrap-server", bs, "--topic", "console", "--from-beginning", "--progress",
+                         "--property", "print.key=true", "--max-messages", "4"], stdout=out) == 0
+    assert sorted(out.getvalue().splitlines()) == ["k1\tc", "k2\td", "null\ta", "null\tb"]
 
 
 def test_static_member_close_keeps_membership_and_rejoins_with_same_assignment(fast_broker):

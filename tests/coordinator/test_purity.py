@@ -1,4 +1,4 @@
-"""README's rule 2 (pure core): the coordinator core does no I/O and reads no clock. Walks the
+"""docs/architecture.md's rule 2 (pure core): the coordinator core does no I/O and reads no clock. Walks the
 imports of every module under kgroup/coordinator (and, transitively, the kgroup modules they
 import)."""
 from __future__ import annotations

@@ -92,6 +92,8 @@ def test_version_ranges():
             # KIP-848 (registered, not advertised yet); the facts table has ConsumerGroupDescribe v0 only
             "ConsumerGroupHeartbeat": 1, "ConsumerGroupDescribe": 0}
     want.update({"CreatePartitions": 3, "AlterConfigs": 2, "IncrementalAlterConfigs": 1, "DeleteRecords": 2})
+    want.update({"SaslHandshake": 1, "SaslAuthenticate": 2, "DescribeAcls": 3, "CreateAcls": 3, "DeleteAcls": 3,
+                 "DescribeUserScramCredentials": 0, "AlterUserScramCredentials": 0})
     got = {a.request.__name__[:-len("Request")]: a.request.VERSIONS for a in API_BY_KEY.values()
            if a.request.__name__[:-len("Request")] not in SHARE_APIS}
     assert got == {k: (0, v) for k, v in want.items()}

@@ -33,7 +33,16 @@ def test_assign_pattern_and_offsets_json():
 @pytest.mark.parametrize("extra, message", [
     ({"bogus": "1"}, "Unknown option 'bogus'"),
     ({"kafka.bogus.key": "1"}, "Unknown option 'kafka.bogus.key'"),
-    ({"startingTimestamp": "1"}, "Option 'startingTimestamp' of Spark's Kafka source is not supported"),
+    ({"fetchOffset.numRetries": "1"}, "Option 'fetchOffset.numRetries' of Spark's Kafka source is not supported"),
+    ({"startingTimestamp": "yesterday"}, "Expected a single long value, got yesterday"),
+    ({"startingOffsetsByTimestamp": '{"t": 5}'}, 'Expected e.g. {"topicA": {"0": 123456789'),
+    ({"endingOffsetsByTimestamp": "[]"}, 'Expected e.g. {"topicA"'),
+    ({"startingOffsetsByTimestampStrategy": "newest"}, "No value found for 'NEWEST'"),
+    ({"minOffsetsPerTrigger": "10", "maxOffsetsPerTrigger": "5"},
+     "The value of minOffsetPerTrigger(10) is higher than the maxOffsetsPerTrigger(5)."),
+    ({"maxTriggerDelay": "5 fortnights"}, "Time must be specified as seconds"),
+    ({"maxRecordsPerPartition": "0"}, "maxrecordsperpartition must be positive"),
+    ({"minPartitions": "0"}, "minPartitions must be positive"),
     ({"kafka.auto.offset.reset": "earliest"}, "'auto.offset.reset' is not supported"),
     ({"kafka.enable.auto.commit": "true"}, "'enable.auto.commit' is not supported"),
     ({"subscribePattern": "x"}, "Only one of the following options"),
@@ -66,8 +75,10 @@ def test_mode_checks():
     with pytest.raises(OptionError, match="can't be earliest"):
         opts(subscribe="t", endingOffsets='{"t":{"0":-2}}').check_batch()
     opts(subscribe="t", maxOffsetsPerTrigger="5").check_batch()  # ignored by batch reads, as in Spark
-    with pytest.raises(OptionError, match="Ending offset not valid in streaming"):
+    with pytest.raises(OptionError, match="ending offset not valid in streaming"):
         opts(subscribe="t", endingOffsets="latest").check_stream()
+    with pytest.raises(OptionError, match="ending timestamp not valid in streaming"):
+        opts(subscribe="t", endingOffsetsByTimestamp='{"t":{"0":1}}').check_stream()
     with pytest.raises(OptionError, match="needs 'kafka.group.id'"):
         opts(subscribe="t", groupMode="coordinated").check_stream()
     with pytest.raises(OptionError, match="needs 'subscribe' or 'subscribePattern'"):
@@ -117,3 +128,39 @@ def test_group_protocol_consumer_uses_server_side_assignors():
         opts(**base, kafka__session__timeout__ms="60000")
     classic = opts(subscribe="t", groupMode="coordinated", kafka__group__id="g")
     assert classic.group_protocol == "classic" and classic.assignor == "range"
+
+
+def test_timestamp_options_and_their_precedence():
+    o = opts(subscribe="t", startingOffsets="earliest", startingOffsetsByTimestamp='{"t":{"0":5}}',
+             startingTimestamp="7", endingOffsetsByTimestamp='{"t":{"0":9}}', startingOffsetsByTimestampStrategy="Latest",
+             minOffsetsPerTrigger="3", maxTriggerDelay="30s", maxRecordsPerPartition="100")
+    # Spark's getKafkaOffsetRangeLimit: startingTimestamp, then *OffsetsByTimestamp, then startingOffsets
+    assert o.starting_spec("earliest") == ("timestamp", 7)
+    assert o.ending_spec() == ("timestamp", {("t", 0): 9})
+    assert o.timestamp_strategy == "latest" and o.min_offsets_per_trigger == 3
+    assert o.max_trigger_delay_ms == 30000 and o.max_records_per_partition == 100
+    assert opts(subscribe="t").max_trigger_delay_ms == 15 * 60 * 1000  # Spark's default 15m
+    assert opts(subscribe="t", maxTriggerDelay="250").max_trigger_delay_ms == 250  # no unit: ms
+    assert opts(subscribe="t", startingOffsetsByTimestamp='{"t":{"0":5}}').starting_spec("earliest") == \
+        ("timestamp", {("t", 0): 5})
+    # startingOffsets=latest is not checked when a timestamp takes precedence (batch)
+    opts(subscribe="t", startingOffsets="latest", startingTimestamp="1").check_batch()
+
+
+def test_offset_limit_validity_like_spark():
+    with pytest.raises(OptionError, match="should have the same topic-partitions"):
+        opts(subscribe="t", startingOffsets='{"t":{"0":1}}', endingOffsets='{"t":{"0":5,"1":5}}').check_batch()
+    with pytest.raises(OptionError, match="The specified start offset 9 is greater than the end offset 5"):
+        opts(subscribe="t", startingOffsets='{"t":{"0":9}}', endingOffsets='{"t":{"0":5}}').check_batch()
+    with pytest.raises(OptionError, match="The specified start timestamp 9 is greater than the end timestamp 5"):
+        opts(subscribe="t", startingOffsetsByTimestamp='{"t":{"0":9}}',
+             endingOffsetsByTimestamp='{"t":{"0":5}}').check_batch()
+    opts(subscribe="t", startingOffsets='{"t":{"0":-2}}', endingOffsets='{"t":{"0":-1}}').check_batch()
+
+
+def test_max_records_per_partition_then_min_partitions():
+    ranges = [OffsetRange("t", 0, 0, 100), OffsetRange("t", 1, 0, 10)]
+    out = split_ranges(ranges, None, 30)  # ceil(100/30) = 4 pieces, 10 fits in one
+    assert [(r.partition, r.size) for r in out] == [(0, 25), (0, 25), (0, 25), (0, 25), (1, 10)]
+    assert all(r.size <= 30 for r in split_ranges(ranges, 3, 30))
+    assert len(split_ranges(ranges, 20, 30)) >= 15  # then minPartitions splits further

@@ -165,7 +165,11 @@ def test_expiration(tmp_path, clock):
     info = psm.prepare_update(PID, AppendOrigin.CLIENT)
     info.append(read_batch_header(pbatch(0, ts=T0)))
     psm.update(info)
-    psm.remove_expired_producers(T0 + 999)
+    info = psm.prepare_update(PID + 1, AppendOrigin.CLIENT)     # a transaction still open
+    info.append(read_batch_header(pbatch(0, ts=T0, pid=PID + 1, is_transactional=True)))
+    psm.update(info)
+    assert psm.remove_expired_producers(T0 + 999) == 0
     assert psm.last_entry(PID) is not None
-    psm.remove_expired_producers(T0 + 1000)
+    assert psm.remove_expired_producers(T0 + 1000) == 1
     assert psm.last_entry(PID) is None
+    assert psm.last_entry(PID + 1) is not None          # kept while its transaction is open

@@ -14,6 +14,8 @@ from . import (api_versions, create_topics, delete_groups, delete_topics, descri
 from . import alter_configs, create_partitions, delete_records, incremental_alter_configs
 from . import (add_offsets_to_txn, add_partitions_to_txn, describe_transactions, end_txn,  # transactions
                list_transactions, txn_offset_commit, write_txn_markers)
+from . import (acls, alter_user_scram_credentials, describe_user_scram_credentials,  # security
+               sasl_authenticate, sasl_handshake)
 
 # api key -> (handler, min version, max version)
 HANDLERS = {
@@ -63,6 +65,14 @@ HANDLERS = {
     ApiKey.TXN_OFFSET_COMMIT: (txn_offset_commit.handle, 0, 4),
     ApiKey.DESCRIBE_TRANSACTIONS: (describe_transactions.handle, 0, 0),
     ApiKey.LIST_TRANSACTIONS: (list_transactions.handle, 0, 1),
+    # security (SASL on a SASL listener is handled by broker/authentication.py before these)
+    ApiKey.SASL_HANDSHAKE: (sasl_handshake.handle, 0, 1),
+    ApiKey.SASL_AUTHENTICATE: (sasl_authenticate.handle, 0, 2),
+    ApiKey.DESCRIBE_ACLS: (acls.handle_describe, 1, 3),
+    ApiKey.CREATE_ACLS: (acls.handle_create, 1, 3),
+    ApiKey.DELETE_ACLS: (acls.handle_delete, 1, 3),
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (describe_user_scram_credentials.handle, 0, 0),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (alter_user_scram_credentials.handle, 0, 0),
 }
 
 

@@ -10,4 +10,4 @@ def handle(broker, ctx, req, version):
         admin.current_configs(broker, r.resource_type, r.resource_name)   # the resource exists
         return {c.name: c.value for c in r.configs}
     return AlterConfigsResponse(throttle_time_ms=0, responses=admin.alter_resources(
-        broker, req, AlterConfigsResponse.AlterConfigsResourceResponse, new_configs))
+        broker, req, AlterConfigsResponse.AlterConfigsResourceResponse, new_configs, ctx))

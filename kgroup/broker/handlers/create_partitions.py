@@ -5,6 +5,7 @@ as with Kafka."""
 from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages.create_partitions import CreatePartitionsResponse
 from .. import admin
+from ..authorization import ALTER, RT_TOPIC, allowed
 
 Result = CreatePartitionsResponse.CreatePartitionsTopicResult
 
@@ -16,6 +17,10 @@ def handle(broker, ctx, req, version):
         if names.count(t.name) > 1:
             resp.results.append(Result(name=t.name, error_code=ErrorCode.INVALID_REQUEST,
                                        error_message="Duplicate topic name."))
+            continue
+        if broker.authorizer is not None and not allowed(broker, ctx, ALTER, RT_TOPIC, t.name):   # ALTER on the topic
+            resp.results.append(Result(name=t.name, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                       error_message=None))
             continue
         try:
             admin.create_partitions(broker, t.name, t.count, t.assignments, req.validate_only)

@@ -6,6 +6,7 @@ once every topic is created and saved, while other connections are served meanwh
 from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages.create_topics import CreateTopicsResponse
 from .controller_limits import check_create_topics_records
+from ..authorization import CLUSTER_NAME, CREATE, RT_CLUSTER, RT_TOPIC, allowed
 
 Result = CreateTopicsResponse.CreatableTopicResult
 ResultConfig = CreateTopicsResponse.CreatableTopicResult.CreatableTopicConfigs
@@ -27,6 +28,11 @@ def handle(broker, ctx, req, version):
         if names.count(t.name) > 1:
             resp.topics.append(Result(name=t.name, error_code=ErrorCode.INVALID_REQUEST,
                                       error_message="Duplicate topic name."))
+            continue
+        if broker.authorizer is not None and not allowed(broker, ctx, CREATE, RT_CLUSTER, CLUSTER_NAME) \
+                and not allowed(broker, ctx, CREATE, RT_TOPIC, t.name):     # CREATE on the cluster or the topic
+            resp.topics.append(Result(name=t.name, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                      error_message="Authorization failed.", configs=None))
             continue
         try:
             configs = {c.name: c.value for c in t.configs}

@@ -1,6 +1,7 @@
 """DeleteTopics (20) v0-6: by name (v0-5 ``topic_names``), by name or topic id (v6 ``topics``)."""
 from ...protocol.errors import ErrorCode
 from ...protocol.messages.delete_topics import DeleteTopicsResponse
+from ..authorization import DELETE, RT_TOPIC, allowed
 
 Result = DeleteTopicsResponse.DeletableTopicResult
 
@@ -22,8 +23,18 @@ def handle(broker, ctx, req, version):
                 resp.responses.append(Result(name=None, topic_id=topic_id, error_code=ErrorCode.UNKNOWN_TOPIC_ID,
                                              error_message=ErrorCode.UNKNOWN_TOPIC_ID.message))
                 continue
+            if broker.authorizer is not None and not allowed(broker, ctx, DELETE, RT_TOPIC, topic.name):
+                resp.responses.append(Result(name=None, topic_id=topic_id,
+                                             error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                             error_message=ErrorCode.TOPIC_AUTHORIZATION_FAILED.message))
+                continue
         else:
             topic = md.get(name)
+            if broker.authorizer is not None and not allowed(broker, ctx, DELETE, RT_TOPIC, name):
+                # DELETE on the topic; its existence is not revealed to whom may not delete it
+                resp.responses.append(Result(name=name, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                             error_message=ErrorCode.TOPIC_AUTHORIZATION_FAILED.message))
+                continue
             if topic is None:
                 resp.responses.append(Result(name=name, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                              error_message=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION.message))

@@ -7,8 +7,9 @@ from ...protocol.messages.describe_configs import DescribeConfigsResponse
 from ..config import CONFIG_DEFS
 from ..metadata import TOPIC_CONFIGS
 from .. import group_configs
-from ..admin import DYNAMIC_BROKER_CONFIGS
+from ..admin import DYNAMIC_BROKER_CONFIGS, config_resource_denied
 from ..topic_configs import TOPIC_CONFIG_DEFS, broker_synonym_source
+from ...security.acl import DESCRIBE_CONFIGS
 
 Result = DescribeConfigsResponse.DescribeConfigsResult
 Entry = Result.DescribeConfigsResourceResult
@@ -17,7 +18,7 @@ Synonym = Entry.DescribeConfigsSynonym
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
 TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
 # ConfigType (KIP-569): BOOLEAN 1, STRING 2, INT 3, SHORT 4, LONG 5, DOUBLE 6, LIST 7
-_TYPES = {"boolean": 1, "string": 2, "int": 3, "short": 4, "long": 5, "double": 6, "list": 7}
+_TYPES = {"boolean": 1, "string": 2, "int": 3, "short": 4, "long": 5, "double": 6, "list": 7, "password": 9}
 
 
 def handle(broker, ctx, req, version):
@@ -25,6 +26,11 @@ def handle(broker, ctx, req, version):
     for res in req.resources:
         result = Result(error_code=0, error_message=None, resource_type=res.resource_type,
                         resource_name=res.resource_name, configs=[])
+        denied = config_resource_denied(broker, ctx, DESCRIBE_CONFIGS, res.resource_type, res.resource_name)
+        if denied is not None:      # KafkaApis: DESCRIBE_CONFIGS on the topic, the cluster, the group
+            result.error_code = denied
+            resp.results.append(result)
+            continue
         if res.resource_type == TOPIC:
             topic = broker.metadata.get(res.resource_name)
             if topic is None:
@@ -61,10 +67,13 @@ def handle(broker, ctx, req, version):
                         continue
                     value = broker.config[name]
                     value = None if value is None else (str(value).lower() if isinstance(value, bool) else str(value))
+                    sensitive = defn.type == "password"     # Kafka never describes a password's value
+                    if sensitive:
+                        value = None
                     source = _broker_source(broker, name)
                     result.configs.append(Entry(
                         name=name, value=value, read_only=name not in DYNAMIC_BROKER_CONFIGS,
-                        is_default=source == DEFAULT_CONFIG, config_source=source, is_sensitive=False,
+                        is_default=source == DEFAULT_CONFIG, config_source=source, is_sensitive=sensitive,
                         synonyms=_broker_synonyms(broker, name) if req.include_synonyms else [],
                         config_type=_TYPES[defn.type],
                         documentation=defn.doc if req.include_documentation else None))
@@ -105,6 +114,9 @@ def _broker_synonyms(broker, key):
     default = CONFIG_DEFS[key].default
     if default is not None or not out:
         out.append(Synonym(name=key, value=_text(default), source=DEFAULT_CONFIG))
+    if CONFIG_DEFS[key].type == "password":
+        for s in out:
+            s.value = None
     return out
 
 

@@ -3,6 +3,11 @@ answered; the markers' fsync and CompleteCommit/CompleteAbort follow (``transact
 v5 (KIP-890's epoch bump per transaction) is not served."""
 from ...transaction_coordinator import TransactionCoordinatorShard as Shard
 
+from ...protocol.messages.end_txn import EndTxnResponse
+from ..authorization import RT_TRANSACTIONAL_ID, TRANSACTIONAL_ID_AUTHORIZATION_FAILED, WRITE, allowed
+
 
 def handle(broker, ctx, req, version):
+    if broker.authorizer is not None and not allowed(broker, ctx, WRITE, RT_TRANSACTIONAL_ID, req.transactional_id):
+        return EndTxnResponse(throttle_time_ms=0, error_code=TRANSACTIONAL_ID_AUTHORIZATION_FAILED)   # KafkaApis
     return broker.transaction_coordinator.run(req.transactional_id, Shard.handle_end_txn, req, version)

@@ -16,6 +16,7 @@ from ...protocol.errors import ErrorCode
 from ...protocol.messages.fetch import FetchResponse
 from ...storage.errors import OffsetOutOfRangeError
 from ..data_path import FetchWaiter
+from ..authorization import READ, denied_topics
 
 TopicResponse = FetchResponse.FetchableTopicResponse
 PartitionData = FetchResponse.PartitionData
@@ -33,10 +34,15 @@ def handle(broker, ctx, req, version):
             topic = md.get(ft.topic)
             name = ft.topic
         plan.append((ft, name, topic))
+    denied = None
+    if broker.authorizer is not None:   # KafkaApis.handleFetchRequest: READ on each topic
+        denied = denied_topics(broker, ctx, READ, (name for ft, name, topic in plan if topic))
+        if denied:
+            plan = [(ft, name, None if name in denied else topic) for ft, name, topic in plan]
     partitions = [(name, p.partition) for ft, name, topic in plan if topic for p in ft.partitions]
 
     def evaluate(force):
-        resp, size, error = _read(broker, req, version, plan)
+        resp, size, error = _read(broker, req, version, plan, denied)
         if force or error or size >= req.min_bytes or req.max_wait_ms <= 0 or size >= req.max_bytes:
             return resp
         return None
@@ -49,7 +55,7 @@ def handle(broker, ctx, req, version):
     return waiter.pending
 
 
-def _read(broker, req, version, plan):
+def _read(broker, req, version, plan, denied=None):
     dp = broker.data_path
     resp = FetchResponse(throttle_time_ms=0, error_code=0, session_id=0, responses=[])
     budget = req.max_bytes
@@ -66,7 +72,8 @@ def _read(broker, req, version, plan):
                                log_start_offset=-1, aborted_transactions=None, records=b"")
             tr.partitions.append(pd)
             if topic is None:
-                pd.error_code = ErrorCode.UNKNOWN_TOPIC_ID if version >= 13 else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                pd.error_code = (ErrorCode.TOPIC_AUTHORIZATION_FAILED if denied and name in denied else
+                                 ErrorCode.UNKNOWN_TOPIC_ID if version >= 13 else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
                 error = True
                 continue
             plog = dp.log(name, fp.partition) if 0 <= fp.partition < topic.num_partitions else None

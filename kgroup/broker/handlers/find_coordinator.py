@@ -4,6 +4,7 @@ the group APIs, as in Kafka. Transactional ids (key type 1): this node too, ``__
 created on first use. Batched keys from v4."""
 from ...protocol.errors import ErrorCode
 from ...protocol.messages.find_coordinator import FindCoordinatorResponse
+from ..authorization import DESCRIBE, RT_GROUP, RT_TRANSACTIONAL_ID, allowed
 
 Coordinator = FindCoordinatorResponse.Coordinator
 GROUP, TRANSACTION = 0, 1
@@ -11,7 +12,7 @@ GROUP, TRANSACTION = 0, 1
 
 def handle(broker, ctx, req, version):
     node = broker.config.node_id
-    host, port = broker.advertised_listener()
+    host, port = broker.advertised_listener(ctx.listener_name)
     keys = req.coordinator_keys if version >= 4 else [req.key]
     if req.key_type == GROUP:
         broker.group_coordinator.ensure_offsets_topic()
@@ -22,6 +23,18 @@ def handle(broker, ctx, req, version):
     else:
         error, message = ErrorCode.INVALID_REQUEST, f"Unknown key type {req.key_type}"
     found = error == ErrorCode.NONE
+    if broker.authorizer is not None and found:   # KafkaApis: DESCRIBE on the group / transactional id
+        rt, code = ((RT_GROUP, ErrorCode.GROUP_AUTHORIZATION_FAILED) if req.key_type == GROUP else
+                    (RT_TRANSACTIONAL_ID, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
+        denied = {k for k in keys if not allowed(broker, ctx, DESCRIBE, rt, k)}
+        if denied:
+            if version < 4:
+                return FindCoordinatorResponse(throttle_time_ms=0, error_code=code, error_message=None,
+                                               node_id=-1, host="", port=-1)
+            return FindCoordinatorResponse(throttle_time_ms=0, coordinators=[
+                Coordinator(key=k, node_id=-1, host="", port=-1, error_code=code, error_message=None) if k in denied
+                else Coordinator(key=k, node_id=node, host=host, port=port, error_code=0, error_message=None)
+                for k in keys])
     if version >= 4:
         return FindCoordinatorResponse(throttle_time_ms=0, coordinators=[
             Coordinator(key=k, node_id=node if found else -1, host=host if found else "",

@@ -9,4 +9,4 @@ def handle(broker, ctx, req, version):
         return admin.incremental(broker, r.resource_type, r.resource_name,
                                  [(c.name, c.config_operation, c.value) for c in r.configs])
     return IncrementalAlterConfigsResponse(throttle_time_ms=0, responses=admin.alter_resources(
-        broker, req, IncrementalAlterConfigsResponse.AlterConfigsResourceResponse, new_configs))
+        broker, req, IncrementalAlterConfigsResponse.AlterConfigsResourceResponse, new_configs, ctx))

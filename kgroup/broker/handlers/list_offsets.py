@@ -18,6 +18,7 @@ from ...protocol.records import RecordBatchError
 from ...storage.errors import LogError
 from ...storage.log import (EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, LATEST_TIERED_TIMESTAMP,
                             LATEST_TIMESTAMP, MAX_TIMESTAMP)
+from ..authorization import DESCRIBE, denied_topics
 
 _SPECIAL = (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP, LATEST_TIMESTAMP, LATEST_TIERED_TIMESTAMP, MAX_TIMESTAMP)
 TopicResponse = ListOffsetsResponse.ListOffsetsTopicResponse
@@ -26,6 +27,7 @@ PartitionResponse = ListOffsetsResponse.ListOffsetsPartitionResponse
 
 def handle(broker, ctx, req, version):
     resp = ListOffsetsResponse(throttle_time_ms=0, topics=[])
+    denied = denied_topics(broker, ctx, DESCRIBE, (t.name for t in req.topics))   # KafkaApis: DESCRIBE
     for t in req.topics:
         tr = TopicResponse(name=t.name, partitions=[])
         resp.topics.append(tr)
@@ -33,6 +35,9 @@ def handle(broker, ctx, req, version):
         for p in t.partitions:
             pr = PartitionResponse(partition_index=p.partition_index, timestamp=-1, offset=-1, leader_epoch=-1)
             tr.partitions.append(pr)
+            if denied and t.name in denied:
+                pr.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                continue
             plog = broker.data_path.log(t.name, p.partition_index) if topic else None
             if plog is None or not 0 <= p.partition_index < topic.num_partitions:
                 pr.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION

@@ -3,6 +3,8 @@ duration filters); the first shard error wins, as Kafka reports a loading partit
 from ...protocol.messages.list_transactions import ListTransactionsResponse
 from ...transaction_coordinator import TransactionCoordinatorShard as Shard
 
+from ..authorization import DESCRIBE, RT_TRANSACTIONAL_ID, allowed
+
 
 def _merge(rs):
     return ListTransactionsResponse(
@@ -12,4 +14,11 @@ def _merge(rs):
 
 
 def handle(broker, ctx, req, version):
+    if broker.authorizer is not None:   # KafkaApis: only the transactional ids the principal may DESCRIBE
+        def merge(rs):
+            resp = _merge(rs)
+            resp.transaction_states = [s for s in resp.transaction_states
+                                       if allowed(broker, ctx, DESCRIBE, RT_TRANSACTIONAL_ID, s.transactional_id)]
+            return resp
+        return broker.transaction_coordinator.execute_split(req, None, Shard.handle_list_transactions, version, merge)
     return broker.transaction_coordinator.execute_split(req, None, Shard.handle_list_transactions, version, _merge)

@@ -8,6 +8,7 @@ are never auto-created here (``__consumer_offsets`` is created by the coordinato
 from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages.metadata import MetadataResponse
 from ..authorized_operations import CLUSTER_OPERATIONS, TOPIC_OPERATIONS
+from ..authorization import CLUSTER_NAME, CREATE, DESCRIBE, RT_CLUSTER, RT_TOPIC
 from ..metadata import INTERNAL_TOPICS
 
 Broker = MetadataResponse.MetadataResponseBroker
@@ -18,7 +19,7 @@ Partition = MetadataResponse.MetadataResponsePartition
 def handle(broker, ctx, req, version):
     md = broker.metadata
     node = broker.config.node_id
-    host, port = broker.advertised_listener()
+    host, port = broker.advertised_listener(ctx.listener_name)
     resp = MetadataResponse(
         brokers=[Broker(node_id=node, host=host, port=port, rack=None)],
         cluster_id=md.cluster_id, controller_id=node, topics=[])
@@ -29,7 +30,19 @@ def handle(broker, ctx, req, version):
         wanted = [t.name for t in req.topics if t.name is not None]
         by_id = [t.topic_id for t in req.topics if t.name is None]
     allow_create = broker.config["auto.create.topics.enable"] and (version < 4 or req.allow_auto_topic_creation)
+    authorizer = broker.authorizer
+    if authorizer is not None:     # KafkaApis.handleTopicMetadataRequest: DESCRIBE, CREATE to auto-create
+        if req.topics is None or (version == 0 and not req.topics):
+            wanted = [n for n in wanted if authorizer.authorize(ctx, DESCRIBE, RT_TOPIC, n)]   # others hidden
+        can_create = allow_create and authorizer.authorize(ctx, CREATE, RT_CLUSTER, CLUSTER_NAME)
     for name in wanted:
+        if authorizer is not None:
+            if not authorizer.authorize(ctx, DESCRIBE, RT_TOPIC, name) or (
+                    md.get(name) is None and allow_create and name not in INTERNAL_TOPICS and not can_create
+                    and not authorizer.authorize(ctx, CREATE, RT_TOPIC, name)):
+                resp.topics.append(Topic(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name, partitions=[],
+                                         is_internal=name in INTERNAL_TOPICS))
+                continue
         topic = md.get(name)
         if topic is None and name in md.creating:
             # its partitions are being created (CreateTopics): as Kafka answers for a topic
@@ -49,17 +62,29 @@ def handle(broker, ctx, req, version):
         resp.topics.append(_topic(topic, node))
     for tid in by_id:
         topic = md.by_id(tid)
+        if topic is not None and authorizer is not None and not authorizer.authorize(ctx, DESCRIBE, RT_TOPIC, topic.name):
+            resp.topics.append(Topic(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=None, topic_id=tid,
+                                     partitions=[]))
+            continue
         if topic is None:
             resp.topics.append(Topic(error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=tid,
                                      partitions=[]))
         else:
             resp.topics.append(_topic(topic, node))
-    if version >= 8:   # no authorizer: every supported operation, when asked (KafkaApis)
+    if version >= 8:   # without an authorizer every supported operation, when asked (KafkaApis)
         if req.include_topic_authorized_operations:
-            for t in resp.topics:
-                t.topic_authorized_operations = TOPIC_OPERATIONS
+            for t in resp.topics:       # every topic but those refused (KafkaApis' topicMetadata)
+                if authorizer is None:
+                    t.topic_authorized_operations = TOPIC_OPERATIONS
+                elif t.error_code != ErrorCode.TOPIC_AUTHORIZATION_FAILED:
+                    t.topic_authorized_operations = authorizer.authorized_operations(ctx, RT_TOPIC, t.name)
         if version <= 10 and req.include_cluster_authorized_operations:
-            resp.cluster_authorized_operations = CLUSTER_OPERATIONS
+            if authorizer is None:
+                resp.cluster_authorized_operations = CLUSTER_OPERATIONS
+            elif authorizer.authorize(ctx, DESCRIBE, RT_CLUSTER, CLUSTER_NAME):
+                resp.cluster_authorized_operations = authorizer.authorized_operations(ctx, RT_CLUSTER, CLUSTER_NAME)
+            else:
+                resp.cluster_authorized_operations = 0
     return resp
 
 

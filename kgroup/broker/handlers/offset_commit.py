@@ -4,6 +4,7 @@ group's shard, whose runtime may batch consecutive commits into one write
 (``GroupRuntime.execute(offset_commit=True)``)."""
 from ...coordinator import GroupCoordinatorShard as Shard
 from ...protocol.messages.offset_commit import OffsetCommitResponse
+from ..authorization import GROUP_AUTHORIZATION_FAILED, READ, denied_topics, group_denied, whole_request_error
 from .unknown_partitions import commit_known_partitions
 
 TopicResponse = OffsetCommitResponse.OffsetCommitResponseTopic
@@ -12,7 +13,12 @@ PartitionResponse = OffsetCommitResponse.OffsetCommitResponsePartition
 
 def handle(broker, ctx, req, version):
     coordinator = broker.group_coordinator
+    denied = None
+    if broker.authorizer is not None:   # KafkaApis.handleOffsetCommitRequest: READ group, READ topics
+        if group_denied(broker, ctx, READ, req.group_id):
+            return whole_request_error(broker, ctx, version, req, GROUP_AUTHORIZATION_FAILED)
+        denied = denied_topics(broker, ctx, READ, (t.name for t in req.topics))
 
     def commit(r):
         return coordinator.execute(r.group_id, Shard.handle_offset_commit, r, version, offset_commit=True)
-    return commit_known_partitions(broker.metadata, req, commit, TopicResponse, PartitionResponse)
+    return commit_known_partitions(broker.metadata, req, commit, TopicResponse, PartitionResponse, denied)

@@ -2,6 +2,7 @@
 of unknown topics, or beyond a topic's partition count, are answered UNKNOWN_TOPIC_OR_PARTITION
 here first and merged with the coordinator's answer (KafkaApis, OffsetDeleteResponse.Builder)."""
 import copy
+from ..authorization import DELETE, READ, denied_topics, group_denied
 
 from ...coordinator import GroupCoordinatorShard as Shard
 from ...protocol.errors import ErrorCode
@@ -14,8 +15,18 @@ RP = RT.OffsetDeleteResponsePartition
 
 def handle(broker, ctx, req, version):
     md = broker.metadata
+    denied = None
+    if broker.authorizer is not None:   # KafkaApis.handleOffsetDeleteRequest: DELETE group, READ topics
+        if group_denied(broker, ctx, DELETE, req.group_id):
+            return OffsetDeleteResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, throttle_time_ms=0, topics=[])
+        denied = denied_topics(broker, ctx, READ, (t.name for t in req.topics))
     unknown, valid = [], []
     for t in req.topics:
+        if denied and t.name in denied:
+            unknown.append(RT(name=t.name, partitions=[RP(partition_index=p.partition_index,
+                                                         error_code=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                                                      for p in t.partitions]))
+            continue
         topic = md.get(t.name)
         good = [] if topic is None else [p for p in t.partitions if 0 <= p.partition_index < topic.num_partitions]
         bad = [p.partition_index for p in t.partitions if p not in good]

@@ -12,6 +12,7 @@ from ...protocol.messages.produce import ProduceResponse
 from ...protocol.records import (Compression, InvalidRecordError, RecordBatchError,
                                  UnsupportedCompressionTypeError, iter_batches, read_batch_header)
 from ...storage.errors import LogError
+from ..authorization import RT_TRANSACTIONAL_ID, WRITE, allowed, denied_topics, whole_request_error
 from ..pending import PendingResponse
 
 TopicResponse = ProduceResponse.TopicProduceResponse
@@ -27,6 +28,11 @@ def handle(broker, ctx, req, version):
         answer_query = broker.control_topics.get(req.topic_data[0].name)
         if answer_query is not None:
             return answer_query(req)
+    denied = None
+    if broker.authorizer is not None:     # KafkaApis.handleProduceRequest: WRITE on the transactional id, topics
+        if req.transactional_id is not None and not allowed(broker, ctx, WRITE, RT_TRANSACTIONAL_ID, req.transactional_id):
+            return whole_request_error(broker, ctx, version, req, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        denied = denied_topics(broker, ctx, WRITE, (td.name for td in req.topic_data))
     dp = broker.data_path
     resp = ProduceResponse(responses=[], throttle_time_ms=0)
     written, to_flush = [], set()
@@ -39,9 +45,13 @@ def handle(broker, ctx, req, version):
         for pd in td.partition_data:
             pr = PartitionResponse(index=pd.index, base_offset=-1, log_append_time_ms=-1, log_start_offset=-1)
             tresp.partition_responses.append(pr)
-            if topic is None or not 0 <= pd.index < topic.num_partitions:
-                pr.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                continue
+            if topic is None or not 0 <= pd.index < topic.num_partitions or denied:
+                if denied and td.name in denied:
+                    pr.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                    continue
+                if topic is None or not 0 <= pd.index < topic.num_partitions:
+                    pr.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    continue
             try:
                 _check_one_batch(pd.records, version)
             except RecordBatchError as e:

@@ -6,6 +6,7 @@ from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages.share_fetch import ShareFetchResponse
 from ...share.share_session import FINAL_EPOCH, INITIAL_EPOCH
 from ..data_path import FetchWaiter
+from ..authorization import GROUP_AUTHORIZATION_FAILED, READ, TOPIC_AUTHORIZATION_FAILED, denied_topics, group_denied
 from ..pending import PendingResponse
 
 TopicResponse = ShareFetchResponse.ShareFetchableTopicResponse
@@ -19,6 +20,12 @@ def _error(code, message=None):
 
 def handle(broker, ctx, req, version):
     spm = broker.share_partitions
+    if broker.authorizer is not None:   # KafkaApis: READ on the group, READ on every topic it names
+        if group_denied(broker, ctx, READ, req.group_id or ""):
+            return _error(GROUP_AUTHORIZATION_FAILED)
+        names = [t.name for t in (broker.metadata.by_id(x.topic_id) for x in req.topics) if t is not None]
+        if names and denied_topics(broker, ctx, READ, names):
+            return _error(TOPIC_AUTHORIZATION_FAILED)
     group_id, member_id, epoch = req.group_id, req.member_id, req.share_session_epoch
     if not group_id:
         return _error(ErrorCode.INVALID_GROUP_ID)

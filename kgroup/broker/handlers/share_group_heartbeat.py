@@ -7,9 +7,17 @@ closing) releases what it holds, as in Kafka."""
 from ...coordinator import GroupCoordinatorShard as Shard
 from ...coordinator.share_group.manager import ShareStateInitialized
 from ...protocol.errors import ErrorCode
+from ...protocol.messages.share_group_heartbeat import ShareGroupHeartbeatResponse
+from ..authorization import (DESCRIBE, GROUP_AUTHORIZATION_FAILED, READ, TOPIC_AUTHORIZATION_FAILED, denied_topics,
+                             group_denied)
 
 
 def handle(broker, ctx, req, version):
+    if broker.authorizer is not None:   # KafkaApis: READ on the group, DESCRIBE on every subscribed topic
+        if group_denied(broker, ctx, READ, req.group_id):
+            return ShareGroupHeartbeatResponse(error_code=GROUP_AUTHORIZATION_FAILED)
+        if req.subscribed_topic_names and denied_topics(broker, ctx, DESCRIBE, req.subscribed_topic_names):
+            return ShareGroupHeartbeatResponse(error_code=TOPIC_AUTHORIZATION_FAILED)
     host = "/" + ctx.client_host  # as Kafka prints it (InetAddress.toString)
     gc = broker.group_coordinator
     answer = gc.execute(req.group_id, Shard.handle_share_group_heartbeat, req, version, ctx.client_id, host)

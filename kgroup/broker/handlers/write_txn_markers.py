@@ -4,6 +4,7 @@ Answered once the markers are fsynced. Unknown partitions answer UNKNOWN_TOPIC_O
 from ...protocol.errors import ErrorCode
 from ...protocol.messages.write_txn_markers import WriteTxnMarkersResponse
 from ...storage.txn_index import CorruptIndexError
+from ..authorization import ALTER, CLUSTER_ACTION, CLUSTER_NAME, RT_CLUSTER, allowed
 from ..coordinator_runtime import CoordinatorAppendError
 from ..pending import PendingResponse
 
@@ -11,6 +12,9 @@ R = WriteTxnMarkersResponse.WritableTxnMarkerResult
 
 
 def handle(broker, ctx, req, version):
+    if broker.authorizer is not None and not allowed(broker, ctx, ALTER, RT_CLUSTER, CLUSTER_NAME) \
+            and not allowed(broker, ctx, CLUSTER_ACTION, RT_CLUSTER, CLUSTER_NAME):   # KafkaApis: ALTER or CLUSTER_ACTION
+        return _all_failed(req, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     txn = broker.transaction_coordinator
     logs = set()
     results = []
@@ -49,3 +53,12 @@ def handle(broker, ctx, req, version):
         answered.answer(resp)
     broker.data_path.wait_flushed(logs).listen(flushed)
     return answered
+
+
+def _all_failed(req, code):
+    R = WriteTxnMarkersResponse.WritableTxnMarkerResult
+    T = R.WritableTxnMarkerTopicResult
+    P = T.WritableTxnMarkerPartitionResult
+    return WriteTxnMarkersResponse(markers=[R(producer_id=m.producer_id, topics=[
+        T(name=t.name, partitions=[P(partition_index=p, error_code=code) for p in t.partition_indexes])
+        for t in m.topics]) for m in req.markers])

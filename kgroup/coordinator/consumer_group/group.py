@@ -32,7 +32,8 @@ from ..group import Group, GroupType
 from ..timer import cancel_member_timers
 from ..topic_metadata import TopicMetadata
 from . import consumer_group_records as rec
-from .member import ConsumerGroupMember, MemberState, freeze
+from ..empty import NO_COUNTS, NO_ENTRIES
+from .member import ConsumerGroupMember, MemberState, freeze, shared_frozenset, shared_mapping, shared_name
 
 LEAVE_GROUP_MEMBER_EPOCH = -1
 
@@ -71,16 +72,18 @@ class ConsumerGroup(Group):
         self.group_id = group_id
         self.group_epoch = 0
         self.members: dict[str, ConsumerGroupMember] = {}
-        self.static_members: dict[str, str] = {}             # instance id -> member id
+        # static_members, subscribed_regexes, server_assignors and resolved_regexes are the shared
+        # read-only NO_ENTRIES / NO_COUNTS while empty (most groups): changed only below
+        self.static_members: dict[str, str] = NO_ENTRIES     # instance id -> member id
         self.subscription_metadata: dict[str, TopicMetadata] = {}
         self.assignment_epoch = 0
         self.target_assignment: dict[str, dict[bytes, frozenset]] = {}
         self.partition_epochs: dict[bytes, dict[int, int]] = {}
         self.subscribed_topic_names: Counter = Counter()
-        self.subscribed_regexes: Counter = Counter()
-        self.server_assignors: Counter = Counter()
+        self.subscribed_regexes: Counter = NO_COUNTS
+        self.server_assignors: Counter = NO_COUNTS
         self.classic_members = 0
-        self.resolved_regexes: dict[str, ResolvedRegex] = {}
+        self.resolved_regexes: dict[str, ResolvedRegex] = NO_ENTRIES
 
     # -- reads -------------------------------------------------------------------------------------
     @property
@@ -234,6 +237,8 @@ class ConsumerGroup(Group):
         self._add_epochs(new.assigned_partitions, new.member_epoch)
         self._add_epochs(new.partitions_pending_revocation, new.member_epoch)
         if new.instance_id is not None:
+            if self.static_members is NO_ENTRIES:
+                self.static_members = {}
             self.static_members[new.instance_id] = new.member_id
 
     def _remove_member(self, member_id: str) -> None:
@@ -244,18 +249,28 @@ class ConsumerGroup(Group):
             # unconditionally, as Kafka does: a replacing static member's records come after
             # the old member's tombstones
             self.static_members.pop(old.instance_id, None)
+            if not self.static_members:
+                self.static_members = NO_ENTRIES
 
     def _count(self, m: ConsumerGroupMember | None, delta: int) -> None:
         if m is None:
             return
         regex, assignor = m.subscribed_topic_regex, m.server_assignor_name
-        for counter, keys in ((self.subscribed_topic_names, m.subscribed_topic_names),
-                              (self.subscribed_regexes, (regex,) if regex else ()),
-                              (self.server_assignors, (assignor,) if assignor else ())):
+        for name, keys in (("subscribed_topic_names", m.subscribed_topic_names),
+                           ("subscribed_regexes", (regex,) if regex else ()),
+                           ("server_assignors", (assignor,) if assignor else ())):
+            if not keys:
+                continue
+            counter = getattr(self, name)
+            if counter is NO_COUNTS:
+                counter = Counter()
+                setattr(self, name, counter)
             for k in keys:
                 counter[k] += delta
                 if counter[k] <= 0:
                     del counter[k]
+            if not counter:
+                setattr(self, name, NO_COUNTS)
         if m.classic_member_metadata is not None:
             self.classic_members += delta
 
@@ -325,10 +340,11 @@ def replay(groups: dict[str, Group], record: CoordinatorRecord) -> None:
         if value is not None:
             base = old if old is not None else ConsumerGroupMember(key.member_id)
             group._update_member(base.replace(
-                instance_id=value.instance_id, rack_id=value.rack_id, client_id=value.client_id,
-                client_host=value.client_host, subscribed_topic_names=frozenset(value.subscribed_topic_names),
+                instance_id=value.instance_id, rack_id=value.rack_id, client_id=shared_name(value.client_id),
+                client_host=shared_name(value.client_host),
+                subscribed_topic_names=shared_frozenset(value.subscribed_topic_names),
                 subscribed_topic_regex=value.subscribed_topic_regex, rebalance_timeout_ms=value.rebalance_timeout_ms,
-                server_assignor_name=value.server_assignor, classic_member_metadata=_classic(value)))
+                server_assignor_name=shared_name(value.server_assignor), classic_member_metadata=_classic(value)))
         elif old is not None:
             if old.member_epoch != LEAVE_GROUP_MEMBER_EPOCH:
                 raise IllegalReplayState(f"Received a tombstone record to delete member {key.member_id} but did "
@@ -366,18 +382,22 @@ def replay(groups: dict[str, Group], record: CoordinatorRecord) -> None:
             group.assignment_epoch = -1
     elif t == rec.PARTITION_METADATA:
         if value is not None:
-            group.subscription_metadata = {
+            group.subscription_metadata = shared_mapping({
                 tm.topic_name: TopicMetadata(tm.topic_id, tm.topic_name, tm.num_partitions,
                                              tuple((pm.partition, tuple(pm.racks)) for pm in tm.partition_metadata))
-                for tm in value.topics}
+                for tm in value.topics})
         else:
             group.subscription_metadata = {}
     elif t == rec.REGULAR_EXPRESSION:
         if value is not None:
+            if group.resolved_regexes is NO_ENTRIES:
+                group.resolved_regexes = {}
             group.resolved_regexes[key.regular_expression] = ResolvedRegex(frozenset(value.topics), value.version,
                                                                            value.timestamp)
         else:
             group.resolved_regexes.pop(key.regular_expression, None)
+            if not group.resolved_regexes:
+                group.resolved_regexes = NO_ENTRIES
     elif t == rec.GROUP_METADATA:
         if value is not None:
             group.group_epoch = value.epoch
@@ -406,9 +426,7 @@ def assignment_state(m: ConsumerGroupMember) -> tuple:
 def preferred_assignor(members, default: str) -> str:
     """The server assignor ``members`` would choose (``ConsumerGroup.preferred_server_assignor``)."""
     probe = ConsumerGroup("")
-    for m in members:
-        if m.server_assignor_name:
-            probe.server_assignors[m.server_assignor_name] += 1
+    probe.server_assignors = Counter(m.server_assignor_name for m in members if m.server_assignor_name)
     return probe.preferred_server_assignor(default)
 
 

@@ -91,6 +91,7 @@ class ConsumerGroupManager:
         self.topics: Topics = topics or dict
         self.topics_version: Callable[[], int] = topics_version or (lambda: -1)
         self.groups = groups       # the shard's one group map, shared with the other managers
+        self._session_expired = self._expire_session    # one bound method for every session timer
         # online migration between the protocols (KIP-848): upgrades classic groups joined by a
         # consumer-protocol member, downgrades when the last one leaves, and classic members
         # inside consumer groups
@@ -445,13 +446,15 @@ class ConsumerGroupManager:
     # -- timers -----------------------------------------------------------------------------------
     def _schedule_session(self, group_id: str, member_id: str, timeout_ms: int | None = None) -> None:
         """``timeout_ms``: a classic member's own session timeout (else the group's)."""
-        def expire(res, group_id=group_id, member_id=member_id):
-            group = self.consumer_group(group_id)
-            member = group.members.get(member_id) if group is not None else None
-            if group is not None and member is not None:
-                self._remove_member(group, member, res)
         self.timer.schedule(session_key(group_id, member_id),
-                            self.session_timeout_ms(group_id) if timeout_ms is None else timeout_ms, expire)
+                            self.session_timeout_ms(group_id) if timeout_ms is None else timeout_ms,
+                            self._session_expired, (group_id, member_id))
+
+    def _expire_session(self, group_id: str, member_id: str, res) -> None:
+        group = self.consumer_group(group_id)
+        member = group.members.get(member_id) if group is not None else None
+        if group is not None and member is not None:
+            self._remove_member(group, member, res)
 
     def _schedule_rebalance(self, group_id: str, member: ConsumerGroupMember) -> None:
         epoch = member.member_epoch

@@ -3,13 +3,14 @@
 Its epochs and reconciliation state come from the CurrentMemberAssignment record (type 8), its
 subscription and client details from the MemberMetadata record (type 5). Assignments are
 ``{topic id: frozenset of partitions}`` with no empty sets, so two members compare equal exactly
-when Kafka's would.
+when Kafka's would; they are shared between members and never changed in place.
 """
 from __future__ import annotations
 
 import dataclasses
 import enum
-from typing import Iterable, Mapping
+import sys
+from typing import Iterable, Mapping, TypeVar, cast
 
 Assignment = Mapping[bytes, frozenset]
 EMPTY: Assignment = {}
@@ -31,16 +32,67 @@ class MemberState(enum.IntEnum):
             return cls.UNKNOWN
 
 
+# Equal assignments (a Stable member's target and current assignment, members given the same
+# partitions of different topics or groups) and equal name sets share one object. Bounded by
+# the partitions and names held, emptied when over, so any input keeps it small.
+_SHARED: dict = {}
+_SHARED_BUDGET = 65536
+_shared_held = 0
+
+
+def _share(key, value, size: int):
+    global _shared_held
+    shared = _SHARED.get(key)
+    if shared is not None:
+        return shared
+    if _shared_held + size > _SHARED_BUDGET:
+        _SHARED.clear()
+        _shared_held = 0
+    _SHARED[key] = value
+    _shared_held += size + 1
+    return value
+
+
+def shared_frozenset(items: Iterable) -> frozenset:
+    """``frozenset(items)``, one object for equal sets (subscriptions, a topic's partitions)."""
+    fs = items if type(items) is frozenset else frozenset(items)
+    return _share(fs, fs, len(fs)) if fs else EMPTY_SET
+
+
+EMPTY_SET: frozenset = frozenset()
+_EMPTY_DICT = cast("dict[bytes, frozenset]", EMPTY)    # the same object, typed as freeze returns it
+
+
+_Map = TypeVar("_Map", bound=dict)
+
+
+def shared_mapping(mapping: _Map) -> _Map:
+    """One object for equal read-only maps of hashable values (a group's subscribed topics'
+    metadata, which groups subscribed to the same topics hold alike)."""
+    if not mapping:
+        return cast(_Map, EMPTY)
+    return _share(tuple(mapping.items()), mapping, len(mapping))
+
+
+def shared_name(s: str | None) -> str | None:
+    """One object for equal client ids, hosts and assignor names (each request decodes its own)."""
+    return s if s is None else sys.intern(s)
+
+
 def freeze(assignment: Mapping[bytes, Iterable[int]] | None) -> dict[bytes, frozenset]:
-    """An assignment in canonical form: frozensets, no empty topics."""
+    """An assignment in canonical form: frozensets, no empty topics; one object for equal
+    assignments, to be read only (``Assignment`` is a Mapping)."""
     if not assignment:
-        return {}
+        return _EMPTY_DICT
     out = {}
     for topic_id, parts in assignment.items():
-        fs = parts if type(parts) is frozenset else frozenset(parts)
+        fs = shared_frozenset(parts)
         if fs:
             out[topic_id] = fs
-    return out
+    if not out:
+        return _EMPTY_DICT
+    key = tuple(out.items())
+    return _share(key, out, len(out))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -1,0 +1,19 @@
+"""AlterUserScramCredentials (51): upsert (salt + salted password, as kafka-configs.sh sends)
+and delete SCRAM credentials, durably, with Kafka's ScramControlManager checks; ALTER on the
+cluster when an authorizer is set."""
+from ...protocol.errors import ErrorCode
+from ...protocol.messages.alter_user_scram_credentials import AlterUserScramCredentialsResponse as R
+from ...security.acl import ALTER, CLUSTER_NAME, RT_CLUSTER
+
+
+def handle(broker, ctx, req, version):
+    authorizer = broker.authorizer
+    if authorizer is not None and not authorizer.authorize(ctx, ALTER, RT_CLUSTER, CLUSTER_NAME):
+        users = dict.fromkeys([d.name for d in req.deletions] + [u.name for u in req.upsertions])
+        return R(results=[R.AlterUserScramCredentialsResult(
+            user=u, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message=None) for u in users])
+    results = broker.security.credentials.alter(
+        [(d.name, d.mechanism) for d in req.deletions],
+        [(u.name, u.mechanism, u.iterations, u.salt, u.salted_password) for u in req.upsertions])
+    return R(results=[R.AlterUserScramCredentialsResult(user=u, error_code=c, error_message=m)
+                      for u, c, m in results])

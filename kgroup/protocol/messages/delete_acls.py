@@ -1,0 +1,35 @@
+"""DeleteAcls (API key 31): versions 0-3 (Kafka 4.x serves 1-3: KIP-896), flexible 2+."""
+from ..schema import F, message
+
+DeleteAclsRequest = message('DeleteAclsRequest', 31, '0-3', flexible='2+',
+    fields=[
+        F('filters', '[]DeleteAclsFilter', '0+', fields=[
+            F('resource_type_filter', 'int8', '0+'),
+            F('resource_name_filter', 'string', '0+', nullable='0+'),
+            F('pattern_type_filter', 'int8', '1+', default=3),
+            F('principal_filter', 'string', '0+', nullable='0+'),
+            F('host_filter', 'string', '0+', nullable='0+'),
+            F('operation', 'int8', '0+'),
+            F('permission_type', 'int8', '0+'),
+        ]),
+])
+
+DeleteAclsResponse = message('DeleteAclsResponse', 31, '0-3', flexible='2+',
+    fields=[
+        F('throttle_time_ms', 'int32', '0+'),
+        F('filter_results', '[]DeleteAclsFilterResult', '0+', fields=[
+            F('error_code', 'int16', '0+'),
+            F('error_message', 'string', '0+', nullable='0+'),
+            F('matching_acls', '[]DeleteAclsMatchingAcl', '0+', fields=[
+                F('error_code', 'int16', '0+'),
+                F('error_message', 'string', '0+', nullable='0+'),
+                F('resource_type', 'int8', '0+'),
+                F('resource_name', 'string', '0+'),
+                F('pattern_type', 'int8', '1+', default=3),
+                F('principal', 'string', '0+'),
+                F('host', 'string', '0+'),
+                F('operation', 'int8', '0+'),
+                F('permission_type', 'int8', '0+'),
+            ]),
+        ]),
+])
