@@ -28,7 +28,6 @@ from ..share.share_partition import SharePartition
 from ..share.share_session import ShareSessionCache
 from ..storage.errors import OffsetOutOfRangeError
 from . import group_configs
-from .data_path import FetchWaiter
 from .pending import PendingResponse
 
 log = logging.getLogger("kgroup.share")

@@ -121,7 +121,7 @@ class ShareCoordinatorShard:
         self.config = config or ShareCoordinatorConfig()
         self.scheduler = scheduler if scheduler is not None else TimerQueue()
         self.timer = CoordinatorTimer(self.scheduler)
-        self.topics: Topics = topics or (lambda: {})
+        self.topics: Topics = topics or (dict)
         self.state: dict[tuple, ShareGroupOffset] = {}
         self.leader_epochs: dict[tuple, int] = {}
         self.state_epochs: dict[tuple, int] = {}

@@ -33,9 +33,9 @@ def test_share_coordinator_apis_and_restart(tmp_path):
     try:
         c = RawClient(b.port)
         t = topic_id(c, "t")
-        I = InitializeShareGroupStateRequest.InitializeStateData
-        r = c.request(InitializeShareGroupStateRequest(group_id="g", topics=[I(topic_id=t, partitions=[
-            I.PartitionData(partition=p, state_epoch=1, start_offset=-1) for p in (0, 1, 2)])]), 0)
+        Init = InitializeShareGroupStateRequest.InitializeStateData
+        r = c.request(InitializeShareGroupStateRequest(group_id="g", topics=[Init(topic_id=t, partitions=[
+            Init.PartitionData(partition=p, state_epoch=1, start_offset=-1) for p in (0, 1, 2)])]), 0)
         got = parts(r)
         assert (got[(t, 0)].error_code, got[(t, 1)].error_code, got[(t, 2)].error_code) == (
             0, 0, E.UNKNOWN_TOPIC_OR_PARTITION)

@@ -8,7 +8,6 @@ from kgroup.coordinator.share_group import share_group_records as srec
 from kgroup.coordinator.share_group.group import compute_group_hash, compute_topic_hash
 from kgroup.coordinator.share_group.manager import ShareStateInitialized
 from kgroup.coordinator.share_group.simple_assignor import assign
-from kgroup.coordinator.timer import session_key
 from kgroup.protocol.messages.share_group_describe import ShareGroupDescribeRequest
 from kgroup.protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
 

@@ -229,13 +229,15 @@ def _init_map(infos, now_ms: int) -> dict:
 def replay(groups: dict[str, Group], record: CoordinatorRecord, now_ms: int = 0) -> None:
     """Apply one KIP-932 record to the shard's group map (Kafka's replay of records 10-15)."""
     t, key, value = record.record_type, record.key_struct, record.value_struct
-    group = groups.get(key.group_id)
-    if group is not None and group.type is not GroupType.SHARE:
+    found = groups.get(key.group_id)
+    if found is not None and not isinstance(found, ShareGroup):
         raise IllegalReplayState(f"Group {key.group_id} is not a share group.")
+    group = found
     if group is None:
         if value is None:
             return          # a tombstone for a group that is gone
-        group = groups[key.group_id] = ShareGroup(key.group_id)
+        group = ShareGroup(key.group_id)
+        groups[key.group_id] = group
     if t == rec.MEMBER_METADATA:
         old = group.members.get(key.member_id)
         if value is not None:

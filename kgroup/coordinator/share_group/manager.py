@@ -93,7 +93,7 @@ class ShareGroupManager:
         self.config = config
         self.timer = timer
         self.groups = groups
-        self.topics = topics or (lambda: {})
+        self.topics = topics or (dict)
         self.group_configs: GroupConfigs = {} if group_configs is None else group_configs
         # initializations the runtime hands to the share coordinator (written, not yet sent)
         self._initializations: list[InitializeShareGroupState] = []
@@ -368,7 +368,9 @@ class ShareGroupManager:
     def _schedule_session(self, group_id: str, member_id: str) -> None:
         def expire(res, group_id=group_id, member_id=member_id):
             group = self.share_group(group_id)
-            member = group.members.get(member_id) if group is not None else None
+            if group is None:
+                return
+            member = group.members.get(member_id)
             if member is not None:
                 self._fence(group, member, res)
         self.timer.schedule(session_key(group_id, member_id), self.session_timeout_ms(group_id), expire)
