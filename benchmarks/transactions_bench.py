@@ -8,6 +8,9 @@ topic; send_offsets_to_transaction (its group's offset on an input topic); flush
 commit_transaction. Counted: transactions committed per second over --seconds, and the latency
 of commit_transaction after the flush (its EndTxn round trip plus, on kgroup, the markers: the
 broker answers EndTxn once the PrepareCommit record, then the markers, are fsynced).
+A third row runs the same workload on kgroup with our own client's producers, which speak
+transaction version 2 (KIP-890 part 2), as Java 4.x's producer does once the broker finalizes
+transaction.version 2 (a Java 4.3 producer is not run here: no JVM client in the test set-up).
 kgroup runs with its defaults (every coordinator write and acks=-1 produce fsynced before the
 answer); the mock keeps everything in memory. Also printed: the CPU time (user + system, all
 threads) per committed transaction over the counted seconds of the broker process and of this
@@ -62,6 +65,42 @@ def _producer_loop(bs, n, stop_at, results, errors):
         errors.append(f"producer {n}: {e!r}")
 
 
+async def _tv2_loops(bs, producers, stop_at, results, errors):
+    """The same workload with our client, which speaks transaction version 2 (KIP-890 part 2:
+    no AddPartitionsToTxn/AddOffsetsToTxn, EndTxn v5) when the broker finalizes it, as Java
+    4.x's producer does; each producer an asyncio task of one event loop."""
+    import asyncio
+
+    from kgroup.client import TopicPartition as TP
+    from kgroup.client.producer import Producer
+    from kgroup.client.transactions import ConsumerGroupMetadata
+
+    async def one(n):
+        try:
+            async with Producer(bootstrap_servers=bs, transactional_id=f"bench-tv2-{n}", linger_ms=0) as p:
+                await p.init_transactions()
+                if not p._txn.transaction_v2:
+                    raise RuntimeError("the broker does not finalize transaction.version 2")
+                count, latencies, offset = 0, [], 0
+                await asyncio.sleep(max(0.0, stop_at[0] - time.monotonic()))
+                while time.monotonic() < stop_at[1]:
+                    p.begin_transaction()
+                    for i in range(10):
+                        await p.send(OUT, VALUE, partition=i % 2)
+                    offset += 10
+                    await p.send_offsets_to_transaction({TP(SRC, n % 2): offset},
+                                                        ConsumerGroupMetadata(f"bench-group-{n}"))
+                    await p.flush()
+                    t = time.perf_counter()
+                    await p.commit_transaction()
+                    latencies.append(time.perf_counter() - t)
+                    count += 1
+                results[n] = (count, latencies)
+        except Exception as e:  # noqa: BLE001 - reported by the run
+            errors.append(f"producer {n}: {e!r}")
+    await asyncio.gather(*(one(n) for n in range(producers)))
+
+
 def _cpu_seconds(pid):
     """User + system CPU seconds of process ``pid`` (Linux /proc), or None."""
     try:
@@ -72,17 +111,23 @@ def _cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def run_workload(bs, producers, seconds, broker_pid=None):
+def run_workload(bs, producers, seconds, broker_pid=None, tv2=False):
     """(transactions/s, p50 ms, p99 ms, broker CPU µs per transaction or None, client CPU µs
-    per transaction)."""
+    per transaction). ``tv2``: our client's producers (transaction version 2) instead of
+    librdkafka's (transaction version 1)."""
+    import asyncio
+
     from confluent_kafka import Producer
     warm = Producer({"bootstrap.servers": bs, "transactional.id": "bench-warm"})
     warm.init_transactions(30)       # both brokers: the transaction/offsets coordinators exist
     results, errors = {}, []
     start = time.monotonic() + 3.0          # time to initialize every producer, not counted
     stop_at = (start, start + seconds)
-    threads = [threading.Thread(target=_producer_loop, args=(bs, n, stop_at, results, errors))
-               for n in range(producers)]
+    if tv2:
+        threads = [threading.Thread(target=lambda: asyncio.run(_tv2_loops(bs, producers, stop_at, results, errors)))]
+    else:
+        threads = [threading.Thread(target=_producer_loop, args=(bs, n, stop_at, results, errors))
+                   for n in range(producers)]
     for t in threads:
         t.start()
     time.sleep(max(0.0, start - time.monotonic()))
@@ -125,6 +170,8 @@ def main(argv=None) -> int:
                     f.result(10)
                 rows.append(("kgroup (fsync)", *run_workload(broker.bootstrap, args.producers, args.seconds,
                                                              broker.proc.pid)))
+                rows.append(("kgroup TV2 (kgroup client)", *run_workload(broker.bootstrap, args.producers,
+                                                                         args.seconds, broker.proc.pid, tv2=True)))
             finally:
                 broker.stop()
         proc, bs = rdkafka_mock.spawn(topics={OUT: 2, SRC: 2})

@@ -54,7 +54,8 @@ def _serve(args) -> int:
 
 
 _TOOLS = {"topics": "main_topics", "groups": "main_groups", "produce": "main_produce",
-          "consume": "main_consume", "configs": "main_configs", "delete-records": "main_delete_records"}
+          "consume": "main_consume", "configs": "main_configs", "delete-records": "main_delete_records",
+          "features": "main_features", "transactions": "main_transactions"}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -84,6 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, what in (("topics", "create, list, describe, alter, delete topics (like kafka-topics.sh)"),
                        ("configs", "describe or alter topic and broker configs (like kafka-configs.sh)"),
                        ("delete-records", "delete records up to offsets (like kafka-delete-records.sh)"),
+                       ("features", "describe, upgrade, downgrade feature levels (like kafka-features.sh)"),
+                       ("transactions", "list, describe, find hanging, abort transactions (like kafka-transactions.sh)"),
                        ("acls", "add, remove, list ACLs (like kafka-acls.sh)"),
                        ("groups", "list, describe, delete groups, reset offsets (like kafka-consumer-groups.sh)"),
                        ("produce", "console producer"), ("consume", "console consumer"),

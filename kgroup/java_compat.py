@@ -239,3 +239,65 @@ class JavaHashSet:
                 return item
             heapq.heappop(heap)
         raise KeyError("first() of an empty set")
+
+
+def uuid_map_order(keys: Iterable[bytes]) -> list[bytes]:
+    """The iteration order of a ``new HashMap<Uuid, _>()`` (or ``Collectors.toMap``) filled by
+    ``put`` in this order: a member's assignment as Kafka's ``Assignment.fromRecord`` rebuilds it."""
+    return hash_order(keys, uuid_hash_code)
+
+
+def int_hash_set_copy_order(values: Iterable[int]) -> list[int]:
+    """The iteration order of ``new HashSet<Integer>(c)`` over ``c`` in this order
+    (``Integer.hashCode`` is the value): a topic's partitions in ``Assignment.fromRecord``."""
+    return hash_set_copy_order(values, _int_hash)
+
+
+def _int_hash(v: int) -> int:
+    return v & MASK32
+
+
+_M64 = (1 << 64) - 1
+_FIBONACCI = -7046029254386353131       # Knuth's multiplicative constant of BaseHashTable.findSlot
+
+
+class TimelineHashOrder:
+    """The iteration order of Kafka's ``TimelineHashMap`` (its ``BaseHashTable``) over String keys,
+    kept as keys are added and removed: the table starts at 2 slots (``new
+    TimelineHashMap<>(registry, 0)``) and doubles when ``(size + 1) * 0.75 > slots`` before an add; a
+    key's slot is the top bits of ``hashCode * -7046029254386353131`` (as a long); a slot keeps its
+    keys in the order they came (a rehash walks the old slots in order); iteration walks the slots
+    in order. A key added again keeps its place."""
+
+    __slots__ = ("slots", "size")
+
+    def __init__(self) -> None:
+        self.slots: list[list[str]] = [[], []]
+        self.size = 0
+
+    @staticmethod
+    def _slot(key: str, n: int) -> int:
+        return ((string_hash_code(key) * _FIBONACCI) & _M64) >> (65 - n.bit_length())
+
+    def add(self, key: str) -> None:
+        n = len(self.slots)
+        if key in self.slots[self._slot(key, n)]:
+            return
+        if (self.size + 1) * 0.75 > n:
+            old, n = self.slots, n * 2
+            self.slots = [[] for _ in range(n)]
+            for bucket in old:
+                for k in bucket:
+                    self.slots[self._slot(k, n)].append(k)
+        self.slots[self._slot(key, n)].append(key)
+        self.size += 1
+
+    def remove(self, key: str) -> None:
+        bucket = self.slots[self._slot(key, len(self.slots))]
+        if key in bucket:
+            bucket.remove(key)
+            self.size -= 1
+
+    def __iter__(self):
+        for bucket in self.slots:
+            yield from bucket

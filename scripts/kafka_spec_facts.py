@@ -1,27 +1,25 @@
 #!/usr/bin/env python3
 """Write the facts of Apache Kafka's JSON message and record specs as one compact table.
 
-Where the facts come from: Apache Kafka 4.0's JSON specs,
+Where the facts come from: Apache Kafka 4.3.1's JSON specs,
   clients/src/main/resources/common/message/*.json             (requests, responses, headers,
                                                                ConsumerProtocol*)
   group-coordinator/src/main/resources/common/message/*.json   (__consumer_offsets records)
   transaction-coordinator/src/main/resources/common/message/*.json  (__transaction_state records)
-as published in Kafka's source tree (a late-2024 snapshot of 4.0's development), plus the two
-specs of the regex resolution record that 4.0 added after that snapshot,
-ConsumerGroupRegularExpressionKey/Value.json (record type 16), from a later snapshot of the same
-folder (pass their folder as one more --records directory).
+  share-coordinator/src/main/resources/common/message/*.json   (__share_group_state records)
+as published in Kafka's source tree at the 4.3.1 release.
 
 What is kept: for each spec its name, type, apiKey, validVersions, flexibleVersions,
 latestVersionUnstable and deprecatedVersions; for each field (recursively, and in commonStructs)
 its name, type, versions, nullableVersions, taggedVersions, tag, default and flexibleVersions.
 Everything else (the ``about`` prose, comments, entity types, map keys, listeners) is dropped.
 
-The table (``tests/kafka_spec/kafka-4.0.json``) is what the conformance tests check kgroup's
+The table (``tests/kafka_spec/kafka-4.3.json``) is what the conformance tests check kgroup's
 declarative definitions against; kgroup never reads it at run time. Regenerate it from a Kafka
 checkout with
 
     python scripts/kafka_spec_facts.py --messages DIR [DIR ...] --records DIR [DIR ...] \
-        > tests/kafka_spec/kafka-4.0.json
+        > tests/kafka_spec/kafka-4.3.json
 
 (messages: the clients' message folder; records: the coordinators' folders).
 """
@@ -75,7 +73,7 @@ def main(argv=None) -> int:
     ap.add_argument("--messages", nargs="+", required=True, help="folders of message specs")
     ap.add_argument("--records", nargs="+", required=True, help="folders of record specs")
     args = ap.parse_args(argv)
-    table = {"source": "Apache Kafka 4.0 JSON message and record specs (facts only)",
+    table = {"source": "Apache Kafka 4.3.1 JSON message and record specs (facts only)",
              "messages": collect(args.messages), "records": collect(args.records)}
     # One spec per line: small diffs when a spec changes, and still one JSON document.
     out = sys.stdout

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 
 from ..protocol.errors import ErrorCode, KafkaError
-from . import group_configs
+from . import client_metrics, group_configs
 from .config import CONFIG_DEFS, ConfigError, _parse
 from .topic_configs import TOPIC_CONFIG_DEFS, TOPIC_CONFIGS, validate as validate_topic_configs
 
@@ -132,6 +132,8 @@ def current_configs(broker, resource_type: int, name: str) -> dict[str, str]:
     if resource_type == group_configs.GROUP:
         group_configs.check_name(name)
         return dict(broker.metadata.group_configs.get(name, {}))
+    if resource_type == client_metrics.CLIENT_METRICS:
+        return broker.metadata.client_metrics.configs(name)
     raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type {resource_type}")
 
 
@@ -174,6 +176,9 @@ def incremental(broker, resource_type: int, name: str, ops) -> dict[str, str]:
 
 
 def _config_type(resource_type: int, key: str) -> str | None:
+    if resource_type == client_metrics.CLIENT_METRICS:
+        return {client_metrics.METRICS: "list", client_metrics.MATCH: "list",
+                client_metrics.INTERVAL_MS: "int"}.get(key)
     if resource_type == group_configs.GROUP:
         d = group_configs.GROUP_CONFIG_DEFS.get(key)
         return d.type if d else None
@@ -223,6 +228,12 @@ def apply_configs(broker, resource_type: int, name: str, configs: dict[str, str 
         broker.metadata.set_group_configs(name, {k: v.strip() for k, v in configs.items()})
         broker.group_coordinator.on_group_configs_changed(name)
         log.info("group %s configs: %s", name, configs)
+    elif resource_type == client_metrics.CLIENT_METRICS:
+        client_metrics.validate(name, configs)
+        if validate_only:
+            return
+        broker.metadata.client_metrics.set_configs(name, configs)
+        log.info("client metrics subscription %s: %s", name, configs)
     else:
         raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type {resource_type}")
 

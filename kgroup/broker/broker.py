@@ -100,6 +100,9 @@ class Broker:
 
     # -- lifecycle ------------------------------------------------------------------------------
     async def start(self) -> None:
+        if self.config.not_applied:
+            log.info("Kafka configs accepted but not applied on this single node: %s",
+                     ", ".join(sorted(self.config.not_applied)))
         loop = self.loop = asyncio.get_running_loop()
         self._housekeeping = loop.create_task(self._housekeeping_loop())
         self._cleaner = loop.create_task(self._cleaner_loop())

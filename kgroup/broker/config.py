@@ -1,8 +1,9 @@
 """Broker configuration: Kafka's own keys, types and defaults.
 
 ``BrokerConfig.load(path, overrides)`` mirrors ``kafka-server-start.sh server.properties
---override k=v``: a Java-style properties file, then overrides; an unknown key is an error naming
-it. ``DescribeConfigs`` for the broker resource reads the same table, so what we accept is what we
+--override k=v``: a Java-style properties file, then overrides. Every Kafka 4.3 broker key is
+accepted: those kgroup applies are below, the rest (kafka_broker_keys.py) are kept and reported
+as not applied; any other key is an error naming it. ``DescribeConfigs`` for the broker resource reads the same table, so what we accept is what we
 describe.
 """
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..coordinator.config import validate_migration_policy
+from .kafka_broker_keys import KAFKA_KEYS_NOT_APPLIED
 
 INT_MAX = 2**31 - 1
 LONG_MAX = 2**63 - 1
@@ -200,6 +202,13 @@ CONFIG_DEFS: dict[str, ConfigDef] = {c.name: c for c in (
     _d("producer.id.expiration.ms", "int", 86400000, "Expiry of idle producer ids."),
     _d("producer.id.expiration.check.interval.ms", "int", 600000,
        "How often producer ids idle longer than producer.id.expiration.ms are removed."),
+    _d("transaction.partition.verification.enable", "boolean", True,
+       "Verify with the transaction coordinator that a transactional produce or TxnOffsetCommit "
+       "belongs to an ongoing transaction of its producer (KIP-890 part 1)."),
+    _d("transaction.state.log.min.isr", "int", 1,
+       "min.insync.replicas of __transaction_state (one node: its only replica is always in sync)."),
+    _d("max.request.partition.size.limit", "int", 2000,
+       "Most partitions a DescribeTopicPartitions answer carries before its cursor."),
     _d("num.network.threads", "int", 3, "Accepted for compatibility; kgroup uses one event loop."),
     _d("num.io.threads", "int", 8, "Accepted for compatibility; kgroup uses one event loop."),
     # kgroup's own keys (not Kafka's).
@@ -284,12 +293,17 @@ class BrokerConfig:
 
     def __init__(self, explicit: dict[str, str] | None = None):
         self.explicit: dict[str, Any] = {}
+        # Kafka keys accepted but not applied here (kafka_broker_keys.py): kept as given
+        self.not_applied: dict[str, str] = {}
         self.listener_props: dict[str, str] = {}     # listener.name.<l>.<key> overrides, raw
         for key, raw in (explicit or {}).items():
             defn = CONFIG_DEFS.get(key)
             if defn is None:
                 if _LISTENER_KEY.fullmatch(key):
                     self.listener_props[key] = raw.strip()
+                    continue
+                if key in KAFKA_KEYS_NOT_APPLIED:
+                    self.not_applied[key] = raw
                     continue
                 raise ConfigError(f"Unknown configuration '{key}'")
             self.explicit[key] = _parse(defn, raw)

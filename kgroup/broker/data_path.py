@@ -29,6 +29,7 @@ import time
 
 from ..clock import now_ms
 from ..storage.config import LogConfig
+from ..storage.errors import LogClosedError
 from ..storage.fs import syncfs, syncfs_available
 from ..storage.manager import LogManager
 from .config import BrokerConfig
@@ -247,7 +248,7 @@ class DataPath:
                     try:
                         marks.append((plog, plog.sync_mark()))
                     except Exception as e:  # closed or deleted meanwhile
-                        log.error("flush of %s failed: %s", plog.directory, e)
+                        _flush_failed(plog, e)
                         failures[plog] = e
                 self._start_sync(marks, waiters, failures)
                 return
@@ -292,7 +293,7 @@ class DataPath:
                 try:
                     plog.synced(mark)
                 except Exception as e:  # closed or deleted meanwhile
-                    log.error("flush of %s failed: %s", plog.directory, e)
+                    _flush_failed(plog, e)
                     failures[plog] = e
         self._report_io_errors(failures)
         self._resolve(waiters, failures)
@@ -312,7 +313,7 @@ class DataPath:
             try:
                 plog.flush()
             except Exception as e:  # a closed/deleted log or a disk error fails its waiters
-                log.error("flush of %s failed: %s", getattr(plog, "directory", plog), e)
+                _flush_failed(plog, e)
                 failures[plog] = e
         return failures
 
@@ -382,3 +383,12 @@ class DataPath:
         if self._syncer is not None:
             self._syncer.stop()     # after the sync in flight, if any
         self.logs.close_all(clean=clean)
+
+
+def _flush_failed(plog, error) -> None:
+    """A flush that failed: a log closed by its partition's deletion is no fault (its waiters are
+    answered as for a partition no longer hosted), anything else is logged as the error it is."""
+    if isinstance(error, LogClosedError):
+        log.debug("flush of %s skipped: %s", getattr(plog, "directory", plog), error)
+    else:
+        log.error("flush of %s failed: %s", getattr(plog, "directory", plog), error)

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 
 from ..protocol.errors import ErrorCode, KafkaError
 from .config import BrokerConfig
+from .client_metrics import ClientMetrics
+from .features import Features
 # Topic-level configs (name -> (broker synonym, type)) live in topic_configs.py with Kafka's
 # validation; DescribeConfigs reports the broker value as the default, as Kafka does.
 from .topic_configs import TOPIC_CONFIGS, broker_default, validate as validate_topic_configs  # noqa: F401
@@ -88,6 +90,8 @@ class TopicRegistry:
         # but their names are taken.
         self.creating: set[str] = set()
         self._load_topics()
+        self.features = Features(data_dir, config.node_id)     # finalized feature levels (KIP-584)
+        self.client_metrics = ClientMetrics(data_dir)          # KIP-714 subscriptions and pushes
 
     # -- identity ---------------------------------------------------------------------------
     def _load_or_create_cluster_id(self) -> str:

@@ -35,6 +35,7 @@ from __future__ import annotations
 import bisect
 import functools
 import logging
+import re
 import time
 
 from ..coordinator.coordinator_records import GROUP_METADATA
@@ -316,6 +317,7 @@ class BrokerMetrics:
                 "offset_deletions": c.offset_deletions,
                 "completed_rebalances": c.completed_rebalances,
                 "partition_load_ms": dict(getattr(b.group_coordinator, "partition_load_ms", {}) or {}),
+                "client_metrics": b.metadata.client_metrics.snapshot(),
                 "node_id": b.config.node_id}
 
 
@@ -327,6 +329,12 @@ def _esc(v) -> str:
 
 def _labels(**kv) -> str:
     return "{" + ",".join(f'{k}="{_esc(v)}"' for k, v in kv.items()) + "}" if kv else ""
+
+
+def _label_name(key: str) -> str:
+    """An OTLP attribute key as a Prometheus label name."""
+    name = re.sub(r"[^a-zA-Z0-9_]", "_", key)
+    return name if name and not name[0].isdigit() else "_" + name
 
 
 def _fmt(v) -> str:
@@ -397,6 +405,19 @@ def render(snap: dict) -> str:
            [(_labels(topic=t, partition=p), size) for (t, p), size in sorted(snap["log_sizes"].items())])
     histogram("kafka_log_logflushstats_flush_time_seconds", "Group-commit flush (fsync/syncfs) durations",
               [({}, snap["flush"])])
+
+    # client metrics (KIP-714): each client instance's last pushed values, by metric name
+    samples = []
+    for instance_id, attrs, values in snap.get("client_metrics", ()):
+        who = {"client_instance_id": instance_id, "client_id": attrs.get("client_id") or "",
+               "client_software_name": attrs.get("client_software_name") or "",
+               "client_software_version": attrs.get("client_software_version") or ""}
+        for (metric, metric_attrs), value in sorted(values.items()):
+            labels = dict(who, metric=metric)
+            labels.update({_label_name(k): v for k, v in metric_attrs if _label_name(k) not in labels})
+            samples.append((_labels(**labels), value))
+    family("kgroup_client_telemetry", "gauge", "Client metrics pushed with PushTelemetry (KIP-714), the last value "
+           "per client instance", samples)
 
     # kafka_exporter's series, names and labels
     topics = snap["topics"]

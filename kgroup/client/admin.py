@@ -15,6 +15,7 @@ from typing import Iterable, Mapping, NamedTuple
 
 from kgroup.protocol.errors import ErrorCode, KafkaError
 from kgroup.protocol.messages.alter_configs import AlterConfigsRequest
+from kgroup.protocol.messages.api_versions import ApiVersionsRequest
 from kgroup.protocol.messages.create_partitions import CreatePartitionsRequest
 from kgroup.protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
 from kgroup.protocol.messages.create_topics import CreateTopicsRequest
@@ -25,11 +26,16 @@ from kgroup.protocol.messages.delete_topics import DeleteTopicsRequest
 from kgroup.protocol.messages.describe_cluster import DescribeClusterRequest
 from kgroup.protocol.messages.describe_configs import DescribeConfigsRequest
 from kgroup.protocol.messages.describe_groups import DescribeGroupsRequest
+from kgroup.protocol.messages.describe_producers import DescribeProducersRequest
+from kgroup.protocol.messages.describe_transactions import DescribeTransactionsRequest
 from kgroup.protocol.messages.find_coordinator import FindCoordinatorRequest
 from kgroup.protocol.messages.list_groups import ListGroupsRequest
 from kgroup.protocol.messages.list_offsets import ListOffsetsRequest
+from kgroup.protocol.messages.list_transactions import ListTransactionsRequest
 from kgroup.protocol.messages.offset_commit import OffsetCommitRequest
 from kgroup.protocol.messages.offset_fetch import OffsetFetchRequest
+from kgroup.protocol.messages.update_features import UpdateFeaturesRequest
+from kgroup.protocol.messages.write_txn_markers import WriteTxnMarkersRequest
 from kgroup.protocol.schema import ZERO_UUID
 
 from .assignors import TopicPartition
@@ -124,6 +130,41 @@ def _check(code: int, what: str, message: str | None = None) -> KafkaError | Non
     return None
 
 
+class FeatureMetadata(NamedTuple):
+    """Java's FeatureMetadata: {feature: (min, max)} supported, {feature: level} finalized (levels
+    above 0), and the finalized features' epoch."""
+    supported: dict[str, tuple[int, int]]
+    finalized: dict[str, int]
+    epoch: int | None
+
+
+class TransactionListing(NamedTuple):
+    transactional_id: str
+    producer_id: int
+    state: str
+
+
+class TransactionDescription(NamedTuple):
+    coordinator_id: int
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    state: str
+    transaction_timeout_ms: int
+    transaction_start_time_ms: int | None
+    topic_partitions: list
+
+
+class ProducerState(NamedTuple):
+    """One active producer of a partition (DescribeProducers)."""
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int
+    last_timestamp: int
+    coordinator_epoch: int | None
+    current_transaction_start_offset: int | None
+
+
 class Admin:
     """An asyncio admin client (Java's Admin)."""
 
@@ -199,6 +240,33 @@ class Admin:
         return {"cluster_id": self._client.cluster_id, "controller_id": self._client.controller_id,
                 "brokers": list(self._client.nodes.values())}
 
+    async def describe_features(self) -> FeatureMetadata:
+        """Supported and finalized feature levels (Java's Admin.describeFeatures): ApiVersions v3+
+        of the least loaded node."""
+        await self._client.refresh_metadata([])
+        conn = await self._client.connection(self._client.least_loaded_node())
+        resp = await conn.send(ApiVersionsRequest(client_software_name="kgroup-python", client_software_version="0.1.0"),
+                               min_version=3)
+        error = _check(resp.error_code, "ApiVersions")
+        if error:
+            raise error
+        return FeatureMetadata({f.name: (f.min_version, f.max_version) for f in resp.supported_features},
+                               {f.name: f.max_version_level for f in resp.finalized_features},
+                               resp.finalized_features_epoch if resp.finalized_features_epoch >= 0 else None)
+
+    async def update_features(self, updates: Mapping[str, tuple[int, int]], validate_only: bool = False) -> None:
+        """UpdateFeatures: {feature: (level, upgrade type 1 upgrade / 2 safe / 3 unsafe downgrade)},
+        all or nothing; raises the KafkaError of a refused update with the controller's message."""
+        U = UpdateFeaturesRequest.FeatureUpdateKey
+        req = UpdateFeaturesRequest(feature_updates=[U(feature=n, max_version_level=level, upgrade_type=kind,
+                                                       allow_downgrade=kind != 1)
+                                                     for n, (level, kind) in updates.items()],
+                                    validate_only=validate_only, timeout_ms=self._timeout)
+        resp = await self._client.send(await self._controller(), req)
+        error = _check(resp.error_code, "UpdateFeatures", resp.error_message)
+        if error:
+            raise error
+
     async def describe_configs(self, resource_type: int, name: str, keys: list[str] | None = None) -> dict[str, dict]:
         """{config name: {value, read_only, source, is_sensitive, is_default}} for a topic (2) or broker (4)."""
         req = DescribeConfigsRequest(resources=[DescribeConfigsRequest.DescribeConfigsResource(
@@ -212,7 +280,7 @@ class Admin:
         if error:
             raise error
         return {c.name: {"value": c.value, "read_only": c.read_only, "source": c.config_source,
-                         "is_sensitive": c.is_sensitive, "is_default": c.is_default or c.config_source == 5,
+                         "is_sensitive": c.is_sensitive, "is_default": c.config_source == 5,
                          "synonyms": [(s.name, s.value, s.source) for s in c.synonyms]}
                 for c in result.configs}
 
@@ -303,6 +371,102 @@ class Admin:
                 raise KafkaError(err, f"FindCoordinator for group {group_id} failed")
             await asyncio.sleep(self.config["retry.backoff.ms"] / 1000)
 
+    # --- transactions (Java's Admin.listTransactions, describeTransactions, describeProducers,
+    # abortTransaction; kafka-transactions.sh) ------------------------------------------------------
+
+    async def list_transactions(self, states: Iterable[str] = (), producer_ids: Iterable[int] = (),
+                                duration_ms: int = -1, transactional_id_pattern: str | None = None
+                                ) -> dict[int, list[TransactionListing]]:
+        """ListTransactions on every broker: {broker id: its transactions}."""
+        await self._client.refresh_metadata([])
+        req = ListTransactionsRequest(state_filters=list(states), producer_id_filters=list(producer_ids),
+                                      duration_filter=duration_ms, transactional_id_pattern=transactional_id_pattern)
+
+        async def one(node_id):
+            version = None if transactional_id_pattern is None else 2
+            resp = await self._client.send(node_id, req, **({} if version is None else {"min_version": version}))
+            error = _check(resp.error_code, f"ListTransactions on node {node_id}")
+            if error:
+                raise error
+            return node_id, [TransactionListing(s.transactional_id, s.producer_id, s.transaction_state)
+                             for s in resp.transaction_states]
+        return dict(await asyncio.gather(*(one(n) for n in self._client.nodes)))
+
+    async def describe_transactions(self, transactional_ids: Iterable[str]) -> dict[str, TransactionDescription]:
+        """DescribeTransactions at each id's transaction coordinator; an id's failure is raised."""
+        out = {}
+        for tid in transactional_ids:
+            node = await self._find_coordinator(tid, 1)
+            resp = await self._client.send(node.node_id, DescribeTransactionsRequest(transactional_ids=[tid]),
+                                           group="coordinator", node=node)
+            st = resp.transaction_states[0]
+            error = _check(st.error_code, f"DescribeTransactions {tid}")
+            if error:
+                raise error
+            out[tid] = TransactionDescription(
+                node.node_id, st.transactional_id, st.producer_id, st.producer_epoch, st.transaction_state,
+                st.transaction_timeout_ms, st.transaction_start_time_ms if st.transaction_start_time_ms >= 0 else None,
+                sorted(TopicPartition(t.topic, p) for t in st.topics for p in t.partitions))
+        return out
+
+    async def describe_producers(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, list]:
+        """DescribeProducers at each partition's leader: {partition: [ProducerState]}; a
+        partition's error is raised."""
+        partitions = list(partitions)
+        await self._client.refresh_metadata(sorted({tp.topic for tp in partitions}))
+        by_leader: dict[int, dict[str, list[int]]] = {}
+        for tp in partitions:
+            leader = self._client.leader_for(tp.topic, tp.partition)
+            if leader < 0:
+                raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"DescribeProducers {tp.topic}-{tp.partition}")
+            by_leader.setdefault(leader, {}).setdefault(tp.topic, []).append(tp.partition)
+        out: dict = {}
+        for leader, topics in by_leader.items():
+            resp = await self._client.send(leader, DescribeProducersRequest(topics=[
+                DescribeProducersRequest.TopicRequest(name=t, partition_indexes=ps) for t, ps in topics.items()]))
+            for t in resp.topics:
+                for p in t.partitions:
+                    error = _check(p.error_code, f"DescribeProducers {t.name}-{p.partition_index}", p.error_message)
+                    if error:
+                        raise error
+                    out[TopicPartition(t.name, p.partition_index)] = [ProducerState(
+                        s.producer_id, s.producer_epoch, s.last_sequence, s.last_timestamp,
+                        s.coordinator_epoch if s.coordinator_epoch >= 0 else None,
+                        s.current_txn_start_offset if s.current_txn_start_offset >= 0 else None)
+                        for s in p.active_producers]
+        return out
+
+    async def abort_transaction(self, tp: TopicPartition, producer_id: int, producer_epoch: int,
+                                coordinator_epoch: int) -> None:
+        """Java's Admin.abortTransaction: an ABORT marker written by WriteTxnMarkers at the
+        partition's leader, for a transaction its coordinator has lost (a hanging one)."""
+        await self._client.refresh_metadata([tp.topic])
+        leader = self._client.leader_for(tp.topic, tp.partition)
+        if leader < 0:
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"abort on {tp.topic}-{tp.partition}")
+        M = WriteTxnMarkersRequest.WritableTxnMarker
+        resp = await self._client.send(leader, WriteTxnMarkersRequest(markers=[M(
+            producer_id=producer_id, producer_epoch=producer_epoch, transaction_result=False,
+            coordinator_epoch=coordinator_epoch,
+            topics=[M.WritableTxnMarkerTopic(name=tp.topic, partition_indexes=[tp.partition])])]))
+        code = resp.markers[0].topics[0].partitions[0].error_code
+        error = _check(code, f"WriteTxnMarkers {tp.topic}-{tp.partition}")
+        if error:
+            raise error
+
+    async def _find_coordinator(self, key: str, key_type: int) -> NodeInfo:
+        deadline = now_ms() + self._timeout
+        while True:
+            resp = await self._client.send_any(FindCoordinatorRequest(key=key, key_type=key_type,
+                                                                      coordinator_keys=[key]))
+            c = resp.coordinators[0] if resp.coordinators else resp
+            if not c.error_code:
+                return NodeInfo(c.node_id, c.host, c.port)
+            err = ErrorCode(c.error_code)
+            if not err.retriable or now_ms() >= deadline:
+                raise KafkaError(err, f"FindCoordinator for {key} failed")
+            await asyncio.sleep(self.config["retry.backoff.ms"] / 1000)
+
     async def _group_request(self, group_id: str, build, check, timeout_ms: int | None = None):
         """Send to the coordinator, retrying NOT_COORDINATOR / loading / disconnects."""
         deadline = now_ms() + (timeout_ms or self._timeout)
@@ -352,8 +516,12 @@ class Admin:
                     except Exception:
                         log.warning("cannot decode assignment of member %s", m.member_id)
                 members.append(MemberDescription(m.member_id, m.group_instance_id, m.client_id, m.client_host, assignment))
-            out[gid] = GroupDescription(gid, g.group_state, g.protocol_type, g.protocol_data, members, node,
-                                        ErrorCode(g.error_code))
+            # DescribeGroups v6+ (KIP-1043) answers a missing group GROUP_ID_NOT_FOUND; older
+            # versions answer it Dead without an error: one shape for callers, Dead
+            error = ErrorCode(g.error_code)
+            if error == ErrorCode.GROUP_ID_NOT_FOUND:
+                error = ErrorCode.NONE
+            out[gid] = GroupDescription(gid, g.group_state, g.protocol_type, g.protocol_data, members, node, error)
         return out
 
     async def describe_consumer_groups(self, group_ids: Iterable[str]) -> dict[str, ConsumerGroupDescription]:
@@ -464,7 +632,7 @@ class Admin:
             by_topic: dict[str, list] = {}
             for tp, ts in parts.items():
                 by_topic.setdefault(tp.topic, []).append(ListOffsetsRequest.ListOffsetsPartition(
-                    partition_index=tp.partition, timestamp=ts, max_num_offsets=1))
+                    partition_index=tp.partition, timestamp=ts))
             req = ListOffsetsRequest(replica_id=-1, isolation_level=1 if isolation_level == "read_committed" else 0,
                                      timeout_ms=timeout_ms or self._timeout,
                                      topics=[ListOffsetsRequest.ListOffsetsTopic(name=t, partitions=p)
@@ -477,8 +645,6 @@ class Admin:
                     tp = TopicPartition(t.name, p.partition_index)
                     if p.error_code:
                         out[tp] = KafkaError(ErrorCode(p.error_code), f"ListOffsets {tp}")
-                    elif version == 0:
-                        out[tp] = (p.old_style_offsets[0] if p.old_style_offsets else -1, -1)
                     else:
                         out[tp] = (p.offset, p.timestamp)
 

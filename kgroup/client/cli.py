@@ -799,3 +799,264 @@ async def _delete_records(args, wanted) -> int:
             else:
                 print(f"partition: {tp.topic}-{tp.partition}\tlow_watermark: {r}")
         return status
+
+
+# --- kafka-features ----------------------------------------------------------------------------------
+
+def main_features(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="kgroup features", description="Describe or change the cluster's feature "
+                                "levels (like kafka-features.sh).")
+    p.add_argument("--bootstrap-server", required=True)
+    sub = p.add_subparsers(dest="command", required=True)
+    sub.add_parser("describe", help="supported and finalized feature levels")
+    for name, what in (("upgrade", "raise feature levels"), ("downgrade", "lower feature levels")):
+        q = sub.add_parser(name, help=what)
+        q.add_argument("--feature", action="append", metavar="NAME=LEVEL", help="repeatable")
+        q.add_argument("--release-version", help="metadata.version as a release, e.g. 4.3-IV0")
+        q.add_argument("--dry-run", action="store_true")
+        if name == "downgrade":
+            q.add_argument("--unsafe", action="store_true")
+    q = sub.add_parser("disable", help="set features to level 0")
+    q.add_argument("--feature", action="append", metavar="NAME", help="repeatable")
+    q.add_argument("--unsafe", action="store_true")
+    q.add_argument("--dry-run", action="store_true")
+    args = p.parse_args(argv)
+    return _run(_features(args))
+
+
+def _level_text(feature: str, level: int) -> str:
+    """FeatureCommand.levelToString: metadata.version by its release name."""
+    from kgroup.broker.features import METADATA_VERSION, metadata_version_name
+    if feature == METADATA_VERSION:
+        return metadata_version_name(level) if level else "UNKNOWN 0"
+    return str(level)
+
+
+async def _features(args) -> int:
+    from kgroup.broker.features import METADATA_VERSION, metadata_version_level
+    async with Admin(bootstrap_servers=args.bootstrap_server) as admin:
+        if args.command == "describe":
+            fm = await admin.describe_features()
+            for feature in sorted(fm.supported):
+                lo, hi = fm.supported[feature]
+                print(f"Feature: {feature:<40}  SupportedMinVersion: {_level_text(feature, lo):<15}  "
+                      f"SupportedMaxVersion: {_level_text(feature, hi):<15}  "
+                      f"FinalizedVersionLevel: {_level_text(feature, fm.finalized.get(feature, 0)):<15}  "
+                      f"Epoch: {'-' if fm.epoch is None else fm.epoch}")
+            return 0
+        kind = 1 if args.command == "upgrade" else (3 if args.unsafe else 2)
+        updates: dict[str, tuple[int, int]] = {}
+        if getattr(args, "release_version", None):
+            if args.feature:
+                print("Can not specify `release-version` with other feature flags.", file=sys.stderr)
+                return 1
+            level = metadata_version_level(args.release_version)
+            if level is None:
+                print(f"Unknown metadata.version {args.release_version}.", file=sys.stderr)
+                return 1
+            updates[METADATA_VERSION] = (level, kind)
+        for text in args.feature or []:
+            if args.command == "disable":
+                name, level = text.strip(), 0
+            else:
+                if "=" not in text:
+                    print(f"Can't parse feature=level string {text}: equals sign not found.", file=sys.stderr)
+                    return 1
+                name, _, value = text.partition("=")
+                name = name.strip()
+                try:
+                    level = int(value.strip())
+                except ValueError:
+                    print(f"Can't parse feature=level string {text}: unable to parse {value.strip()} as a short.",
+                          file=sys.stderr)
+                    return 1
+            if name in updates:
+                print(f"Feature {name} was specified more than once.", file=sys.stderr)
+                return 1
+            updates[name] = (level, kind)
+        if not updates:
+            print(f"You must specify at least one feature to {args.command}", file=sys.stderr)
+            return 1
+        try:
+            await admin.update_features(updates, validate_only=args.dry_run)
+            error = None
+        except KafkaError as e:
+            error = e
+        for name in sorted(updates):
+            level = updates[name][0]
+            if error is not None:
+                what = f"disable {name}" if args.command == "disable" else f"{args.command} {name} to {level}"
+                print(f"{'Can not' if args.dry_run else 'Could not'} {what}. {error}")
+            else:
+                done = "disabled." if args.command == "disable" else f"{args.command}d to {level}."
+                print(f"{name}{' can be ' if args.dry_run else ' was '}{done}")
+        if error is not None:
+            print(f"{len(updates)} out of {len(updates)} operation(s) failed.", file=sys.stderr)
+            return 1
+        return 0
+
+
+# --- kafka-transactions ------------------------------------------------------------------------------
+
+def _print_table(headers: list[str], rows: list[list[str]], out=None) -> None:
+    """ToolsUtils.prettyPrintTable: columns padded to their widest value, each followed by a tab."""
+    out = out or sys.stdout
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
+    for row in [headers] + rows:
+        print("".join(v.ljust(w) + "\t" for v, w in zip(row, widths)), file=out)
+
+
+def main_transactions(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="kgroup transactions", description="List, describe, find hanging and abort "
+                                "transactions (like kafka-transactions.sh).")
+    p.add_argument("--bootstrap-server", required=True)
+    sub = p.add_subparsers(dest="command", required=True)
+    q = sub.add_parser("list", help="list transactions")
+    q.add_argument("--duration-filter", type=int)
+    q.add_argument("--transactional-id-pattern")
+    q = sub.add_parser("describe", help="describe the state of an active transactional-id")
+    q.add_argument("--transactional-id", required=True)
+    q = sub.add_parser("find-hanging", help="find hanging transactions")
+    q.add_argument("--broker-id", type=int)
+    q.add_argument("--max-transaction-timeout", type=int, default=15,
+                   help="maximum transaction timeout in minutes (15 by default)")
+    q.add_argument("--topic")
+    q.add_argument("--partition", type=int)
+    q = sub.add_parser("abort", help="abort a hanging transaction")
+    q.add_argument("--topic", required=True)
+    q.add_argument("--partition", type=int, required=True)
+    q.add_argument("--start-offset", type=int)
+    q.add_argument("--producer-id", type=int)
+    q.add_argument("--producer-epoch", type=int)
+    q.add_argument("--coordinator-epoch", type=int)
+    args = p.parse_args(argv)
+    return _run(_transactions(args))
+
+
+def _fail(message: str) -> int:
+    print(message, file=sys.stderr)
+    return 1
+
+
+async def _transactions(args) -> int:
+    from kgroup.clock import now_ms
+    async with Admin(bootstrap_servers=args.bootstrap_server) as admin:
+        if args.command == "list":
+            try:
+                by_broker = await admin.list_transactions(
+                    duration_ms=-1 if args.duration_filter is None else args.duration_filter,
+                    transactional_id_pattern=args.transactional_id_pattern)
+            except KafkaError as e:
+                return _fail(f"Failed to list transactions: {e}. Enable debug logging for additional detail.")
+            rows = [[t.transactional_id, str(node), str(t.producer_id), t.state]
+                    for node, listings in sorted(by_broker.items()) for t in listings]
+            _print_table(["TransactionalId", "Coordinator", "ProducerId", "TransactionState"], rows)
+            return 0
+        if args.command == "describe":
+            tid = args.transactional_id
+            try:
+                d = (await admin.describe_transactions([tid]))[tid]
+            except KafkaError as e:
+                return _fail(f"Failed to describe transaction state of transactional-id `{tid}`: {e}. "
+                             "Enable debug logging for additional detail.")
+            start = "None" if d.transaction_start_time_ms is None else str(d.transaction_start_time_ms)
+            duration = "None" if d.transaction_start_time_ms is None else str(now_ms() - d.transaction_start_time_ms)
+            _print_table(["CoordinatorId", "TransactionalId", "ProducerId", "ProducerEpoch", "TransactionState",
+                          "TransactionTimeoutMs", "CurrentTransactionStartTimeMs", "TransactionDurationMs",
+                          "TopicPartitions"],
+                         [[str(d.coordinator_id), tid, str(d.producer_id), str(d.producer_epoch), d.state,
+                           str(d.transaction_timeout_ms), start, duration,
+                           ",".join(f"{tp.topic}-{tp.partition}" for tp in d.topic_partitions)]])
+            return 0
+        if args.command == "find-hanging":
+            return await _find_hanging(admin, args)
+        tp = TopicPartition(args.topic, args.partition)
+        if args.start_offset is None and args.producer_id is None:
+            return _fail("The transaction to abort must be identified either with --start-offset (for brokers on "
+                         "3.0 or above) or with --producer-id, --producer-epoch, and --coordinator-epoch (for older "
+                         "brokers)")
+        if args.start_offset is None:
+            if args.producer_epoch is None:
+                return _fail("Missing required argument --producer-epoch")
+            if args.coordinator_epoch is None:
+                return _fail("Missing required argument --coordinator-epoch")
+            spec = (args.producer_id, args.producer_epoch, max(args.coordinator_epoch, 0))
+        else:
+            try:
+                producers = (await admin.describe_producers([tp]))[tp]
+            except KafkaError as e:
+                return _fail(f"Failed to validate producer state for partition {tp.topic}-{tp.partition}: {e}. "
+                             "Enable debug logging for additional detail.")
+            found = [s for s in producers if s.current_transaction_start_offset == args.start_offset]
+            if not found:
+                return _fail(f"Could not find any open transactions starting at offset {args.start_offset} on "
+                             f"partition {tp.topic}-{tp.partition}")
+            s = found[0]
+            spec = (s.producer_id, s.producer_epoch, s.coordinator_epoch or 0)
+        try:
+            await admin.abort_transaction(tp, *spec)
+        except KafkaError as e:
+            return _fail(f"Failed to abort transaction {tp.topic}-{tp.partition} producer {spec[0]}: {e}. "
+                         "Enable debug logging for additional detail.")
+        return 0
+
+
+async def _find_hanging(admin: Admin, args) -> int:
+    """FindHangingTransactionsCommand: the open transactions of the partitions searched (their
+    producers' last write older than --max-transaction-timeout) that their coordinator does not
+    know: no transactional id lists the producer, or its transaction does not hold the partition."""
+    from kgroup.clock import now_ms
+    if args.topic is None and args.broker_id is None:
+        return _fail("The `find-hanging` command requires either --topic or --broker-id to limit the scope of "
+                     "the search")
+    if args.partition is not None and args.topic is None:
+        return _fail("The --partition argument requires --topic to be provided")
+    max_ms = args.max_transaction_timeout * 60_000
+    if args.topic is not None and args.partition is not None:
+        partitions = [TopicPartition(args.topic, args.partition)]
+    else:
+        topics = [args.topic] if args.topic is not None else await admin.list_topics(include_internal=True)
+        described = await admin.describe_topics(topics)
+        partitions = []
+        for name in topics:
+            info = described.get(name)
+            if info is None or isinstance(info, Exception):
+                return _fail(f"Failed to describe {len(topics)} topics: {info}. Enable debug logging for additional "
+                             "detail.")
+            partitions += [TopicPartition(name, p.partition) for p in sorted(info.partitions.values(),
+                                                                              key=lambda p: p.partition)
+                           if args.broker_id is None or args.broker_id in p.replicas]
+    now = now_ms()
+    candidates = []
+    if partitions:
+        try:
+            producers = await admin.describe_producers(partitions)
+        except KafkaError as e:
+            return _fail(f"Failed to describe producers for {len(partitions)} partitions on broker {args.broker_id}: "
+                         f"{e}. Enable debug logging for additional detail.")
+        candidates = [(tp, s) for tp in partitions for s in producers.get(tp, [])
+                      if s.current_transaction_start_offset is not None and now - s.last_timestamp > max_ms]
+    hanging = []
+    if candidates:
+        pids = {s.producer_id for _, s in candidates}
+        listed = await admin.list_transactions(producer_ids=pids)
+        tids = {t.producer_id: t.transactional_id for ts in listed.values() for t in ts if t.producer_id in pids}
+        descriptions = {}
+        for tid in set(tids.values()):
+            try:
+                descriptions[tid] = (await admin.describe_transactions([tid]))[tid]
+            except KafkaError as e:
+                if e.code != ErrorCode.TRANSACTIONAL_ID_NOT_FOUND:
+                    raise
+                descriptions[tid] = None
+        for tp, s in candidates:
+            d = descriptions.get(tids.get(s.producer_id))
+            if d is None or tp not in d.topic_partitions:
+                hanging.append((tp, s))
+    _print_table(["Topic", "Partition", "ProducerId", "ProducerEpoch", "CoordinatorEpoch", "StartOffset",
+                  "LastTimestamp", "Duration(min)"],
+                 [[tp.topic, str(tp.partition), str(s.producer_id), str(s.producer_epoch),
+                   str(-1 if s.coordinator_epoch is None else s.coordinator_epoch),
+                   str(s.current_transaction_start_offset), str(s.last_timestamp), str((now - s.last_timestamp) // 60000)]
+                  for tp, s in hanging])
+    return 0

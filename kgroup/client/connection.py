@@ -40,8 +40,12 @@ SOFTWARE_NAME = "kgroup-python"
 SOFTWARE_VERSION = "0.1.0"
 MAX_FRAME = 100 * 1024 * 1024
 
-#: the highest version of each API this client speaks (every version our codec declares)
+#: the highest version of each API this client speaks: every version our codec declares, but for
+#: the versions that name topics by id only (Produce v13, OffsetCommit/OffsetFetch v10), which
+#: this client's producer and committer do not build, and InitProducerId v6 (KIP-939, unstable)
 CLIENT_MAX_VERSIONS: dict[int, int] = {key: api.request.VERSIONS[1] for key, api in API_BY_KEY.items()}
+CLIENT_MAX_VERSIONS.update({ApiKey.PRODUCE: 12, ApiKey.OFFSET_COMMIT: 9, ApiKey.OFFSET_FETCH: 9,
+                            ApiKey.INIT_PRODUCER_ID: 5})
 
 
 # The client's timers run on monotonic time; record timestamps use the wall clock.
@@ -68,6 +72,7 @@ class BrokerConnection:
         self.connect_timeout_ms = connect_timeout_ms
         self.max_versions = {**CLIENT_MAX_VERSIONS, **(max_versions or {})}
         self.broker_versions: dict[int, tuple[int, int]] = {}
+        self.finalized_features: dict[str, int] = {}     # from ApiVersions v3+ (KIP-584)
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
         self._read_task: asyncio.Task | None = None
@@ -115,6 +120,7 @@ class BrokerConnection:
             if resp.error_code:
                 raise KafkaError(ErrorCode(resp.error_code), "ApiVersions failed")
             self.broker_versions = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
+            self.finalized_features = {f.name: f.max_version_level for f in resp.finalized_features or ()}
             return
         raise UnsupportedVersionError(f"node {self.node_id} rejected every ApiVersions version")
 

@@ -476,7 +476,7 @@ class Consumer:
         by_topic: dict[str, list] = {}
         for tp, ts in parts.items():
             by_topic.setdefault(tp.topic, []).append(ListOffsetsRequest.ListOffsetsPartition(
-                partition_index=tp.partition, current_leader_epoch=-1, timestamp=ts, max_num_offsets=1))
+                partition_index=tp.partition, current_leader_epoch=-1, timestamp=ts))
         req = ListOffsetsRequest(replica_id=-1, isolation_level=1 if self.config["isolation.level"] == "read_committed"
                                  else 0, topics=[ListOffsetsRequest.ListOffsetsTopic(name=t, partitions=p)
                                                  for t, p in by_topic.items()],
@@ -490,8 +490,6 @@ class Consumer:
                 tp = TopicPartition(t.name, p.partition_index)
                 if p.error_code:
                     out[tp] = ErrorCode(p.error_code)
-                elif version == 0:
-                    out[tp] = (p.old_style_offsets[0] if p.old_style_offsets else -1, -1)
                 else:
                     out[tp] = (p.offset, p.timestamp)
         return out

@@ -53,6 +53,7 @@ from .errors import (CommitFailedError, IllegalStateError, KafkaConnectionError,
 from .membership_types import ExponentialBackoff
 from .partitioner import BuiltInPartitioner, partition_for_key
 from .transactions import (COORDINATOR_KEY_GROUP, COORDINATOR_KEY_TRANSACTION, TRANSACTIONAL_MAX_VERSIONS,
+                           TV1_MAX_VERSIONS, TV2_MIN_VERSIONS,
                            ConsumerGroupMetadata, Outcome, State, TransactionAbortableError,
                            TransactionManager)
 from .types import NodeInfo, OffsetAndMetadata, RecordMetadata
@@ -209,8 +210,11 @@ class Producer:
         if self._txn is not None:
             self._txn.check_send()  # again: the metadata wait may have outlived the transaction
             if tp not in self._txn.partitions_in_transaction:
-                self._txn.maybe_add_partition(tp)
-                self._wakeup.set()
+                if self._txn.transaction_v2:
+                    self._txn.partitions_added([tp])    # the broker adds it with the first batch
+                else:
+                    self._txn.maybe_add_partition(tp)
+                    self._wakeup.set()
         fut = asyncio.get_running_loop().create_future()
         ts = wall_ms() if timestamp_ms is None else timestamp_ms
         dq = self._queues.setdefault(tp, collections.deque())
@@ -524,7 +528,8 @@ class Producer:
                 for b in batches:
                     b.complete(-1, -1)
                 return
-            resp = await self._client.send(node, req, timeout_ms=self.config["request.timeout.ms"])
+            resp = await self._client.send(node, req, timeout_ms=self.config["request.timeout.ms"],
+                                           **self._txn_versions(0))
         except (KafkaConnectionError, KafkaTimeoutError, UnsupportedVersionError) as e:
             for b in batches:
                 self._retry_or_fail(b, e)
@@ -645,6 +650,23 @@ class Producer:
                                         f"{err.code.name}", err.code)
             raise TransactionAbortableError(err.code, str(err))
 
+    def _txn_versions(self, api_key: int) -> dict:
+        """The version bounds of a transactional request: transaction version 2's versions only
+        when it is on, never when it is off."""
+        if self._txn is None:
+            return {}
+        if self._txn.transaction_v2:
+            return {"min_version": TV2_MIN_VERSIONS[api_key]} if api_key in TV2_MIN_VERSIONS else {}
+        return {"max_version": TV1_MAX_VERSIONS[api_key]} if api_key in TV1_MAX_VERSIONS else {}
+
+    async def _refresh_transaction_version(self, deadline: int) -> None:
+        """Java's TransactionManager: transaction version 2 when the transaction coordinator's
+        broker finalizes transaction.version >= 2 (read from its ApiVersions answer)."""
+        txn = self._txn
+        node = await self._coordinator(txn.transactional_id, COORDINATOR_KEY_TRANSACTION, deadline)
+        conn = await self._client.connection(node.node_id, COORDINATOR_GROUP, node)
+        txn.transaction_v2 = conn.finalized_features.get("transaction.version", 0) >= 2
+
     async def _txn_call(self, api: str, request, key: str, key_type: int, deadline: int, error_of):
         """Send a transactional request to the coordinator of ``key`` until it succeeds: retry
         retriable answers, look the coordinator up again on NOT_COORDINATOR, raise abortable
@@ -659,7 +681,8 @@ class Producer:
         while True:
             node = await self._coordinator(key, key_type, deadline)
             try:
-                resp = await self._client.send(node.node_id, request, group=COORDINATOR_GROUP, node=node)
+                resp = await self._client.send(node.node_id, request, group=COORDINATOR_GROUP, node=node,
+                                               **self._txn_versions(request.API_KEY))
             except (KafkaConnectionError, KafkaTimeoutError) as e:
                 log.debug("%s to the coordinator %s failed: %s", api, node, e)
                 self._coordinators.pop((key_type, key), None)
@@ -698,7 +721,9 @@ class Producer:
         txn = self._transactions()
         txn.begin_init()
         self._start()
-        await self._init_transactional_id(self._deadline(timeout_ms))
+        deadline = self._deadline(timeout_ms)
+        await self._init_transactional_id(deadline)
+        await self._refresh_transaction_version(deadline)
         txn.init_done()
 
     def begin_transaction(self) -> None:
@@ -715,10 +740,11 @@ class Producer:
         if isinstance(meta, str):
             meta = ConsumerGroupMetadata(meta)
         deadline = self._deadline(timeout_ms)
-        await self._txn_call("AddOffsetsToTxn", AddOffsetsToTxnRequest(
-            transactional_id=txn.transactional_id, producer_id=self._producer_id,
-            producer_epoch=self._producer_epoch, group_id=meta.group_id),
-            txn.transactional_id, COORDINATOR_KEY_TRANSACTION, deadline, lambda r: ErrorCode(r.error_code))
+        if not txn.transaction_v2:      # TV2: TxnOffsetCommit v5 adds the group's partition itself
+            await self._txn_call("AddOffsetsToTxn", AddOffsetsToTxnRequest(
+                transactional_id=txn.transactional_id, producer_id=self._producer_id,
+                producer_epoch=self._producer_epoch, group_id=meta.group_id),
+                txn.transactional_id, COORDINATOR_KEY_TRANSACTION, deadline, lambda r: ErrorCode(r.error_code))
         txn.offsets_added = True
         by_topic: dict[str, list] = {}
         for tp, om in offsets.items():
@@ -778,11 +804,17 @@ class Producer:
 
     async def _end_txn(self, committed: bool, deadline: int) -> None:
         txn = self._txn
-        await self._txn_call("EndTxn", EndTxnRequest(transactional_id=txn.transactional_id,
-                                                     producer_id=self._producer_id,
-                                                     producer_epoch=self._producer_epoch, committed=committed),
-                             txn.transactional_id, COORDINATOR_KEY_TRANSACTION, deadline,
-                             lambda r: ErrorCode(r.error_code))
+        resp = await self._txn_call("EndTxn", EndTxnRequest(transactional_id=txn.transactional_id,
+                                                            producer_id=self._producer_id,
+                                                            producer_epoch=self._producer_epoch, committed=committed),
+                                    txn.transactional_id, COORDINATOR_KEY_TRANSACTION, deadline,
+                                    lambda r: ErrorCode(r.error_code))
+        if txn.transaction_v2:
+            # KIP-890 part 2: every transaction ends with the epoch bumped (a new id once
+            # exhausted); the next one starts its sequences again, and needs no other bump
+            self._producer_id, self._producer_epoch = resp.producer_id, resp.producer_epoch
+            self._next_seq.clear()
+            self._epoch_bump_required = False
 
     async def commit_transaction(self, timeout_ms: int | None = None) -> None:
         """Flush, then commit (EndTxn): the records and offsets of the transaction become
@@ -795,6 +827,7 @@ class Producer:
             txn.begin_commit()  # raises the abortable error
         if txn.transaction_started:
             await self._end_txn(True, deadline)
+        await self._refresh_transaction_version(deadline)
         txn.complete()
 
     async def abort_transaction(self, timeout_ms: int | None = None) -> None:
@@ -818,6 +851,7 @@ class Producer:
             await self._end_txn(False, deadline)
         if self._epoch_bump_required:
             await self._init_transactional_id(deadline, bump=True)
+        await self._refresh_transaction_version(deadline)
         txn.complete()
 
     # --- flush and close -----------------------------------------------------------------------

@@ -25,11 +25,13 @@ from .errors import IllegalStateError
 COORDINATOR_KEY_GROUP = 0
 COORDINATOR_KEY_TRANSACTION = 1  # FindCoordinator key type for a transactional.id (KIP-98)
 
-# Highest versions a transactional producer sends: the KIP-890 part 2 versions (Produce v12,
-# AddPartitionsToTxn v4+ is broker-only, EndTxn v5) switch the broker to transaction version 2
-# semantics (implicit partition adds, an epoch bump per transaction), which this client does not
-# implement: it adds partitions explicitly, as Kafka clients before 4.0 do.
-TRANSACTIONAL_MAX_VERSIONS = {0: 11, 24: 3, 26: 4}
+# Highest versions a transactional producer sends (AddPartitionsToTxn v4+ is broker-only). The
+# KIP-890 part 2 versions (Produce v12, TxnOffsetCommit v5, EndTxn v5) are transaction version 2:
+# used only when the broker finalizes transaction.version 2, as Java's TransactionManager does;
+# otherwise the TV1 caps below apply (partitions added explicitly, the epoch kept).
+TRANSACTIONAL_MAX_VERSIONS = {0: 12, 24: 3, 26: 5, 28: 5}
+TV1_MAX_VERSIONS = {0: 11, 26: 4, 28: 4}
+TV2_MIN_VERSIONS = {0: 12, 26: 5, 28: 5}
 
 
 class State(enum.Enum):
@@ -143,6 +145,9 @@ class TransactionManager:
         self.new_partitions: set[TopicPartition] = set()
         self.offsets_added = False
         self.last_error: KafkaError | None = None
+        # KIP-890 part 2, decided at each begin_transaction (Java's isTransactionV2Enabled): the
+        # broker adds partitions itself and EndTxn bumps the epoch
+        self.transaction_v2 = False
 
     # --- checks before an operation ------------------------------------------------------------
 

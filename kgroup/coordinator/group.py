@@ -40,6 +40,9 @@ class GroupType(enum.Enum):
 
 # An offset's expiration base: CommittedOffset -> the timestamp retention counts from.
 OffsetExpirationCondition = Callable[[object], int]
+# Kafka's CommitPartitionValidator: (topic name, topic id or None, partition) -> None, raising
+# KafkaError for a partition the commit may not write. None stands for Kafka's NO_OP.
+CommitPartitionValidator = Callable[[str, "bytes | None", int], None]
 
 
 class Group(ABC):
@@ -59,8 +62,9 @@ class Group(ABC):
 
     @abstractmethod
     def validate_offset_commit(self, member_id: str, instance_id: str | None, generation_or_epoch: int,
-                               is_transactional: bool, api_version: int) -> None:
-        """Raise KafkaError when the member may not commit (OffsetCommit / TxnOffsetCommit)."""
+                               is_transactional: bool, api_version: int) -> CommitPartitionValidator | None:
+        """Raise KafkaError when the member may not commit (OffsetCommit / TxnOffsetCommit); else
+        the check each committed partition must pass, or None when there is none."""
 
     @abstractmethod
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> None:

@@ -9,7 +9,7 @@ The offsets store changes only in ``replay*``; handlers validate and produce rec
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Callable, Mapping, NamedTuple
 
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages.offset_commit import OffsetCommitResponse
@@ -42,13 +42,16 @@ class CommittedOffset(NamedTuple):   # immutable; a tuple is the cheapest to bui
 
 
 class OffsetMetadataManager:
-    def __init__(self, config, timer, groups: dict[str, Group], group_metadata_manager):
+    def __init__(self, config, timer, groups: dict[str, Group], group_metadata_manager, topics=None):
         self.config = config
         self.timer = timer
         self.groups = groups        # the shard's one group map: each group validates for itself
         # creates the "simple" classic group an offset commit without a group needs, and keeps
         # classic members' sessions alive on commit
         self.group_metadata_manager = group_metadata_manager
+        # the broker's topic image (name -> TopicMetadata): a per-partition commit check names the
+        # topic by id, as Kafka resolves it from its metadata image
+        self.topics: Callable[[], Mapping] = topics or dict
         self.offsets: dict[str, dict[str, dict[int, CommittedOffset]]] = {}
         # Transactional offsets not settled yet: producer id -> {(group, topic, partition):
         # [offset, superseded]}; ``superseded`` when a regular commit of that partition was
@@ -158,7 +161,18 @@ class OffsetMetadataManager:
                 raise KafkaError(ErrorCode.ILLEGAL_GENERATION)
         else:
             try:
-                group.validate_offset_commit(member_id, instance_id, generation, True, version)
+                validator = group.validate_offset_commit(member_id, instance_id, generation, True, version)
+                if validator is not None:
+                    # every partition is checked before any is written (Kafka's exception
+                    # leaves the whole request unwritten); a topic the image does not have cannot
+                    # be checked: ILLEGAL_GENERATION
+                    image = self.topics()
+                    for topic in req.topics:
+                        meta = image.get(topic.name)
+                        if meta is None:
+                            raise KafkaError(ErrorCode.ILLEGAL_GENERATION)
+                        for p in topic.partitions:
+                            validator(topic.name, meta.topic_id, p.partition_index)
             except KafkaError as e:
                 if e.code == ErrorCode.STALE_MEMBER_EPOCH:     # TxnOffsetCommit has no such error
                     raise KafkaError(ErrorCode.ILLEGAL_GENERATION) from None
@@ -198,7 +212,19 @@ class OffsetMetadataManager:
                 raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND if version >= 9 else ErrorCode.ILLEGAL_GENERATION)
             # generation -1 on an unknown group: a simple/admin commit; replay creates the group.
         else:
-            group.validate_offset_commit(req.member_id, req.group_instance_id, generation, False, version)
+            validator = group.validate_offset_commit(req.member_id, req.group_instance_id, generation, False,
+                                                     version)
+            if validator is not None:
+                # each partition the request writes (metadata within bounds), before any is written
+                max_metadata = self.config.offset_metadata_max_bytes
+                image = self.topics()
+                for topic in req.topics:
+                    meta = image.get(topic.name)
+                    for p in topic.partitions:
+                        metadata = p.committed_metadata
+                        if not (metadata and 2 * len(metadata) > max_metadata
+                                and utf16_length(metadata) > max_metadata):
+                            validator(topic.name, None if meta is None else meta.topic_id, p.partition_index)
             # the classic protocol's commits keep the member's session alive (Kafka does the same
             # type check in OffsetMetadataManager.validateOffsetCommit)
             if isinstance(group, ClassicGroup) and group.state in (S.STABLE, S.PREPARING_REBALANCE):
@@ -225,7 +251,7 @@ class OffsetMetadataManager:
                     req.group_id, topic.name, p.partition_index, p.committed_offset,
                     p.committed_leader_epoch if p.committed_leader_epoch >= 0 else -1,
                     NO_METADATA if metadata is None else metadata,
-                    now if p.commit_timestamp == -1 else p.commit_timestamp, expire))
+                    now, expire))
             topics.append(T(name=topic.name, partitions=parts))
         return OffsetCommitResponse(topics=topics)
 

@@ -114,7 +114,7 @@ class GroupCoordinatorShard:
         self.groups: dict[str, Group] = {}
         self.group_metadata_manager = GroupMetadataManager(self.config, self.timer, uuids, self.groups)
         self.offset_metadata_manager = OffsetMetadataManager(self.config, self.timer, self.groups,
-                                                             self.group_metadata_manager)
+                                                             self.group_metadata_manager, topics)
         # ``topics()`` is the broker's topic metadata image (name -> TopicMetadata), ``topics_version()``
         # the version of the image that last brought new topics (regex resolution); ``group_configs``
         # the groups' GROUP config overrides (config.GroupConfigs), configuration kept current by the runtime

@@ -30,6 +30,8 @@ from .messages import (delete_share_group_state, initialize_share_group_state, r
                        share_group_heartbeat, write_share_group_state)
 from .messages import (alter_user_scram_credentials, create_acls, delete_acls, describe_acls,  # security
                        describe_user_scram_credentials, sasl_authenticate, sasl_handshake)
+from .messages import (describe_producers, describe_topic_partitions, get_telemetry_subscriptions,
+                       list_config_resources, offset_for_leader_epoch, push_telemetry, update_features)
 from .primitives import DecodeError
 from .schema import DECODE_FAILURES, Message, is_flexible
 
@@ -59,6 +61,7 @@ class ApiKey(enum.IntEnum):
     DELETE_TOPICS = 20
     DELETE_RECORDS = 21
     INIT_PRODUCER_ID = 22
+    OFFSET_FOR_LEADER_EPOCH = 23
     ADD_PARTITIONS_TO_TXN = 24
     ADD_OFFSETS_TO_TXN = 25
     END_TXN = 26
@@ -76,11 +79,17 @@ class ApiKey(enum.IntEnum):
     OFFSET_DELETE = 47
     DESCRIBE_USER_SCRAM_CREDENTIALS = 50
     ALTER_USER_SCRAM_CREDENTIALS = 51
+    UPDATE_FEATURES = 57
     DESCRIBE_CLUSTER = 60
+    DESCRIBE_PRODUCERS = 61
     DESCRIBE_TRANSACTIONS = 65
     LIST_TRANSACTIONS = 66
     CONSUMER_GROUP_HEARTBEAT = 68
     CONSUMER_GROUP_DESCRIBE = 69
+    GET_TELEMETRY_SUBSCRIPTIONS = 71
+    PUSH_TELEMETRY = 72
+    LIST_CONFIG_RESOURCES = 74
+    DESCRIBE_TOPIC_PARTITIONS = 75
     SHARE_GROUP_HEARTBEAT = 76
     SHARE_GROUP_DESCRIBE = 77
     SHARE_FETCH = 78
@@ -157,6 +166,13 @@ API_BY_KEY: dict[int, Api] = {a.key: a for a in (
     _api(ApiKey.DELETE_ACLS, delete_acls, "DeleteAcls"),
     _api(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, describe_user_scram_credentials, "DescribeUserScramCredentials"),
     _api(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, alter_user_scram_credentials, "AlterUserScramCredentials"),
+    _api(ApiKey.OFFSET_FOR_LEADER_EPOCH, offset_for_leader_epoch, "OffsetForLeaderEpoch"),
+    _api(ApiKey.UPDATE_FEATURES, update_features, "UpdateFeatures"),
+    _api(ApiKey.DESCRIBE_PRODUCERS, describe_producers, "DescribeProducers"),
+    _api(ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, get_telemetry_subscriptions, "GetTelemetrySubscriptions"),
+    _api(ApiKey.PUSH_TELEMETRY, push_telemetry, "PushTelemetry"),
+    _api(ApiKey.LIST_CONFIG_RESOURCES, list_config_resources, "ListConfigResources"),
+    _api(ApiKey.DESCRIBE_TOPIC_PARTITIONS, describe_topic_partitions, "DescribeTopicPartitions"),
 )}
 
 

@@ -1,28 +1,36 @@
-"""Record key/value schemas Kafka writes to __consumer_offsets and __transaction_state."""
+"""Record key/value schemas Kafka writes to __consumer_offsets and __transaction_state.
+
+A record key starts with an int16, its record type (the ``apiKey`` of Kafka's coordinator-key and
+coordinator-value specs, ``API_KEY`` here). Kafka 4's specs version a key's fields from 0 and write
+the type in front; the key definitions here use the type as the key's version, which puts the same
+bytes on the wire (OffsetCommitKey covers types 0 and 1, Kafka's LegacyOffsetCommitKey and
+OffsetCommitKey).
+"""
 from .schema import F, message
 
-OffsetCommitKey = message('OffsetCommitKey', None, '0-1', flexible='none',
+OffsetCommitKey = message('OffsetCommitKey', 1, '0-1', flexible='none',
     fields=[
         F('group', 'string', '0-1'),
         F('topic', 'string', '0-1'),
         F('partition', 'int32', '0-1'),
 ])
 
-OffsetCommitValue = message('OffsetCommitValue', None, '0-4', flexible='4+',
+OffsetCommitValue = message('OffsetCommitValue', 1, '0-4', flexible='4+',
     fields=[
         F('offset', 'int64', '0+'),
         F('leader_epoch', 'int32', '3+', default=-1),
         F('metadata', 'string', '0+'),
         F('commit_timestamp', 'int64', '0+'),
         F('expire_timestamp', 'int64', '1', default=-1),
+        F('topic_id', 'uuid', '4+', tag=0, tagged='4+'),
 ])
 
-GroupMetadataKey = message('GroupMetadataKey', None, '2', flexible='none',
+GroupMetadataKey = message('GroupMetadataKey', 2, '2', flexible='none',
     fields=[
         F('group', 'string', '2'),
 ])
 
-GroupMetadataValue = message('GroupMetadataValue', None, '0-4', flexible='4+',
+GroupMetadataValue = message('GroupMetadataValue', 2, '0-4', flexible='4+',
     common=[
         ('MemberMetadata', [
             F('member_id', 'string', '0+'),
@@ -44,17 +52,18 @@ GroupMetadataValue = message('GroupMetadataValue', None, '0-4', flexible='4+',
         F('members', '[]MemberMetadata', '0+'),
 ])
 
-TransactionLogKey = message('TransactionLogKey', None, '0', flexible='none',
+TransactionLogKey = message('TransactionLogKey', 0, '0', flexible='none',
     fields=[
         F('transactional_id', 'string', '0'),
 ])
 
-TransactionLogValue = message('TransactionLogValue', None, '0-1', flexible='1+',
+TransactionLogValue = message('TransactionLogValue', 0, '0-1', flexible='1+',
     fields=[
         F('producer_id', 'int64', '0+'),
         F('previous_producer_id', 'int64', '1+', tag=0, tagged='1+', default=-1),
         F('next_producer_id', 'int64', '1+', tag=1, tagged='1+', default=-1),
         F('producer_epoch', 'int16', '0+'),
+        F('next_producer_epoch', 'int16', '1+', tag=3, tagged='1+', default=-1),
         F('transaction_timeout_ms', 'int32', '0+'),
         F('transaction_status', 'int8', '0+'),
         F('transaction_partitions', '[]PartitionsSchema', '0+', nullable='0+', fields=[
@@ -74,22 +83,23 @@ TransactionLogValue = message('TransactionLogValue', None, '0-1', flexible='1+',
 # writes a group's records in the order 5/4/3 (members, metadata, epoch), then 7/6 (target), then 8,
 # and tombstones them in the reverse order when a member or the group goes away.
 
-ConsumerGroupMetadataKey = message('ConsumerGroupMetadataKey', None, '3', flexible='none',
+ConsumerGroupMetadataKey = message('ConsumerGroupMetadataKey', 3, '3', flexible='none',
     fields=[
         F('group_id', 'string', '3'),
 ])
 
-ConsumerGroupMetadataValue = message('ConsumerGroupMetadataValue', None, '0', flexible='0+',
+ConsumerGroupMetadataValue = message('ConsumerGroupMetadataValue', 3, '0', flexible='0+',
     fields=[
         F('epoch', 'int32', '0+'),
+        F('metadata_hash', 'int64', '0+', tag=0, tagged='0+', default=0),
 ])
 
-ConsumerGroupPartitionMetadataKey = message('ConsumerGroupPartitionMetadataKey', None, '4', flexible='none',
+ConsumerGroupPartitionMetadataKey = message('ConsumerGroupPartitionMetadataKey', 4, '4', flexible='none',
     fields=[
         F('group_id', 'string', '4'),
 ])
 
-ConsumerGroupPartitionMetadataValue = message('ConsumerGroupPartitionMetadataValue', None, '0', flexible='0+',
+ConsumerGroupPartitionMetadataValue = message('ConsumerGroupPartitionMetadataValue', 4, '0', flexible='0+',
     fields=[
         F('topics', '[]TopicMetadata', '0+', fields=[
             F('topic_id', 'uuid', '0+'),
@@ -102,13 +112,13 @@ ConsumerGroupPartitionMetadataValue = message('ConsumerGroupPartitionMetadataVal
         ]),
 ])
 
-ConsumerGroupMemberMetadataKey = message('ConsumerGroupMemberMetadataKey', None, '5', flexible='none',
+ConsumerGroupMemberMetadataKey = message('ConsumerGroupMemberMetadataKey', 5, '5', flexible='none',
     fields=[
         F('group_id', 'string', '5'),
         F('member_id', 'string', '5'),
 ])
 
-ConsumerGroupMemberMetadataValue = message('ConsumerGroupMemberMetadataValue', None, '0', flexible='0+',
+ConsumerGroupMemberMetadataValue = message('ConsumerGroupMemberMetadataValue', 5, '0', flexible='0+',
     fields=[
         F('instance_id', 'string', '0+', nullable='0+'),
         F('rack_id', 'string', '0+', nullable='0+'),
@@ -130,26 +140,27 @@ ConsumerGroupMemberMetadataValue = message('ConsumerGroupMemberMetadataValue', N
         ]),
 ])
 
-ConsumerGroupTargetAssignmentMetadataKey = message('ConsumerGroupTargetAssignmentMetadataKey', None, '6',
+ConsumerGroupTargetAssignmentMetadataKey = message('ConsumerGroupTargetAssignmentMetadataKey', 6, '6',
                                                    flexible='none',
     fields=[
         F('group_id', 'string', '6'),
 ])
 
-ConsumerGroupTargetAssignmentMetadataValue = message('ConsumerGroupTargetAssignmentMetadataValue', None, '0',
+ConsumerGroupTargetAssignmentMetadataValue = message('ConsumerGroupTargetAssignmentMetadataValue', 6, '0',
                                                      flexible='0+',
     fields=[
         F('assignment_epoch', 'int32', '0+'),
+        F('assignment_timestamp', 'int64', '0+', tag=0, tagged='0+', default=0),
 ])
 
-ConsumerGroupTargetAssignmentMemberKey = message('ConsumerGroupTargetAssignmentMemberKey', None, '7',
+ConsumerGroupTargetAssignmentMemberKey = message('ConsumerGroupTargetAssignmentMemberKey', 7, '7',
                                                  flexible='none',
     fields=[
         F('group_id', 'string', '7'),
         F('member_id', 'string', '7'),
 ])
 
-ConsumerGroupTargetAssignmentMemberValue = message('ConsumerGroupTargetAssignmentMemberValue', None, '0',
+ConsumerGroupTargetAssignmentMemberValue = message('ConsumerGroupTargetAssignmentMemberValue', 7, '0',
                                                    flexible='0+',
     fields=[
         F('topic_partitions', '[]TopicPartition', '0+', fields=[
@@ -158,19 +169,20 @@ ConsumerGroupTargetAssignmentMemberValue = message('ConsumerGroupTargetAssignmen
         ]),
 ])
 
-ConsumerGroupCurrentMemberAssignmentKey = message('ConsumerGroupCurrentMemberAssignmentKey', None, '8',
+ConsumerGroupCurrentMemberAssignmentKey = message('ConsumerGroupCurrentMemberAssignmentKey', 8, '8',
                                                   flexible='none',
     fields=[
         F('group_id', 'string', '8'),
         F('member_id', 'string', '8'),
 ])
 
-ConsumerGroupCurrentMemberAssignmentValue = message('ConsumerGroupCurrentMemberAssignmentValue', None, '0',
+ConsumerGroupCurrentMemberAssignmentValue = message('ConsumerGroupCurrentMemberAssignmentValue', 8, '0',
                                                     flexible='0+',
     common=[
         ('TopicPartitions', [
             F('topic_id', 'uuid', '0+'),
             F('partitions', '[]int32', '0+'),
+            F('assignment_epochs', '[]int32', '0+', nullable='0+', tag=0, tagged='0+', default="null"),
         ]),
     ],
     fields=[
@@ -183,13 +195,13 @@ ConsumerGroupCurrentMemberAssignmentValue = message('ConsumerGroupCurrentMemberA
 
 # A consumer group's regular expression as resolved against the topics (type 16): Kafka persists
 # the resolution so a coordinator that loads the group has the same topics for it.
-ConsumerGroupRegularExpressionKey = message('ConsumerGroupRegularExpressionKey', None, '16', flexible='none',
+ConsumerGroupRegularExpressionKey = message('ConsumerGroupRegularExpressionKey', 16, '16', flexible='none',
     fields=[
         F('group_id', 'string', '16'),
         F('regular_expression', 'string', '16'),
 ])
 
-ConsumerGroupRegularExpressionValue = message('ConsumerGroupRegularExpressionValue', None, '0', flexible='0+',
+ConsumerGroupRegularExpressionValue = message('ConsumerGroupRegularExpressionValue', 16, '0', flexible='0+',
     fields=[
         F('topics', '[]string', '0+'),
         F('version', 'int64', '0+'),

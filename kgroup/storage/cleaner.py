@@ -12,9 +12,12 @@ emptied of records is dropped, unless it is the last batch of a live producer, w
 header is kept so the producer state survives a reload.
 
 A clean is planned, built off to the side (on the broker's cleaner thread) and swapped in:
-see CleanPlan. Simplifications: control batches (transaction markers) and aborted-transaction
-data are kept as they are; segments are rewritten one by one (Kafka also merges small ones);
-the offset map covers the whole cleanable range, not only the dirty part.
+see CleanPlan. An aborted transaction's data is removed (Kafka's CleanedTransactionMetadata: its
+batches are discarded once the ABORT marker is in the cleaned range; the producer's last batch
+keeps its empty header). Simplifications: control batches (transaction markers) are kept, where
+Kafka removes a marker whose transaction has no data left once its delete horizon passed;
+segments are rewritten one by one (Kafka also merges small ones); the offset map covers the
+whole cleanable range, not only the dirty part.
 """
 from __future__ import annotations
 
@@ -125,37 +128,46 @@ def _decode(seg: LogSegment, header, batch):
         return None
 
 
-def build_offset_map(segments: list[LogSegment], abort: threading.Event | None = None) -> dict[bytes, int]:
-    """Key -> offset of its latest record. A transactional record counts only once its COMMIT
-    marker is seen: an aborted (or not yet ended) transaction's record must not make an older
-    committed record of its key look superseded (Kafka's cleaner skips aborted batches too);
-    such records are kept, and replaying them changes nothing (an aborted TxnOffsetCommit's
-    offsets vanish at its ABORT marker)."""
+def build_offset_map(segments: list[LogSegment], abort: threading.Event | None = None
+                     ) -> tuple[dict[bytes, int], set[int]]:
+    """(key -> offset of its latest record, base offsets of the aborted transactions' batches).
+    A transactional record counts only once its COMMIT marker is seen: an aborted (or not yet
+    ended) transaction's record must not make an older committed record of its key look
+    superseded (Kafka's cleaner skips aborted batches too). The batches of a transaction whose
+    ABORT marker is in the range are removed by the clean; those of a transaction still open are
+    kept."""
     offset_map: dict[bytes, int] = {}
+    aborted: set[int] = set()
     pending: dict[int, list] = {}           # producer id -> [(key, offset)] of its open transaction
+    batches: dict[int, list[int]] = {}      # producer id -> base offsets of its open transaction's batches
     for seg in segments:
         for _, header, batch in seg.iter_batches():
             if abort is not None and abort.is_set():
                 raise CleanAborted(seg.log_path)
             if header.is_control:
                 if header.is_transactional:
-                    _end_transaction(seg, header, batch, pending, offset_map)
+                    _end_transaction(seg, header, batch, pending, batches, offset_map, aborted)
                 continue
             records = _decode(seg, header, batch)
             if header.is_transactional:
                 pending.setdefault(header.producer_id, []).extend(
                     (r.key, r.offset) for r in records or () if r.key is not None)
+                batches.setdefault(header.producer_id, []).append(header.base_offset)
                 continue
             for record in records or ():
                 if record.key is not None:
                     offset_map[record.key] = record.offset
-    return offset_map
+    return offset_map, aborted
 
 
-def _end_transaction(seg, header, batch, pending, offset_map) -> None:
+def _end_transaction(seg, header, batch, pending, batches, offset_map, aborted) -> None:
     records = _decode(seg, header, batch)
     opened = pending.pop(header.producer_id, ())
-    if not records or control_record_type(records[0].key) != CONTROL_COMMIT:
+    in_range = batches.pop(header.producer_id, ())
+    if not records:
+        return
+    if control_record_type(records[0].key) != CONTROL_COMMIT:
+        aborted.update(in_range)
         return
     for key, offset in opened:
         if offset > offset_map.get(key, -1):
@@ -163,13 +175,13 @@ def _end_transaction(seg, header, batch, pending, offset_map) -> None:
 
 
 def filter_batch(header, records, offset_map: dict[bytes, int], now_ms: int, delete_retention_ms: int,
-                 producer_last_offsets: dict[int, int]):
+                 producer_last_offsets: dict[int, int], aborted: bool = False):
     """``(None, 0)`` to keep the batch as it is, else ``(new bytes or b"" to drop it, records
-    removed)``."""
+    removed)``; an ``aborted`` transaction's batch loses every record."""
     horizon = header.delete_horizon_ms
     retained = []
     tombstones = False
-    for record in records:
+    for record in () if aborted else records:
         if record.key is None:
             continue  # Kafka's cleaner drops keyless records as invalid
         if record.offset < offset_map.get(record.key, -1):
@@ -271,9 +283,9 @@ def build_cleaned(plan: CleanPlan) -> CleanedSegments:
             reader = LogSegment(plan.directory, seg.base_offset, create=False)
             reader.size = min(reader.size, size)
             readers.append(reader)
-        offset_map = build_offset_map(readers, plan.abort)
+        offset_map, aborted = build_offset_map(readers, plan.abort)
         for reader in readers:
-            done.cleaned.append(_clean_segment(reader, plan, offset_map, stats))
+            done.cleaned.append(_clean_segment(reader, plan, offset_map, aborted, stats))
             stats.segments_cleaned += 1
         return done
     except BaseException:
@@ -284,7 +296,8 @@ def build_cleaned(plan: CleanPlan) -> CleanedSegments:
             reader.close_handlers()
 
 
-def _clean_segment(reader: LogSegment, plan: CleanPlan, offset_map, stats: CleanerStats) -> LogSegment | None:
+def _clean_segment(reader: LogSegment, plan: CleanPlan, offset_map, aborted: set[int],
+                   stats: CleanerStats) -> LogSegment | None:
     """The cleaned copy of one segment, or None when cleaning changes nothing in it."""
     out: LogSegment | None = None
     parts: list = []
@@ -318,7 +331,8 @@ def _clean_segment(reader: LogSegment, plan: CleanPlan, offset_map, stats: Clean
                 records = _decode(reader, header, batch)
                 if records is not None:
                     result, removed = filter_batch(header, records, offset_map, plan.now_ms,
-                                                   plan.delete_retention_ms, plan.producer_last_offsets)
+                                                   plan.delete_retention_ms, plan.producer_last_offsets,
+                                                   header.base_offset in aborted)
                     stats.records_removed += removed
             if result is None and out is None:
                 continue  # nothing changed yet: no need to copy anything

@@ -57,3 +57,9 @@ class TransactionCoordinatorFencedError(LogError):
 
 class KafkaStorageError(LogError):
     code = ErrorCode.KAFKA_STORAGE_ERROR
+
+
+class LogClosedError(LogError, ValueError):
+    """The log was closed: its partition deleted (or the broker stopping). Not a disk fault: a
+    write that met it is answered as Kafka answers a partition it no longer hosts."""
+    code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION

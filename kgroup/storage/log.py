@@ -42,6 +42,7 @@ from kgroup.storage.config import LogConfig
 from kgroup.storage.errors import (
     InvalidTimestampError,
     KafkaStorageError,
+    LogClosedError,
     OffsetOutOfRangeError,
     RecordBatchTooLargeError,
     RecordTooLargeError,
@@ -74,6 +75,7 @@ EARLIEST_TIMESTAMP = -2
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL_TIMESTAMP = -4
 LATEST_TIERED_TIMESTAMP = -5
+EARLIEST_PENDING_UPLOAD_TIMESTAMP = -6
 
 
 @dataclass(slots=True)
@@ -166,9 +168,13 @@ class PartitionLog:
 
     @property
     def last_stable_offset(self) -> int:
-        """READ_COMMITTED bound: the first offset of an ongoing transaction, else the HW."""
+        """READ_COMMITTED bound: the first offset of an ongoing transaction, never below the log
+        start offset (DeleteRecords may pass it: UnifiedLog.maybeIncrementFirstUnstableOffset),
+        else the HW."""
         first_unstable = self.producer_state.first_unstable_offset()
-        return self._leo if first_unstable is None else min(first_unstable, self._leo)
+        if first_unstable is None:
+            return self._leo
+        return min(max(first_unstable, self.log_start_offset), self._leo)
 
     @property
     def active_segment(self) -> LogSegment:
@@ -582,7 +588,7 @@ class PartitionLog:
             return TimestampAndOffset(NO_TIMESTAMP, self.log_start_offset, None)
         if target == LATEST_TIMESTAMP:
             return TimestampAndOffset(NO_TIMESTAMP, self._leo, self.latest_epoch())
-        if target == LATEST_TIERED_TIMESTAMP:
+        if target in (LATEST_TIERED_TIMESTAMP, EARLIEST_PENDING_UPLOAD_TIMESTAMP):
             return TimestampAndOffset(NO_TIMESTAMP, -1, -1)  # no tiered storage
         if target == MAX_TIMESTAMP:
             return self.max_timestamp_and_offset()
@@ -816,7 +822,7 @@ class PartitionLog:
 
     def check_open(self) -> None:
         if self._closed:
-            raise ValueError(f"log {self.directory} is closed")
+            raise LogClosedError(f"log {self.directory} is closed")
 
 
 

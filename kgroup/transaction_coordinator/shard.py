@@ -25,7 +25,10 @@ epoch -1), so a failed first write spends one producer id.
 """
 from __future__ import annotations
 
+import functools
 from typing import Callable, NamedTuple
+
+import re2
 
 from ..coordinator import Result, TimerQueue
 from ..coordinator.result import coordinator_api
@@ -66,6 +69,26 @@ def append_error_to_response_error(error) -> ErrorCode:
     if error in (E.MESSAGE_TOO_LARGE, E.RECORD_LIST_TOO_LARGE):
         return E.UNKNOWN_SERVER_ERROR
     return error
+
+
+# Kafka's Topic.isInternal
+INTERNAL_TOPICS = frozenset({GROUP_METADATA_TOPIC, "__transaction_state", "__share_group_state"})
+
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False     # a refused pattern is the caller's error, not the broker's log
+
+
+@functools.lru_cache(maxsize=64)
+def transactional_id_pattern(pattern: str | None):
+    """ListTransactions' transactional id pattern compiled as Kafka does (RE2/J, whole-id match);
+    None when there is none. Raises KafkaError(INVALID_REGULAR_EXPRESSION) for a bad pattern."""
+    if not pattern:
+        return None
+    try:
+        return re2.compile(pattern, _RE2_OPTIONS)
+    except re2.error as e:
+        raise KafkaError(ErrorCode.INVALID_REGULAR_EXPRESSION,
+                         f"Transaction ID pattern `{pattern}` is not a valid regular expression: {e}.") from None
 
 
 class TxnRecord(NamedTuple):
@@ -349,16 +372,20 @@ class TransactionCoordinatorShard:
             return None, E.CONCURRENT_TRANSACTIONS
         return m, None
 
-    def _add_partitions(self, res, tid, pid, epoch, partitions: frozenset, now_ms) -> ErrorCode:
-        """Kafka's handleAddPartitionsToTransaction: the error to answer, records written to res."""
+    def _add_partitions(self, res, tid, pid, epoch, partitions: frozenset, now_ms,
+                        transaction_version: int = 0) -> ErrorCode:
+        """Kafka's handleAddPartitionsToTransaction: the error to answer, records written to res.
+        ``transaction_version`` 2: a broker adding a TV2 producer's partition (AddPartitionsToTxn
+        v5, from Produce v12 or TxnOffsetCommit v5), recorded with the transaction."""
         m, error = self._producers_transaction(tid, pid, epoch)
         if m is None:
             return error
         if m.state is S.ONGOING and partitions <= m.partitions:
             return E.NONE      # already in the transaction: nothing to write
         start = now_ms if m.state in (S.EMPTY, S.COMPLETE_ABORT, S.COMPLETE_COMMIT) else m.txn_start_timestamp
+        tv = {"client_transaction_version": transaction_version} if transaction_version else {}
         self._write(res, m.transit(S.ONGOING, now_ms=now_ms, partitions=m.partitions | partitions,
-                                   txn_start_timestamp=start))
+                                   txn_start_timestamp=start, **tv))
         return E.NONE
 
     @coordinator_api(error=lambda req, version, e: _add_partitions_error(req, version, e))
@@ -381,14 +408,18 @@ class TransactionCoordinatorShard:
         def one(tid, pid, epoch, topics, verify_only=False) -> tuple[dict, bool]:
             """(errors by partition, whether records were written for it)."""
             wanted = [(t.name, p) for t in topics for p in t.partitions]
+            # A client (v0-3) may not add an internal topic's partition: Kafka's write
+            # authorization leaves internal topics out (TOPIC_AUTHORIZATION_FAILED).
+            refused = {tp for tp in wanted if version < 4 and tp[0] in INTERNAL_TOPICS}
             unknown = {tp for tp in wanted if partition_exists is not None and not partition_exists(*tp)}
-            if unknown:
-                return {tp: E.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else E.OPERATION_NOT_ATTEMPTED
+            if refused or unknown:
+                return {tp: E.TOPIC_AUTHORIZATION_FAILED if tp in refused else
+                        E.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else E.OPERATION_NOT_ATTEMPTED
                         for tp in wanted}, False
             if verify_only:
                 return self.verify_partitions(tid, pid, epoch, wanted), False
             written = len(res.records)
-            error = self._add_partitions(res, tid, pid, epoch, frozenset(wanted), now_ms)
+            error = self._add_partitions(res, tid, pid, epoch, frozenset(wanted), now_ms, 2 if version >= 5 else 0)
             return {tp: error for tp in wanted}, len(res.records) > written
 
         if version < 4:
@@ -451,16 +482,57 @@ class TransactionCoordinatorShard:
                      EndTxnResponse(error_code=int(E.INVALID_REQUEST)))
     def handle_end_txn(self, req, version: int, now_ms: int, token) -> Result:
         res = self._begin(now_ms)
-        if version >= 5:
-            raise ValueError("EndTxn v5 (KIP-890 epoch bump per transaction) is not implemented")
 
         def response(err, pid=NO_PRODUCER_ID, epoch=NO_PRODUCER_EPOCH):
             return EndTxnResponse(error_code=_fenced(err, version, 2), producer_id=pid, producer_epoch=epoch)
 
+        if version >= 5:
+            error, pid, epoch = self._end_txn_v2(res, req.transactional_id, req.producer_id, req.producer_epoch,
+                                                 req.committed, now_ms)
+            res.reply(token, response(error, pid, epoch), lambda err: response(err))
+            return res
         error = self._end_txn(res, req.transactional_id, req.producer_id, req.producer_epoch,
                               req.committed, now_ms)
         res.reply(token, response(error), lambda err: response(err))
         return res
+
+    def _end_txn_v2(self, res, tid, pid, epoch, committed: bool, now_ms) -> tuple[ErrorCode, int, int]:
+        """Kafka's endTransaction for transaction version 2 (KIP-890 part 2, EndTxn v5): every
+        transaction ends with the producer epoch bumped (a new producer id at epoch 0 once the
+        epoch is exhausted), the markers carry the bumped epoch, and the answer gives the client
+        its id and epoch for the next transaction. A retry of an EndTxn that went through (the
+        epoch just before the current one, or the producer id rotated away) gets the same answer."""
+        m = self.transactions.get(tid) if tid else None
+        if m is None:
+            return (E.INVALID_REQUEST if not tid else E.INVALID_PRODUCER_ID_MAPPING), NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+        prepare, complete = ((S.PREPARE_COMMIT, S.COMPLETE_COMMIT) if committed
+                             else (S.PREPARE_ABORT, S.COMPLETE_ABORT))
+        rotated = (m.next_producer_id == NO_PRODUCER_ID and pid == m.previous_producer_id
+                   and m.producer_epoch == 0 and m.client_transaction_version >= 2)
+        retry = rotated or (pid == m.producer_id and epoch == m.producer_epoch - 1)
+        if retry and m.state in (prepare, complete):
+            nxt = m.next_producer_id
+            return E.NONE, (nxt if nxt != NO_PRODUCER_ID else m.producer_id), (0 if nxt != NO_PRODUCER_ID
+                                                                                else m.producer_epoch)
+        if retry and m.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT, S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
+            return E.INVALID_TXN_STATE, NO_PRODUCER_ID, NO_PRODUCER_EPOCH     # a retry of the other outcome
+        if pid != m.producer_id:
+            return E.INVALID_PRODUCER_ID_MAPPING, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+        if epoch != m.producer_epoch:
+            return E.PRODUCER_FENCED, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+        if m.pending_transition_in_progress:
+            return E.CONCURRENT_TRANSACTIONS, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+        if m.state is not S.ONGOING:
+            return E.INVALID_TXN_STATE, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+        bumped = epoch + 1
+        # TransactionMetadata.isProducerEpochExhausted on the current epoch: the bump itself may
+        # still reach Short.MaxValue, then the next producer id takes over
+        nxt = self._new_producer_id() if is_epoch_exhausted(epoch) else NO_PRODUCER_ID
+        new = m.transit(prepare, now_ms=now_ms, producer_epoch=bumped, next_producer_id=nxt,
+                        client_transaction_version=2)
+        self._write(res, new)
+        self._queue_markers(res, new)
+        return E.NONE, (nxt if nxt != NO_PRODUCER_ID else pid), (0 if nxt != NO_PRODUCER_ID else bumped)
 
     def _end_txn(self, res, tid, pid, epoch, committed: bool, now_ms) -> ErrorCode:
         """Kafka's endTransaction for a client (transactions V1)."""
@@ -484,8 +556,12 @@ class TransactionCoordinatorShard:
         want = S.PREPARE_COMMIT if markers.committed else S.PREPARE_ABORT
         if (m is not None and m.state is want and m.producer_id == markers.producer_id
                 and m.producer_epoch == markers.producer_epoch):
+            rotation = {}
+            if m.next_producer_id != NO_PRODUCER_ID:   # TV2's epoch was exhausted: the next id takes over
+                rotation = dict(producer_id=m.next_producer_id, previous_producer_id=m.producer_id,
+                                producer_epoch=0, next_producer_id=NO_PRODUCER_ID)
             self._write(res, m.transit(S.COMPLETE_COMMIT if markers.committed else S.COMPLETE_ABORT,
-                                       now_ms=now_ms, partitions=frozenset()))
+                                       now_ms=now_ms, partitions=frozenset(), **rotation))
         return res
 
     # == admin ====================================================================================
@@ -531,13 +607,19 @@ class TransactionCoordinatorShard:
                 states.add(s)
         pids = set(req.producer_id_filters)
         duration = req.duration_filter if version >= 1 else -1
+        # v2 (KIP-1152): an RE2 pattern the whole id must match (the handler refuses a bad one)
+        pattern = transactional_id_pattern(req.transactional_id_pattern if version >= 2 else None)
         out = []
         for m in sorted(self.transactions.values(), key=lambda m: m.transactional_id):
+            if m.state is S.DEAD:       # transient: on its way out (TransactionStateManager)
+                continue
             if pids and m.producer_id not in pids:
                 continue
             if req.state_filters and m.state not in states:
                 continue
             if duration >= 0 and now_ms - m.txn_start_timestamp <= duration:
+                continue
+            if pattern is not None and pattern.fullmatch(m.transactional_id) is None:
                 continue
             out.append(R.TransactionState(transactional_id=m.transactional_id, producer_id=m.producer_id,
                                           transaction_state=m.state.kafka_name))

@@ -56,3 +56,18 @@ def test_consumer_group_migration_policy():
     assert not g.downgrade_enabled and not g.upgrade_enabled
     with pytest.raises(ConfigError, match="String must be one of \\(case insensitive\\): DISABLED, UPGRADE"):
         BrokerConfig({"group.consumer.migration.policy": "sideways"})
+
+
+def test_every_kafka_broker_key_is_accepted():
+    """A Kafka 4.3 server.properties starts kgroup: keys it applies are parsed, the others (the
+    rest of Kafka's AbstractKafkaConfig) are kept as not applied; other keys stay errors."""
+    cfg = BrokerConfig({"transaction.partition.verification.enable": "false", "transaction.state.log.min.isr": "1",
+                        "producer.id.expiration.check.interval.ms": "1000", "process.roles": "broker,controller",
+                        "controller.quorum.bootstrap.servers": "localhost:9093", "num.replica.fetchers": "2",
+                        "background.threads": "4"})
+    assert cfg["transaction.partition.verification.enable"] is False
+    assert cfg["producer.id.expiration.check.interval.ms"] == 1000
+    assert cfg.not_applied == {"process.roles": "broker,controller", "controller.quorum.bootstrap.servers":
+                               "localhost:9093", "num.replica.fetchers": "2", "background.threads": "4"}
+    with pytest.raises(ConfigError, match="Unknown configuration 'no.such.key'"):
+        BrokerConfig({"no.such.key": "1"})

@@ -443,13 +443,9 @@ def test_list_offsets(c):
     assert (f.offset, f.timestamp) == (3, base + 100)
     f = list_offset(c, t, base + 101)
     assert (f.error_code, f.offset, f.timestamp) == (0, -1, -1)
-    for v in (1, 4, 8, 10):
+    for v in (1, 4, 8, 10, 11):
         assert list_offset(c, t, -1, version=v).offset == 5
     assert list_offset(c, t, -4, version=8).offset == 0
-    r = list_offset(c, t, -1, version=0)
-    assert r.error_code == 0 and r.old_style_offsets == [5]
-    r = list_offset(c, t, -2, version=0)
-    assert r.old_style_offsets == [0]
 
 
 def test_retention_deletes_old_segments(server, c):

@@ -9,7 +9,7 @@ import pytest
 from kgroup.protocol.messages.list_offsets import ListOffsetsRequest
 from kgroup.protocol.messages.write_txn_markers import WriteTxnMarkersRequest
 from kgroup.protocol.records import Record, build_batch, decode_records, iter_batches
-from tests.broker.test_data_path import LP, LT, fetch_request, new_topic, produce, topic_id
+from tests.broker.test_data_path import LP, LT, fetch_request, new_topic, produce, produce_request, topic_id
 from tests.harness import BrokerProcess, RawClient
 
 PID, EPOCH = 4242, 0
@@ -21,6 +21,13 @@ def now_ms():
 
 def records(n, start, ts, **kw):
     return build_batch([Record(key=b"k", value=b"v%d" % i, timestamp=ts + i) for i in range(start, start + n)], **kw)
+
+
+def produce_txn(c, topic, batch):
+    """A transactional batch, as its producer sends it: with its transactional id."""
+    req = produce_request(topic, batch)
+    req.transactional_id = "no-coordinator"
+    return c.request(req, 9).responses[0].partition_responses[0]
 
 
 def values(pd):
@@ -35,7 +42,10 @@ def latest(c, topic, isolation, version=7, timestamp=-1):
 
 @pytest.fixture
 def broker(tmp_path):
-    b = BrokerProcess(tmp_path / "data", ["auto.create.topics.enable=false"]).start()
+    # the transactions here have no coordinator (their markers come by WriteTxnMarkers), so their
+    # batches are written unverified
+    b = BrokerProcess(tmp_path / "data", ["auto.create.topics.enable=false",
+                                          "transaction.partition.verification.enable=false"]).start()
     yield b
     b.stop()
 
@@ -47,8 +57,8 @@ def test_read_committed_fetch_and_list_offsets(broker, version):
     tid = topic_id(c, t) if version >= 13 else bytes(16)
     ts = now_ms()
     assert produce(c, t, records(2, 0, ts)).error_code == 0                                     # 0-1
-    assert produce(c, t, records(2, 2, ts, producer_id=PID, producer_epoch=EPOCH, base_sequence=0,
-                                 is_transactional=True)).error_code == 0                    # 2-3 open
+    assert produce_txn(c, t, records(2, 2, ts, producer_id=PID, producer_epoch=EPOCH, base_sequence=0,
+                                     is_transactional=True)).error_code == 0                    # 2-3 open
     assert produce(c, t, records(1, 4, ts)).error_code == 0                                     # 4
 
     def fetch_v(offset, isolation):

@@ -9,12 +9,14 @@ import pytest
 
 from kgroup.broker.broker import Broker
 from kgroup.broker.config import BrokerConfig
-from kgroup.protocol.api import ApiKey
+from kgroup.protocol.api import API_BY_KEY, ApiKey
 from kgroup.protocol.errors import ErrorCode
 from kgroup.protocol.messages.api_versions import ApiVersionsRequest
 from kgroup.protocol.messages.metadata import MetadataRequest
 from kgroup.protocol.header_defs import RequestHeader
+from kgroup.protocol.schema import parse_versions
 from tests.harness import BrokerProcess, RawClient
+from tests.kafka_spec import load_spec
 
 
 def _api_versions_frame(version: int, correlation_id: int) -> bytes:
@@ -45,21 +47,40 @@ def test_api_versions_unknown_version_then_fallback(broker):
     c.close()
 
 
+def kafka_43_advertised(name: str) -> tuple[int, int]:
+    """What a Kafka 4.3 broker advertises for an API: its valid versions, the last one left out
+    while unstable (the facts table, tests/kafka_spec)."""
+    spec = load_spec(name + "Request")
+    lo, hi = parse_versions(spec["validVersions"])
+    return lo, hi - 1 if spec.get("latestVersionUnstable") else hi
+
+
+# APIs served below Kafka 4.3's range, and why
+BELOW_KAFKA: dict[int, str] = {}
+
+
 def test_advertised_versions_only_implemented(broker):
     c = RawClient(broker.port)
     resp = c.request(ApiVersionsRequest(client_software_name="raw", client_software_version="1"), 4)
     got = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
-    assert got == {0: (3, 11), 1: (4, 17), 2: (0, 10), 3: (0, 12), 8: (0, 9), 9: (0, 9), 10: (0, 6),
-                   11: (0, 9), 12: (0, 4), 13: (0, 5), 14: (0, 5), 15: (0, 5), 16: (0, 5), 18: (0, 4),
-                   19: (0, 7), 20: (0, 6), 21: (0, 2), 22: (0, 5), 32: (0, 4), 33: (0, 2), 37: (0, 3),
-                   42: (0, 2), 44: (0, 1), 47: (0, 0), 60: (0, 1), 68: (0, 1), 69: (0, 0),
-                   # transactions (EndTxn v5 is unstable in Kafka 4.0, which does not advertise it either)
-                   24: (0, 5), 25: (0, 4), 26: (0, 4), 27: (0, 1), 28: (0, 4), 65: (0, 0), 66: (0, 1),
+    assert got == {0: (3, 13), 1: (4, 18), 2: (1, 11), 3: (0, 13), 8: (2, 10), 9: (1, 10), 10: (0, 6),
+                   11: (0, 9), 12: (0, 4), 13: (0, 5), 14: (0, 5), 15: (0, 6), 16: (0, 5), 18: (0, 4),
+                   19: (2, 7), 20: (1, 6), 21: (0, 2), 22: (0, 5), 32: (1, 4), 33: (0, 2), 37: (0, 3),
+                   42: (0, 2), 44: (0, 1), 47: (0, 0), 57: (0, 2), 60: (0, 2), 68: (0, 1), 69: (0, 1),
+                   24: (0, 5), 25: (0, 4), 26: (0, 5), 27: (1, 2), 28: (0, 5), 65: (0, 0), 66: (0, 2),
+                   23: (2, 4), 61: (0, 0), 74: (0, 1), 75: (0, 0),  # 71/72 need metrics.listener
                    # security: SASL, ACLs (Kafka 4.x: v1-3), SCRAM credentials
                    17: (0, 1), 36: (0, 2), 29: (1, 3), 30: (1, 3), 31: (1, 3), 50: (0, 0), 51: (0, 0),
-                   # share groups (KIP-932), Kafka 4.3's versions
+                   # share groups (KIP-932)
                    76: (1, 1), 77: (1, 1), 78: (1, 2), 79: (1, 2), 83: (0, 0), 84: (0, 0), 85: (0, 1), 86: (0, 0),
                    87: (0, 1)}
+    # every range is Kafka 4.3's (KIP-896's removals included), but for the few listed
+    for key, rng in got.items():
+        kafka = kafka_43_advertised(API_BY_KEY[key].request.__name__[:-len("Request")])
+        if key in BELOW_KAFKA:
+            assert rng[0] == kafka[0] and rng[1] < kafka[1], BELOW_KAFKA[key]
+        else:
+            assert rng == kafka, key
 
 
 def test_oversized_frame_closes_connection_before_reading_it(tmp_path):

@@ -109,12 +109,22 @@ def test_api_versions_lists_the_share_feature_and_apis(tmp_path):
     try:
         c = RawClient(b.port)
         r = c.request(ApiVersionsRequest(client_software_name="t", client_software_version="1"), 4)
-        assert [(f.name, f.min_version, f.max_version) for f in r.supported_features] == [("share.version", 0, 1)]
-        assert [(f.name, f.max_version_level) for f in r.finalized_features] == [("share.version", 1)]
+        assert ("share.version", 0, 1) in [(f.name, f.min_version, f.max_version) for f in r.supported_features]
+        assert ("share.version", 1) in [(f.name, f.max_version_level) for f in r.finalized_features]
         keys = {k.api_key: (k.min_version, k.max_version) for k in r.api_keys}
         assert (keys[76], keys[77], keys[78], keys[79], keys[85], keys[87]) == ((1, 1), (1, 1), (1, 2), (1, 2),
                                                                                 (0, 1), (0, 1))
         r3 = c.request(ApiVersionsRequest(client_software_name="t", client_software_version="1"), 3)
-        assert r3.supported_features == [] and [f.name for f in r3.finalized_features] == ["share.version"]
+        assert "share.version" not in [f.name for f in r3.supported_features]       # lowest level 0: from v4
+        assert "share.version" in [f.name for f in r3.finalized_features]
+        # share.version 0 turns share groups off, as Kafka does
+        from kgroup.protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
+        from kgroup.protocol.messages.update_features import UpdateFeaturesRequest
+        U = UpdateFeaturesRequest.FeatureUpdateKey
+        r = c.request(UpdateFeaturesRequest(feature_updates=[U(feature="share.version", max_version_level=0,
+                                                               upgrade_type=2, allow_downgrade=True)]), 1)
+        assert r.error_code == 0
+        hb = ShareGroupHeartbeatRequest(group_id="g", member_id="m", member_epoch=0, subscribed_topic_names=["t"])
+        assert c.request(hb, 1).error_code == E.UNSUPPORTED_VERSION
     finally:
         b.kill()

@@ -106,3 +106,65 @@ def test_a_second_instance_fences_the_first(broker):
         got = await read_all(broker, topic, 1, "read_committed", seconds=2)
         assert [r.value for r in got] == [b"live"]
     run(go())
+
+
+def test_transaction_version_follows_the_broker(tmp_path):
+    """Our producer speaks transaction version 2 when the broker finalizes it, as Java 4.x does:
+    no AddPartitionsToTxn/AddOffsetsToTxn, EndTxn v5 bumping the epoch with every transaction; once
+    transaction.version is downgraded to 1, a producer that connects afterwards runs TV1 (the epoch
+    kept), and the consume-transform-produce loop holds with TV1 too."""
+    from kgroup.client.admin import Admin
+    from kgroup.protocol.messages.describe_transactions import DescribeTransactionsRequest
+    from tests.harness import RawClient
+    b = BrokerProcess(tmp_path / "d", overrides=["group.initial.rebalance.delay.ms=0"]).start()
+    try:
+        bs = b.bootstrap
+        src, dst = name("src"), name("dst")
+        create(bs, (src, 1), (dst, 1))
+        raw = RawClient(b.port)
+
+        def epoch(tid):
+            return raw.request(DescribeTransactionsRequest(transactional_ids=[tid]), 0).transaction_states[0] \
+                .producer_epoch
+
+        async def go():
+            async with Producer(bootstrap_servers=bs, transactional_id="tv") as p:
+                await p.init_transactions()
+                assert p._txn.transaction_v2
+                start = epoch("tv")
+                for i in range(3):
+                    p.begin_transaction()
+                    await p.send(dst, b"v2-%d" % i, partition=0)
+                    await p.send_offsets_to_transaction({TP(src, 0): i + 1}, ConsumerGroupMetadata("gv"))
+                    await p.commit_transaction()
+                assert epoch("tv") == start + 3                      # one bump per transaction
+                async with Admin(bootstrap_servers=bs) as admin:
+                    await admin.update_features({"transaction.version": (1, 2)})
+                # the finalized level comes with ApiVersions, on a new connection (as in Java)
+                p.begin_transaction()
+                await p.send(dst, b"last-v2", partition=0)
+                await p.commit_transaction()
+                assert p._txn.transaction_v2
+            async with Producer(bootstrap_servers=bs, transactional_id="tv") as p:
+                await p.init_transactions()
+                assert not p._txn.transaction_v2
+                now = epoch("tv")
+                p.begin_transaction()
+                await p.send(dst, b"v1", partition=0)
+                await p.send_offsets_to_transaction({TP(src, 0): 9}, ConsumerGroupMetadata("gv"))
+                await p.commit_transaction()
+                assert epoch("tv") == now                            # TV1: the epoch is kept
+            got = await read_all(bs, dst, 1, "read_committed", seconds=2)
+            assert [r.value for r in got] == [b"v2-0", b"v2-1", b"v2-2", b"last-v2", b"v1"]
+            assert await committed(bs, "gv", [TP(src, 0)]) == {TP(src, 0): 9}
+            src2, dst2, group = name("src"), name("dst"), name("g")
+            create(bs, (src2, 2), (dst2, 2))
+            await seed(bs, src2, 12)
+            done, aborted, _ = await transform_loop(bs, src2, dst2, group, name("tid"), 12, abort_every=3,
+                                                    consumer_config=GROUP)
+            assert sorted(done) == sorted(f"out-{i}".encode() for i in range(12)) and aborted
+            got = await read_all(bs, dst2, 2, "read_committed", seconds=2)
+            assert sorted(r.value for r in got) == sorted(done)
+        run(go())
+    finally:
+        b.stop()

@@ -326,10 +326,13 @@ def test_describe_reports_epochs_states_and_both_assignments():
     assert [(tp.topic_name, tp.partitions) for tp in m1.assignment.topic_partitions] == [
         ("a", sorted(c.group.members["m1"].assigned_partitions[topic("a", 0).topic_id]))]
     assert len(m1.target_assignment.topic_partitions[0].partitions) == 2
-    # it encodes as the v0 response
-    raw = ConsumerGroupDescribeResponse(groups=[d, group_not_found("x"), group_not_found("cls", True)]).to_bytes(0)
-    back = ConsumerGroupDescribeResponse.from_bytes(raw, 0)
+    assert [m.member_type for m in d.members] == [1, 1]     # consumer-protocol members (v1, KIP-1099)
+    # it encodes as the v1 response (v0 has no member type)
+    raw = ConsumerGroupDescribeResponse(groups=[d, group_not_found("x"), group_not_found("cls", True)]).to_bytes(1)
+    back = ConsumerGroupDescribeResponse.from_bytes(raw, 1)
     assert back.groups[0] == d
+    v0 = ConsumerGroupDescribeResponse.from_bytes(ConsumerGroupDescribeResponse(groups=[d]).to_bytes(0), 0)
+    assert [m.member_type for m in v0.groups[0].members] == [-1, -1]
     assert [(g.error_code, g.error_message) for g in back.groups[1:]] == [
         (69, "Group x not found."), (69, "Group cls is not a consumer group.")]
 
@@ -353,9 +356,15 @@ def test_offset_commit_and_fetch_validation():
     g = c.group
     assert g.members["m1"].member_epoch == 1
     assert code(g.validate_offset_commit, "m1", None, 1, False, 9) is None
-    assert code(g.validate_offset_commit, "m1", None, 0, False, 9) == (
-        ErrorCode.STALE_MEMBER_EPOCH, "The received member epoch 0 does not match the expected member epoch 1.")
-    assert code(g.validate_offset_commit, "m1", None, 2, False, 9)[0] == ErrorCode.STALE_MEMBER_EPOCH
+    # an older epoch: checked per partition against the epoch it was assigned at (Kafka 4.3)
+    validator = g.validate_offset_commit("m1", None, 0, False, 9)
+    tid = topic("a", 2).topic_id
+    assert code(validator, "a", tid, 0) == (
+        ErrorCode.STALE_MEMBER_EPOCH, "Received member epoch 0 is older than assignment epoch 1 for partition a-0.")
+    assert code(g.validate_offset_commit("m1", None, 1 - 1, False, 9), "b", b"\x09" * 16, 0) == (
+        ErrorCode.STALE_MEMBER_EPOCH, "Partition b-0 is not assigned or pending revocation for member.")
+    assert code(g.validate_offset_commit, "m1", None, 2, False, 9) == (
+        ErrorCode.STALE_MEMBER_EPOCH, "Received member epoch 2 is newer than current member epoch 1.")
     assert code(g.validate_offset_commit, "m1", None, 1, False, 8)[0] == ErrorCode.UNSUPPORTED_VERSION
     assert code(g.validate_offset_commit, "m1", None, 1, True, 3) is None        # TxnOffsetCommit
     assert code(g.validate_offset_commit, "", None, -1, False, 9) == (

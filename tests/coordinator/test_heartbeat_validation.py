@@ -1,4 +1,4 @@
-"""ConsumerGroupHeartbeat validation (Kafka 4.0's throwIfConsumerGroupHeartbeatRequestIsInvalid and
+"""ConsumerGroupHeartbeat validation (Kafka 4.3's throwIfConsumerGroupHeartbeatRequestIsInvalid and
 throwIfRegularExpressionIsInvalid): each rule, its error code and Kafka's message."""
 import pytest
 
@@ -33,9 +33,8 @@ def refused(req, version=1):
     (join(topic_partitions=None), 1, "TopicPartitions must be empty when (re-)joining."),
     (join(topic_partitions=[Req.TopicPartitions(topic_id=b"\x01" * 16, partitions=[0])]), 1,
      "TopicPartitions must be empty when (re-)joining."),
-    (join(subscribed_topic_names=[]), 1, "SubscribedTopicNames or SubscribedTopicRegex must be set in first request."),
-    (join(subscribed_topic_names=None, subscribed_topic_regex=""), 1,
-     "SubscribedTopicNames or SubscribedTopicRegex must be set in first request."),
+    (join(subscribed_topic_names=None), 1,
+     "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining."),
     (Req(group_id="g", member_id="m", member_epoch=-2), 1, "InstanceId can't be null."),
     (Req(group_id="g", member_id="m", member_epoch=-3), 1, "MemberEpoch is invalid."),
 ])
@@ -46,6 +45,9 @@ def test_invalid_requests(req, version, message):
 def test_valid_requests():
     validate_heartbeat(join(member_id=""), 0, ASSIGNORS)       # v0: the coordinator picks the id
     validate_heartbeat(join(subscribed_topic_names=None, subscribed_topic_regex="t.*"), 1, ASSIGNORS)
+    # subscribed to nothing (Kafka 4.0+, KAFKA-18095)
+    validate_heartbeat(join(subscribed_topic_names=[]), 1, ASSIGNORS)
+    validate_heartbeat(join(subscribed_topic_names=None, subscribed_topic_regex=""), 1, ASSIGNORS)
     validate_heartbeat(Req(group_id="g", member_id="m", member_epoch=7), 1, ASSIGNORS)    # nulls: unchanged
     validate_heartbeat(Req(group_id="g", member_id="m", member_epoch=-2, instance_id="i"), 1, ASSIGNORS)
     validate_heartbeat(Req(group_id="g", member_id="m", member_epoch=-1), 1, ASSIGNORS)

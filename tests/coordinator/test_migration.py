@@ -528,3 +528,29 @@ def test_old_join_group_versions_inside_a_consumer_group():
     assert c.leave("g", "nobody", version=1).error_code == E.UNKNOWN_MEMBER_ID
     assert c.leave("g", j.member_id, version=1).error_code == E.NONE
     assert set(c.cg("g").members) == {"m1"}
+
+
+def test_consumer_member_replaces_a_static_classic_member_without_unreleased_instance_id():
+    """getOrMaybeSubscribeStaticConsumerGroupMember: the instance id of a classic-protocol member is
+    taken over by a consumer-protocol join at once (no UNRELEASED_INSTANCE_ID, the classic member
+    cannot leave with -2); the new member keeps its partitions and is a consumer-protocol member."""
+    from .test_kip848_kafka43 import written
+    from kgroup.coordinator.consumer_group import consumer_group_records as rec
+    c = CgCtx({"a": 2})
+    r = cg_join(c, "g", "m1", ["a"])
+    j = classic_join(c, "g", topics=("a",), instance_id="i1")
+    r = c.hb("g", "m1", r.member_epoch, owned={"a": [0, 1]})
+    c.hb("g", "m1", r.member_epoch, owned=c.names(r))
+    j = classic_join(c, "g", j.member_id, topics=("a",), instance_id="i1")
+    mine = decoded(c.answer(c.sync("g", j.member_id, j.generation_id, instance_id="i1")))
+    since = len(c.log)
+    r = c.hb("g", "m9", 0, topics=["a"], instance_id="i1")
+    assert r.error_code == 0
+    g = c.cg("g")
+    assert j.member_id not in g.members and g.static_members["i1"] == "m9"
+    assert g.members["m9"].classic_member_metadata is None and c.names(g.members["m9"].assigned_partitions) == mine
+    kinds = [(t, m) for t, m, _ in written(c, since)]
+    assert kinds[:6] == [(rec.CURRENT_MEMBER_ASSIGNMENT, j.member_id), (rec.TARGET_ASSIGNMENT_MEMBER, j.member_id),
+                         (rec.MEMBER_METADATA, j.member_id), (rec.MEMBER_METADATA, "m9"),
+                         (rec.TARGET_ASSIGNMENT_MEMBER, "m9"), (rec.CURRENT_MEMBER_ASSIGNMENT, "m9")]
+    c.owned_check("g")

@@ -25,11 +25,11 @@ def test_offset_commit_records_decode_with_the_json_specs():
     assert key[:2] == b"\x00\x01"                     # record type 1: an offset commit
     assert decode(key, value) == ("offset_commit", {"group": "grp", "topic": "topic", "partition": 3}, 3,
                                   {"offset": 77, "leaderEpoch": 5, "metadata": "meta", "commitTimestamp": 1234,
-                                   "expireTimestamp": -1})
+                                   "expireTimestamp": -1, "topicId": None})    # topicId: tagged, v4+
     c.commit("grp", {("topic", 4): 78}, version=2, retention=1000)
     # v1, the only version holding an expire timestamp (OffsetCommit v2's retention time)
     assert decode(*c.log[-1])[2:] == (1, {"offset": 78, "leaderEpoch": -1, "metadata": "", "commitTimestamp": 1234,
-                                          "expireTimestamp": 2234})
+                                          "expireTimestamp": 2234, "topicId": None})
     c.delete_offsets("grp", {"topic": [3]})
     kind, k, version, v = decode(*c.log[-1])
     assert c.log[-1][1] is None and kind == "offset_commit" and k["partition"] == 3 and v is None

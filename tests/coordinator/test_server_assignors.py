@@ -1,5 +1,5 @@
-"""Server-side assignors (KIP-848): Kafka 4.0's own test cases, ported with their inputs and
-expected outputs (OptimizedUniformAssignmentBuilderTest, UniformHeterogeneousAssignmentBuilderTest,
+"""Server-side assignors (KIP-848): Kafka's own test cases, ported with their inputs and
+expected outputs (4.3's UniformHomogeneousAssignmentBuilderTest, UniformHeterogeneousAssignmentBuilderTest,
 RangeAssignorTest in group-coordinator/src/test/.../assignor/), plus hypothesis properties."""
 from __future__ import annotations
 
@@ -55,13 +55,14 @@ def test_uniform_one_member_subscribed_to_nonexistent_topic():
 
 def test_uniform_first_assignment_two_members_two_topics():
     got = run(uniform.assign, {"A": M([T1, T3]), "B": M([T1, T3])}, {T1: 3, T3: 2}, HOMO)
-    # Kafka's HashSet walks T3 before T1: the expected output depends on it
-    assert got == {"A": {T1: {0}, T3: {0, 1}}, "B": {T1: {1, 2}}}
+    # Kafka's HashSet walks T3 before T1; A gives its extra partition up (KAFKA-18688), so B,
+    # the last member, takes it
+    assert got == {"A": {T3: {0, 1}}, "B": {T1: {0, 1, 2}}}
 
 
 def test_uniform_first_assignment_more_members_than_partitions():
     got = run(uniform.assign, {"A": M([T3]), "B": M([T3]), "C": M([T3])}, {T3: 2}, HOMO)
-    assert got == {"A": {T3: {0}}, "B": {T3: {1}}, "C": {}}
+    assert got == {"A": {}, "B": {T3: {0}}, "C": {T3: {1}}}
 
 
 def test_uniform_validity_and_balance_for_large_sample_set():
@@ -80,7 +81,7 @@ def test_uniform_reassignment_given_unbalanced_previous_assignment():
 def test_uniform_reassignment_when_partitions_are_added():
     members = {"A": M([T1, T2], {T1: [0, 2], T2: [0]}), "B": M([T1, T2], {T1: [1], T2: [1, 2]})}
     got = run(uniform.assign, members, {T1: 6, T2: 5}, HOMO)
-    assert got == {"A": {T1: {0, 2, 3}, T2: {0, 3, 4}}, "B": {T1: {1, 4, 5}, T2: {1, 2}}}
+    assert got == {"A": {T1: {0, 2}, T2: {0, 3, 4}}, "B": {T1: {1, 3, 4, 5}, T2: {1, 2}}}
 
 
 def test_uniform_reassignment_when_one_member_added():
@@ -100,6 +101,45 @@ def test_uniform_reassignment_when_one_subscription_removed():
     members = {"A": M([T2], {T1: [0], T2: [0]}), "B": M([T2], {T1: [1], T2: [1]})}
     got = run(uniform.assign, members, {T1: 2, T2: 2}, HOMO)
     assert got == {"A": {T2: {0}}, "B": {T2: {1}}}
+
+
+def test_uniform_homogeneous_reassignment_stickiness():
+    """CommonAssignorTests.testReassignmentStickiness (Kafka 4.1+): a balanced assignment fed back in
+    any member order comes out unchanged (each member keeps its extra partition)."""
+    import itertools
+    t1, t2, t3 = (uuid.UUID(int=i).bytes for i in (11, 22, 33))
+    topics = {t1: 2, t2: 5, t3: 7}
+    first = run(uniform.assign, {m: M(topics) for m in "ABC"}, topics, HOMO)
+    for order in itertools.permutations("ABC"):
+        members = {m: M(topics, {t: sorted(p) for t, p in first[m].items()}) for m in order}
+        assert run(uniform.assign, members, topics, HOMO) == first, order
+
+
+def test_java_orders_of_fromrecord_and_timeline_hash_map():
+    from kgroup.java_compat import TimelineHashOrder, int_hash_set_copy_order, uuid_map_order
+    # new HashSet<Integer>(11 items): 16 buckets, bucket = value & 15, ties in insertion order
+    assert int_hash_set_copy_order([0, 1, 2, 3, 4, 5, 16, 17, 18, 19, 20]) == [0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5]
+    # 12 items: 12 / 0.75 + 1 = 17 -> 32 buckets
+    assert int_hash_set_copy_order(list(range(6)) + list(range(16, 22))) == list(range(6)) + list(range(16, 22))
+    # HashMap<Uuid>: Uuid(1, 0) hashes to 1, Uuid(0, 2) to 2
+    a, b = bytes(15) + b"\x02", (1).to_bytes(8, "big") + bytes(8)
+    assert uuid_map_order([a, b]) == [b, a]
+    # TimelineHashMap: slot = top bits of hashCode * -7046029254386353131; 2 slots, doubled when
+    # (size + 1) * 0.75 > slots (the third add: 4 slots, which then hold up to 5 keys); a removed
+    # key leaves the others in place
+    order = TimelineHashOrder()
+    for k in ("m1", "m2", "m3", "m4", "m5"):
+        order.add(k)
+    slots = len(order.slots)
+    assert slots == 4 and sorted(order) == ["m1", "m2", "m3", "m4", "m5"]
+
+    def slot(k, n):
+        from kgroup.java_compat import string_hash_code
+        return ((string_hash_code(k) * -7046029254386353131) % (1 << 64)) >> (65 - n.bit_length())
+    assert [slot(k, slots) for k in order] == sorted(slot(k, slots) for k in order)
+    order.remove("m3")
+    order.add("m1")
+    assert "m3" not in list(order) and list(order).count("m1") == 1 and order.size == 4
 
 
 # -- uniform, heterogeneous (UniformHeterogeneousAssignmentBuilderTest; members in sorted order) ---

@@ -7,7 +7,8 @@ Checked:
   partition at the same moment (a revoke returns before the other member's assign), and no
   sample of the coordinator's view (ConsumerGroupDescribe every 50 ms) shows one in two members;
 - a SIGKILLed member keeps its partitions until its session times out, then they move;
-- a regex subscription (``^prefix.*``) picks up a topic created later;
+- a regex subscription (``^prefix.*``) picks up a topic created later, also when it matched
+  nothing when the member joined;
 - a static member (group.instance.id) that closes and restarts gets its partitions back with no
   new group epoch;
 - offsets committed before a broker SIGKILL are where a new member resumes after the restart;
@@ -262,6 +263,25 @@ def test_regex_subscription_follows_new_topics(tmp_path):
                  [("rx-one", 0), ("rx-one", 1), ("rx-two", 0), ("rx-two", 1)], what="rx-two assigned")
         wait_for(lambda: len([r for m in members for r in m.consumed()]) == 10, what="rx-two's records")
         assert_never_owned_twice(members)
+    finally:
+        for m in members:
+            m.close()
+        broker.stop()
+
+
+def test_regex_matching_no_topic_yet_then_created(tmp_path):
+    """A member whose regex matches nothing when it joins (Kafka 4.0+, KAFKA-18095: accepted, it
+    is in the group with no partitions) gets the topic once it is created."""
+    broker = BrokerProcess(tmp_path / "data", OVERRIDES).start()
+    members = []
+    try:
+        members = [Member(broker.bootstrap, "nx", "^nx-.*")]
+        wait_for(lambda: len(describe(broker.port, "nx").members) == 1, what="the member in the group")
+        assert members[0].owned() == set() and members[0].proc.poll() is None
+        create_topic(broker.bootstrap, "nx-late", 2)
+        produce(broker.bootstrap, "nx-late", 2, 3)
+        wait_for(lambda: members[0].owned() == {("nx-late", 0), ("nx-late", 1)}, what="nx-late assigned")
+        wait_for(lambda: len(members[0].consumed()) == 6, what="nx-late's records")
     finally:
         for m in members:
             m.close()

@@ -1,6 +1,6 @@
 """Kafka's specifications as facts the project holds, and an independent decoder built from them.
 
-``kafka-4.0.json`` is written by ``scripts/kafka_spec_facts.py`` from Apache Kafka 4.0's JSON message
+``kafka-4.3.json`` is written by ``scripts/kafka_spec_facts.py`` from Apache Kafka 4.3.1's JSON message
 and record specs: names, types, version ranges, nullable and tagged versions, defaults, no prose.
 The conformance tests check kgroup's declarative definitions against it, and the decoder below
 reads ``__consumer_offsets`` bytes straight from it, independently of kgroup's codec. Tests only:
@@ -15,7 +15,7 @@ import struct
 
 import crcmod.predefined
 
-FACTS = pathlib.Path(__file__).resolve().parent / "kafka-4.0.json"
+FACTS = pathlib.Path(__file__).resolve().parent / "kafka-4.3.json"
 
 
 @functools.cache
@@ -144,15 +144,17 @@ def spec_decode_offsets_record(key: bytes, value: bytes | None):
     its schema's name without Key/Value, e.g. ConsumerGroupMemberMetadata)."""
     record_type = struct.unpack_from(">h", key)[0]
     if record_type in (0, 1):
-        kind, key_schema, value_schema, key_version = "offset_commit", "OffsetCommitKey", "OffsetCommitValue", record_type
+        kind, key_schema, value_schema = "offset_commit", ("LegacyOffsetCommitKey", "OffsetCommitKey")[record_type], "OffsetCommitValue"
     elif record_type == 2:
-        kind, key_schema, value_schema, key_version = "group_metadata", "GroupMetadataKey", "GroupMetadataValue", 2
+        kind, key_schema, value_schema = "group_metadata", "GroupMetadataKey", "GroupMetadataValue"
     elif record_type in _CONSUMER_GROUP_RECORDS:    # KIP-848
         kind = _CONSUMER_GROUP_RECORDS[record_type]
-        key_schema, value_schema, key_version = kind + "Key", kind + "Value", record_type
+        key_schema, value_schema = kind + "Key", kind + "Value"
     else:
         raise ValueError(f"unknown record type {record_type}")
-    k = spec_decode(_spec(key_schema), key_version, key[2:])
+    assert _spec(key_schema)["apiKey"] == record_type
+    # Kafka 4's coordinator keys: the record type in front, then the key's fields at version 0.
+    k = spec_decode(_spec(key_schema), 0, key[2:])
     if value is None:
         return kind, k, None
     v_version = struct.unpack_from(">h", value)[0]

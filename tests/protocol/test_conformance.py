@@ -7,16 +7,8 @@ from kgroup.protocol.api import API_BY_KEY
 from kgroup.protocol.schema import INF, parse_versions, snake
 from tests.kafka_spec import load_spec
 
-# KIP-932's messages are Kafka 4.3's (ShareGroupHeartbeat v1, ShareFetch v1-2, ...), which the
-# Kafka 4.0 facts table predates (v0, since removed): their ranges are checked below against 4.3's
-# api-versions, their fields with the 4.3 facts table.
-SHARE_APIS = {"ShareGroupHeartbeat": (1, 1), "ShareGroupDescribe": (1, 1), "ShareFetch": (1, 2),
-              "ShareAcknowledge": (1, 2), "InitializeShareGroupState": (0, 0), "ReadShareGroupState": (0, 0),
-              "WriteShareGroupState": (0, 1), "DeleteShareGroupState": (0, 0), "ReadShareGroupStateSummary": (0, 1)}
 MESSAGES = []
 for api in API_BY_KEY.values():
-    if api.request.__name__[:-len("Request")] in SHARE_APIS:
-        continue
     MESSAGES.append((api.request, "messages"))
     MESSAGES.append((api.response, "messages"))
 MESSAGES += [(header_defs.RequestHeader, "messages"), (header_defs.ResponseHeader, "messages"),
@@ -27,12 +19,17 @@ MESSAGES += [(getattr(offsets_records, n), "records") for n in
               "TransactionLogKey", "TransactionLogValue")]
 MESSAGES += [(cls, "records") for t in sorted(offsets_records.CONSUMER_GROUP_RECORD_TYPES)
              for cls in offsets_records.RECORD_SCHEMAS[t]]
+# KIP-932: the share group records (10-15) and __share_group_state's (ShareSnapshot 0, ShareUpdate 1)
+MESSAGES += [(cls, "records") for t in sorted(offsets_records.SHARE_GROUP_RECORD_TYPES)
+             for cls in offsets_records.RECORD_SCHEMAS[t]]
+MESSAGES += [(cls, "records") for pair in offsets_records.SHARE_STATE_RECORDS.values() for cls in pair]
 
 
 def _default(spec_field):
     d = spec_field.get("default")
     if d is None:
-        return None
+        # JSON null: a nullable array's default is null (Kafka's generator); kgroup declares it so
+        return "null" if "default" in spec_field and spec_field["type"].startswith("[]") else None
     d = str(d)
     if d == "null":
         return "null"
@@ -62,41 +59,42 @@ def _compare_fields(ours, spec_fields, common, path):
             _compare_fields(f.struct.FIELDS, sub, common, where)
 
 
+def _as_key_versions(spec: dict, lo: int, hi: int) -> dict:
+    """A coordinator-key spec (Kafka 4: fields at version 0, the record type written in front) in
+    the terms of kgroup's key definitions, whose version is the record type: same bytes."""
+    rng = str(lo) if lo == hi else f"{lo}-{hi}"
+    assert spec["validVersions"] == "0" and spec["flexibleVersions"] == "none"
+    fields = []
+    for f in spec["fields"]:
+        assert f["versions"] == "0" and "nullableVersions" not in f and "fields" not in f
+        fields.append(dict(f, versions=rng))
+    return dict(spec, validVersions=rng, fields=fields)
+
+
 @pytest.mark.parametrize("cls,folder", MESSAGES, ids=[c.__name__ for c, _ in MESSAGES])
 def test_message_matches_spec(cls, folder):
     spec = load_spec(cls.__name__, folder)
     assert cls.API_KEY == spec.get("apiKey")
+    if spec.get("type") == "coordinator-key":
+        if cls.__name__ == "OffsetCommitKey":    # types 0 and 1: Kafka's Legacy key has the same fields
+            legacy = load_spec("LegacyOffsetCommitKey", folder)
+            assert legacy["apiKey"] == 0 and legacy["fields"] == spec["fields"]
+            spec = _as_key_versions(spec, 0, 1)
+        else:
+            spec = _as_key_versions(spec, spec["apiKey"], spec["apiKey"])
     assert cls.VERSIONS == parse_versions(spec["validVersions"])
     assert cls.FLEXIBLE == parse_versions(spec["flexibleVersions"])
     common = {c["name"]: c["fields"] for c in spec.get("commonStructs", [])}
     _compare_fields(cls.FIELDS, spec["fields"], common, cls.__name__)
 
 
-def test_share_api_version_ranges():
-    got = {a.request.__name__[:-len("Request")]: a.request.VERSIONS
-           for a in API_BY_KEY.values() if a.request.__name__[:-len("Request")] in SHARE_APIS}
-    assert got == SHARE_APIS
-
-
-def test_version_ranges():
-    """The version ranges we register (Kafka 4.0's full ranges)."""
-    want = {"ApiVersions": 4, "Metadata": 12, "CreateTopics": 7, "DeleteTopics": 6, "Produce": 11,
-            "Fetch": 17, "ListOffsets": 10, "FindCoordinator": 6, "JoinGroup": 9, "SyncGroup": 5,
-            "Heartbeat": 4, "LeaveGroup": 5, "OffsetCommit": 9, "OffsetFetch": 9,
-            "DescribeGroups": 5, "ListGroups": 5, "DeleteGroups": 2, "OffsetDelete": 0,
-            "InitProducerId": 5, "DescribeConfigs": 4, "DescribeCluster": 1,
-            # Transactions: registered for conformance and round-trips; the broker's
-            # handler table decides when they are advertised.
-            "AddPartitionsToTxn": 5, "AddOffsetsToTxn": 4, "EndTxn": 5, "WriteTxnMarkers": 1,
-            "TxnOffsetCommit": 4, "DescribeTransactions": 0, "ListTransactions": 1,
-            # KIP-848 (registered, not advertised yet); the facts table has ConsumerGroupDescribe v0 only
-            "ConsumerGroupHeartbeat": 1, "ConsumerGroupDescribe": 0}
-    want.update({"CreatePartitions": 3, "AlterConfigs": 2, "IncrementalAlterConfigs": 1, "DeleteRecords": 2})
-    want.update({"SaslHandshake": 1, "SaslAuthenticate": 2, "DescribeAcls": 3, "CreateAcls": 3, "DeleteAcls": 3,
-                 "DescribeUserScramCredentials": 0, "AlterUserScramCredentials": 0})
-    got = {a.request.__name__[:-len("Request")]: a.request.VERSIONS for a in API_BY_KEY.values()
-           if a.request.__name__[:-len("Request")] not in SHARE_APIS}
-    assert got == {k: (0, v) for k, v in want.items()}
+def test_version_ranges_are_kafka_43s():
+    """Every registered API declares Kafka 4.3's whole valid range (the facts table's), KIP-896's
+    removals included; what the broker advertises is its handler table (tests/broker)."""
+    got = {a.request.__name__[:-len("Request")]: a.request.VERSIONS for a in API_BY_KEY.values()}
+    want = {name: parse_versions(load_spec(name + "Request")["validVersions"]) for name in got}
+    assert got == want
+    assert got["Produce"] == (3, 13) and got["OffsetCommit"] == (2, 10) and got["Fetch"] == (4, 18)
     assert consumer_protocol.ConsumerProtocolSubscription.VERSIONS == (0, 3)
     assert consumer_protocol.ConsumerProtocolAssignment.VERSIONS[1] >= 3
     assert INF > 1000

@@ -50,7 +50,7 @@ def test_request_defaults_mean_unchanged():
 
 
 def test_registered_and_advertised():
-    """The broker answers them: ConsumerGroupHeartbeat v0-1 and ConsumerGroupDescribe v0."""
+    """The broker answers them: ConsumerGroupHeartbeat v0-1 and ConsumerGroupDescribe v0-1."""
     assert ApiKey.CONSUMER_GROUP_HEARTBEAT in API_BY_KEY and ApiKey.CONSUMER_GROUP_DESCRIBE in API_BY_KEY
     keys = {k: (lo, hi) for k, lo, hi in advertised()}
-    assert keys[ApiKey.CONSUMER_GROUP_HEARTBEAT] == (0, 1) and keys[ApiKey.CONSUMER_GROUP_DESCRIBE] == (0, 0)
+    assert keys[ApiKey.CONSUMER_GROUP_HEARTBEAT] == (0, 1) and keys[ApiKey.CONSUMER_GROUP_DESCRIBE] == (0, 1)

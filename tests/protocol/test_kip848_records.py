@@ -1,5 +1,5 @@
 """KIP-848 ``__consumer_offsets`` records (record types 3-8): our declarative codec against the
-independent decoder built from Kafka 4.0's facts table, on random values (hypothesis) and on a
+independent decoder built from Kafka 4.3's facts table, on random values (hypothesis) and on a
 byte-exact case for the one new wire shape (a nullable tagged struct)."""
 import uuid
 

@@ -138,3 +138,32 @@ def test_aborted_transactional_records_do_not_supersede_committed_ones(tmp_path,
     assert (0, b"aborted-key", b"committed-before") in kept
     assert (1, b"committed-key", b"old") not in kept and (3, b"committed-key", b"new") not in kept
     assert (5, b"committed-key", b"txn") in kept
+
+
+def test_aborted_transactions_are_removed(tmp_path, clock):
+    """A clean removes the data of an aborted transaction whose ABORT marker it covers, whatever
+    the keys (Kafka's CleanedTransactionMetadata), keeps a committed one's, and leaves an open
+    transaction's alone; the aborting producer's last batch keeps its empty header."""
+    from kgroup.protocol.records import build_end_txn_marker_batch
+    from kgroup.storage.producer_state import AppendOrigin
+    plog = compacted(tmp_path / "t-0", clock)
+    plog.append(keyed([(b"x", b"aborted-1"), (b"unique", b"aborted-2")], producer_id=7, producer_epoch=0,
+                      base_sequence=0, is_transactional=True))                                      # 0-1
+    plog.append(keyed([(b"y", b"committed")], producer_id=8, producer_epoch=0, base_sequence=0,
+                      is_transactional=True))                                                       # 2
+    plog.append(keyed([(b"z", b"aborted-3")], producer_id=7, producer_epoch=0, base_sequence=2,
+                      is_transactional=True))                                                       # 3
+    plog.append(build_end_txn_marker_batch(7, 0, False, 0, T0), origin=AppendOrigin.COORDINATOR)   # 4 ABORT
+    plog.append(build_end_txn_marker_batch(8, 0, True, 0, T0), origin=AppendOrigin.COORDINATOR)    # 5 COMMIT
+    plog.roll()
+    plog.append(keyed([(b"other", b"x")]))
+    stats = cleaner.clean(plog, T0)
+    assert stats.records_removed == 3
+    kept = [(o, k, v) for o, k, v in contents(plog) if k is not None and not k.startswith(b"\0")]
+    assert (2, b"y", b"committed") in kept
+    assert not [r for r in kept if r[2] and r[2].startswith(b"aborted")]
+    headers = [h for h, _ in plog.iter_batches()]
+    emptied = [h for h in headers if h.producer_id == 7 and not h.is_control]
+    assert [(h.base_offset, h.records_count) for h in emptied] == [(3, 0)]   # the producer's last batch
+    assert [h.base_offset for h in headers if h.is_control] == [4, 5]       # markers are kept
+

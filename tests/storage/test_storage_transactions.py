@@ -125,6 +125,21 @@ def test_last_stable_offset_follows_open_transactions(tmp_path, clock):
     assert os.listdir(plog.directory).count("00000000000000000000.txnindex") == 1
 
 
+def test_last_stable_offset_never_falls_below_the_log_start_offset(tmp_path, clock):
+    """DeleteRecords past an open transaction's first offset: the LSO is the new log start offset,
+    not an offset the log no longer has (UnifiedLog.maybeIncrementFirstUnstableOffset)."""
+    plog = PartitionLog(str(tmp_path / "t-0"), clock=clock)
+    a = Producer(plog, 1)
+    plog.append(batch(1))
+    assert a.send(2) == 1
+    plog.append(batch(2))
+    assert plog.last_stable_offset == 1
+    assert plog.delete_records_before(4) == 4
+    assert plog.log_start_offset == 4 and plog.last_stable_offset == 4
+    a.end(committed=True)
+    assert plog.last_stable_offset == plog.log_end_offset == 6
+
+
 def test_abort_writes_the_txn_index_with_the_lso_after_the_marker(tmp_path, clock):
     plog = PartitionLog(str(tmp_path / "t-0"), clock=clock)
     a, b, c = Producer(plog, 1), Producer(plog, 2), Producer(plog, 3)

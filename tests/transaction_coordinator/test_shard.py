@@ -536,3 +536,47 @@ def test_add_partitions_v4_failed_write_fails_only_the_writers():
     got = add_v4(c, ("a", a.producer_id, 0, [("t", 1)], False), ("b", 99, 0, [("t", 1)], False))
     assert got == {"a": {("t", 1): E.NOT_COORDINATOR}, "b": {("t", 1): E.INVALID_PRODUCER_ID_MAPPING}}
     assert c.txn("a").state is S.EMPTY
+
+
+# -- transaction version 2 (KIP-890 part 2) ------------------------------------------------------
+
+def _end_v5(c, tid, pid, epoch, committed):
+    from kgroup.protocol.messages.end_txn import EndTxnRequest
+    r = c.call(c.shard.handle_end_txn, EndTxnRequest(transactional_id=tid, producer_id=pid, producer_epoch=epoch,
+                                                    committed=committed), 5)
+    return r.error_code, r.producer_id, r.producer_epoch
+
+
+def test_end_txn_v5_bumps_the_epoch_every_transaction():
+    c = Ctx()
+    pid, epoch = c.ongoing("tx")
+    assert _end_v5(c, "tx", pid, epoch, True) == (E.NONE, pid, epoch + 1)
+    m = c.txn("tx")
+    assert (m.state, m.producer_epoch, m.client_transaction_version) == (S.PREPARE_COMMIT, epoch + 1, 2)
+    [markers] = c.markers
+    assert (markers.producer_id, markers.producer_epoch) == (pid, epoch + 1)     # the markers fence the old epoch
+    assert _end_v5(c, "tx", pid, epoch, True) == (E.NONE, pid, epoch + 1)       # a retry while completing
+    assert c.complete_all()
+    assert _end_v5(c, "tx", pid, epoch, True) == (E.NONE, pid, epoch + 1)       # and after
+    assert _end_v5(c, "tx", pid, epoch, False)[0] == E.INVALID_TXN_STATE        # not the outcome it had
+    assert _end_v5(c, "tx", pid, epoch + 1, True)[0] == E.INVALID_TXN_STATE     # no transaction open
+    assert c.add_partitions("tx", pid, epoch, [("t", 0)]) == {("t", 0): E.PRODUCER_FENCED}
+    assert set(c.add_partitions("tx", pid, epoch + 1, [("t", 0)]).values()) == {E.NONE}
+    assert _end_v5(c, "tx", pid, epoch + 1, False) == (E.NONE, pid, epoch + 2)
+
+
+def test_end_txn_v5_at_an_exhausted_epoch_moves_to_a_new_producer_id():
+    c = exhausted_ctx()
+    assert set(c.add_partitions("tx", 77, 32766, [("t", 0)]).values()) == {E.NONE}
+    # (the crafted producer is at 32766 already: its EndTxn bumps past the exhaustion mark)
+    assert _end_v5(c, "tx", 77, 32766, True) == (E.NONE, 1000, 0)
+    m = c.txn("tx")
+    assert (m.producer_id, m.producer_epoch, m.next_producer_id) == (77, 32767, 1000)
+    [markers] = c.markers
+    assert (markers.producer_id, markers.producer_epoch) == (77, 32767)
+    assert c.complete_all()
+    m = c.txn("tx")
+    assert (m.state, m.producer_id, m.previous_producer_id, m.producer_epoch, m.next_producer_id) == (
+        S.COMPLETE_COMMIT, 1000, 77, 0, -1)
+    assert _end_v5(c, "tx", 77, 32766, True) == (E.NONE, 1000, 0)              # a retry after the rotation
+    assert c.allocated == [1000]

@@ -1,36 +1,40 @@
 """ApiVersions (18) v0-4: the versions this broker handles end to end (KIP-35, KIP-511).
 
 v3+ requests carry the client's software name and version (KIP-511), recorded on the connection
-for logs. v3+ answers list the share groups feature (KIP-932's ``share.version``): supported 0-1
-(listed from v4 only, as Kafka lists a feature whose lowest level is 0, KAFKA-17492) and finalized
-at 1, because this broker serves share groups. An unsupported ApiVersions version is answered by the server itself in the v0 layout
+for logs; v3+ answers list the features this broker supports and the finalized levels with their
+epoch (KIP-584, features.py): a supported feature whose lowest level is 0 only from v4 (older
+clients cannot read it, KAFKA-17492), a finalized feature only at a level above 0. An unsupported ApiVersions version is answered by the server itself in the v0 layout
 (see ``unsupported_version_response``) so the client can retry at a version we know.
 """
 from ...protocol.errors import ErrorCode
 from ...protocol.messages.api_versions import ApiVersionsResponse
+from ..features import SUPPORTED
 
 ApiVersion = ApiVersionsResponse.ApiVersion
-SHARE_VERSION = "share.version"
-SHARE_VERSION_SUPPORTED = (0, 1)
-SHARE_VERSION_FINALIZED = 1
+Supported = ApiVersionsResponse.SupportedFeatureKey
+_TELEMETRY_APIS = (71, 72)          # GetTelemetrySubscriptions, PushTelemetry
+Finalized = ApiVersionsResponse.FinalizedFeatureKey
 
 
 def handle(broker, ctx, req, version):
     from . import advertised  # the table lives next to the handlers
+    entries = advertised()
+    if broker.config["metrics.listener"] is None:
+        # Kafka offers the client metrics APIs only with a telemetry exporter: here, the listener
+        entries = [e for e in entries if e[0] not in _TELEMETRY_APIS]
     if version >= 3:
         ctx.connection.client_software = (req.client_software_name, req.client_software_version)
         if not _valid_software_field(req.client_software_name) or \
                 not _valid_software_field(req.client_software_version):
-            return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST,
-                                       api_keys=_keys(advertised()))
-    resp = ApiVersionsResponse(error_code=0, api_keys=_keys(advertised()), throttle_time_ms=0)
+            return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST, api_keys=_keys(entries))
+    resp = ApiVersionsResponse(error_code=0, api_keys=_keys(entries), throttle_time_ms=0)
     if version >= 3:
-        if version >= 4:
-            resp.supported_features = [ApiVersionsResponse.SupportedFeatureKey(
-                name=SHARE_VERSION, min_version=SHARE_VERSION_SUPPORTED[0], max_version=SHARE_VERSION_SUPPORTED[1])]
-        resp.finalized_features_epoch = 0
-        resp.finalized_features = [ApiVersionsResponse.FinalizedFeatureKey(
-            name=SHARE_VERSION, max_version_level=SHARE_VERSION_FINALIZED, min_version_level=SHARE_VERSION_FINALIZED)]
+        features = broker.metadata.features
+        resp.supported_features = [Supported(name=n, min_version=lo, max_version=hi)
+                                   for n, (lo, hi) in sorted(SUPPORTED.items()) if version >= 4 or lo > 0]
+        resp.finalized_features_epoch = features.epoch
+        resp.finalized_features = [Finalized(name=n, max_version_level=v, min_version_level=v)
+                                   for n, v in sorted(features.finalized.items()) if v != 0]
     return resp
 
 

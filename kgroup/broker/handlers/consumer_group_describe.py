@@ -1,13 +1,22 @@
-"""ConsumerGroupDescribe (69) v0: split across the shards that own the groups (KIP-848)."""
+"""ConsumerGroupDescribe (69) v0-1 (v1: each member's type, classic or consumer): split across the
+shards that own the groups (KIP-848)."""
 import copy
 
 from ...coordinator import GroupCoordinatorShard as Shard
+from ...protocol.errors import ErrorCode
 from ...protocol.messages.consumer_group_describe import ConsumerGroupDescribeResponse
 from ..authorization import DESCRIBE, GROUP_AUTHORIZATION_FAILED, RT_GROUP, group_denied, operations
 from ..authorized_operations import with_group_operations
+from .consumer_group_heartbeat import consumer_protocol_enabled
 
 
 def handle(broker, ctx, req, version):
+    if not consumer_protocol_enabled(broker):     # group.version 0: the protocol is off
+        code = int(ErrorCode.UNSUPPORTED_VERSION)
+        return ConsumerGroupDescribeResponse(throttle_time_ms=0, groups=[
+            ConsumerGroupDescribeResponse.DescribedGroup(group_id=g, error_code=code,
+                                                         error_message=ErrorCode.UNSUPPORTED_VERSION.message)
+            for g in req.group_ids])
     if broker.authorizer is not None:
         return _authorized(broker, ctx, req, version)
     return broker.group_coordinator.execute_split(

@@ -1,4 +1,4 @@
-"""CreateTopics (19) v0-7: replication factor 1 only (one broker), Kafka's name rules, manual
+"""CreateTopics (19) v2-7 (v0-1 removed by KIP-896): replication factor 1 only (one broker), Kafka's name rules, manual
 replica assignments onto this node, topic configs, ``validate_only``; v5+ returns the resolved
 partition count, replication factor and configs; v7+ the topic id. The partition logs are
 created in time slices (Broker.run_in_slices): a request of up to 10,000 partitions is answered

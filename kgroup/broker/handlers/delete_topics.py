@@ -1,4 +1,4 @@
-"""DeleteTopics (20) v0-6: by name (v0-5 ``topic_names``), by name or topic id (v6 ``topics``)."""
+"""DeleteTopics (20) v1-6 (v0 removed by KIP-896): by name (v0-5 ``topic_names``), by name or topic id (v6 ``topics``)."""
 from ...protocol.errors import ErrorCode
 from ...protocol.messages.delete_topics import DeleteTopicsResponse
 from ..authorization import DELETE, RT_TOPIC, allowed

@@ -1,5 +1,5 @@
-"""DescribeCluster (60) v0-1: this node is the whole cluster (broker and, for endpoint type 2,
-the controller endpoint too)."""
+"""DescribeCluster (60) v0-2: this node is the whole cluster (broker and, for endpoint type 2,
+the controller endpoint too); never fenced, so v2's include_fenced_brokers changes nothing."""
 from ...protocol.errors import ErrorCode
 from ...protocol.messages.describe_cluster import DescribeClusterResponse
 from ..authorization import CLUSTER_NAME, DESCRIBE, RT_CLUSTER, allowed
@@ -18,7 +18,7 @@ def handle(broker, ctx, req, version):
     return DescribeClusterResponse(
         throttle_time_ms=0, error_code=0, error_message=None, endpoint_type=req.endpoint_type,
         cluster_id=broker.metadata.cluster_id, controller_id=node,
-        brokers=[Broker(broker_id=node, host=host, port=port, rack=None)],
+        brokers=[Broker(broker_id=node, host=host, port=port, rack=None, is_fenced=False)],
         cluster_authorized_operations=_cluster_operations(broker, ctx) if req.include_cluster_authorized_operations
         else -2147483648)
 

@@ -1,8 +1,9 @@
-"""DescribeConfigs (32) v0-4 for TOPIC (2), BROKER (4) and GROUP (32) resources: every config or
+"""DescribeConfigs (32) v1-4 (v0 removed by KIP-896) for TOPIC (2), BROKER (4) and GROUP (32) resources: every config or
 the requested keys, with Kafka's config sources (TOPIC_CONFIG 1, DYNAMIC_BROKER_CONFIG 2,
 DYNAMIC_DEFAULT_BROKER_CONFIG 3, STATIC_BROKER_CONFIG 4, DEFAULT_CONFIG 5, GROUP_CONFIG 8) and,
 when asked, synonyms and documentation."""
 from ...protocol.errors import ErrorCode
+from .. import client_metrics
 from ...protocol.messages.describe_configs import DescribeConfigsResponse
 from ..config import CONFIG_DEFS
 from ..metadata import TOPIC_CONFIGS
@@ -18,6 +19,7 @@ Synonym = Entry.DescribeConfigsSynonym
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
 TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
 # ConfigType (KIP-569): BOOLEAN 1, STRING 2, INT 3, SHORT 4, LONG 5, DOUBLE 6, LIST 7
+CLIENT_METRICS_CONFIG = 7         # DescribeConfigsResponse.ConfigSource
 _TYPES = {"boolean": 1, "string": 2, "int": 3, "short": 4, "long": 5, "double": 6, "list": 7, "password": 9}
 
 
@@ -53,7 +55,7 @@ def handle(broker, ctx, req, version):
                     source = TOPIC_CONFIG if explicit else (
                         _broker_source(broker, broker_key) if broker_key in CONFIG_DEFS else DEFAULT_CONFIG)
                     result.configs.append(Entry(
-                        name=name, value=value, read_only=False, is_default=not explicit,
+                        name=name, value=value, read_only=False,
                         config_source=source, is_sensitive=False, synonyms=synonyms,
                         config_type=_TYPES[TOPIC_CONFIGS[name][1]],
                         documentation=TOPIC_CONFIG_DEFS[name].doc if req.include_documentation else None))
@@ -72,8 +74,8 @@ def handle(broker, ctx, req, version):
                         value = None
                     source = _broker_source(broker, name)
                     result.configs.append(Entry(
-                        name=name, value=value, read_only=name not in DYNAMIC_BROKER_CONFIGS,
-                        is_default=source == DEFAULT_CONFIG, config_source=source, is_sensitive=sensitive,
+                        name=name, value=value, read_only=name not in DYNAMIC_BROKER_CONFIGS, config_source=source,
+                        is_sensitive=sensitive,
                         synonyms=_broker_synonyms(broker, name) if req.include_synonyms else [],
                         config_type=_TYPES[defn.type],
                         documentation=defn.doc if req.include_documentation else None))
@@ -89,12 +91,25 @@ def handle(broker, ctx, req, version):
                     source = group_configs.GROUP_CONFIG_SOURCE if name in overrides else DEFAULT_CONFIG
                     value = group_configs.as_string(value)
                     result.configs.append(Entry(
-                        name=name, value=value, read_only=False, is_default=source == DEFAULT_CONFIG,
-                        config_source=source, is_sensitive=False,
+                        name=name, value=value, read_only=False, config_source=source, is_sensitive=False,
                         synonyms=[Synonym(name=name, value=value, source=source)] if req.include_synonyms else [],
                         config_type=_TYPES[group_configs.GROUP_CONFIG_DEFS[name].type],
                         documentation=group_configs.GROUP_CONFIG_DEFS[name].doc if req.include_documentation
                         else None))
+        elif res.resource_type == client_metrics.CLIENT_METRICS:
+            # a subscription's three configs, its own values or the defaults (ClientMetricsConfigs)
+            own = broker.metadata.client_metrics.configs(res.resource_name)
+            defaults = {client_metrics.METRICS: "", client_metrics.INTERVAL_MS: str(client_metrics.INTERVAL_MS_DEFAULT),
+                        client_metrics.MATCH: ""}
+            for name, default in defaults.items():
+                if res.configuration_keys is not None and name not in res.configuration_keys:
+                    continue
+                source = CLIENT_METRICS_CONFIG if name in own else DEFAULT_CONFIG
+                value = own.get(name, default)
+                result.configs.append(Entry(
+                    name=name, value=value, read_only=False, config_source=source, is_sensitive=False,
+                    synonyms=[Synonym(name=name, value=value, source=source)] if req.include_synonyms else [],
+                    config_type=_TYPES["int" if name == client_metrics.INTERVAL_MS else "list"], documentation=None))
         else:
             result.error_code = ErrorCode.INVALID_REQUEST
             result.error_message = f"Unsupported resource type {res.resource_type}"

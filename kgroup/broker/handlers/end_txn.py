@@ -1,6 +1,7 @@
-"""EndTxn (26) v0-4: PrepareCommit/PrepareAbort written and fsynced, the markers appended, then
+"""EndTxn (26) v0-5: PrepareCommit/PrepareAbort written and fsynced, the markers appended, then
 answered; the markers' fsync and CompleteCommit/CompleteAbort follow (``transaction_runtime``).
-v5 (KIP-890's epoch bump per transaction) is not served."""
+v5 (KIP-890 part 2, transaction version 2) bumps the producer epoch with every transaction and
+answers the producer id and epoch to use next."""
 from ...transaction_coordinator import TransactionCoordinatorShard as Shard
 
 from ...protocol.messages.end_txn import EndTxnResponse

@@ -1,7 +1,8 @@
-"""ListOffsets (2) v0-10: earliest (-2), latest (-1), max timestamp (-3, v7+), earliest local
-(-4, v8+, = earliest without tiered storage), latest tiered (-5, v9+, = -1 offset: nothing is
-tiered), or the first offset whose timestamp is >= the given one (time index). v0 answers in
-its old ``old_style_offsets`` array.
+"""ListOffsets (2) v1-11: earliest (-2), latest (-1), max timestamp (-3, v7+), earliest local
+(-4, v8+, = earliest without tiered storage), latest tiered (-5, v9+) and earliest pending upload
+(-6, v11+, KIP-1023), both -1 as nothing is tiered, or the first offset whose timestamp is >= the
+given one (time index). A special timestamp the request's version predates, or one Kafka does not
+know, gets UNSUPPORTED_VERSION (ReplicaManager.isListOffsetsTimestampUnsupported).
 
 ``isolation_level`` (v2+) sets the last fetchable offset as Kafka's Partition does: read_committed
 answers latest with the last stable offset, and a timestamp lookup landing at or beyond it finds
@@ -11,16 +12,17 @@ Timestamp lookups read the records of the batch they land in, which for a compre
 means decompressing it (every codec is a dependency). A batch that cannot be read answers the
 partition with the error's code (CORRUPT_MESSAGE), as Kafka's ``Errors.forException``.
 """
-
 from ...protocol.errors import ErrorCode
 from ...protocol.messages.list_offsets import ListOffsetsResponse
 from ...protocol.records import RecordBatchError
 from ...storage.errors import LogError
-from ...storage.log import (EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, LATEST_TIERED_TIMESTAMP,
-                            LATEST_TIMESTAMP, MAX_TIMESTAMP)
+from ...storage.log import (EARLIEST_LOCAL_TIMESTAMP, EARLIEST_PENDING_UPLOAD_TIMESTAMP, EARLIEST_TIMESTAMP,
+                            LATEST_TIERED_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP)
 from ..authorization import DESCRIBE, denied_topics
 
-_SPECIAL = (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP, LATEST_TIMESTAMP, LATEST_TIERED_TIMESTAMP, MAX_TIMESTAMP)
+# special timestamp -> the first version that may ask for it
+_SPECIAL = {EARLIEST_TIMESTAMP: 1, LATEST_TIMESTAMP: 1, MAX_TIMESTAMP: 7, EARLIEST_LOCAL_TIMESTAMP: 8,
+            LATEST_TIERED_TIMESTAMP: 9, EARLIEST_PENDING_UPLOAD_TIMESTAMP: 11}
 TopicResponse = ListOffsetsResponse.ListOffsetsTopicResponse
 PartitionResponse = ListOffsetsResponse.ListOffsetsPartitionResponse
 
@@ -42,15 +44,15 @@ def handle(broker, ctx, req, version):
             if plog is None or not 0 <= p.partition_index < topic.num_partitions:
                 pr.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue
-            if p.timestamp < 0 and p.timestamp not in _SPECIAL:
-                pr.error_code = ErrorCode.INVALID_REQUEST
+            if p.timestamp < 0 and version < _SPECIAL.get(p.timestamp, 1 << 15):
+                pr.error_code = ErrorCode.UNSUPPORTED_VERSION
                 continue
             try:
                 found = plog.fetch_offset_by_timestamp(p.timestamp)
             except (LogError, RecordBatchError) as e:
                 pr.error_code = e.error_code
                 continue
-            if found is not None and version >= 2 and req.isolation_level == 1 \
+            if found is not None and req.isolation_level == 1 \
                     and p.timestamp not in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
                 lso = plog.last_stable_offset
                 if p.timestamp == LATEST_TIMESTAMP:
@@ -63,7 +65,5 @@ def handle(broker, ctx, req, version):
                 offset, stamp = found.offset, found.timestamp
                 epoch = found.leader_epoch if found.leader_epoch is not None else -1
             pr.error_code = 0
-            if version == 0:
-                pr.old_style_offsets = [offset] if offset >= 0 else []
             pr.offset, pr.timestamp, pr.leader_epoch = offset, stamp, epoch
     return resp

@@ -1,7 +1,11 @@
-"""ListTransactions (66) v0-1: every shard's transactions (state, producer id and, v1,
-duration filters); the first shard error wins, as Kafka reports a loading partition."""
+"""ListTransactions (66) v0-2: every shard's transactions (state, producer id, v1 duration and v2
+transactional id pattern filters, KIP-994 and KIP-1152); the first shard error wins, as Kafka
+reports a loading partition. A pattern RE2 refuses is the whole request's
+INVALID_REGULAR_EXPRESSION."""
+from ...protocol.errors import KafkaError
 from ...protocol.messages.list_transactions import ListTransactionsResponse
 from ...transaction_coordinator import TransactionCoordinatorShard as Shard
+from ...transaction_coordinator.shard import transactional_id_pattern
 
 from ..authorization import DESCRIBE, RT_TRANSACTIONAL_ID, allowed
 
@@ -14,6 +18,11 @@ def _merge(rs):
 
 
 def handle(broker, ctx, req, version):
+    if version >= 2:
+        try:
+            transactional_id_pattern(req.transactional_id_pattern)
+        except KafkaError as e:
+            return ListTransactionsResponse(throttle_time_ms=0, error_code=int(e.code))
     if broker.authorizer is not None:   # KafkaApis: only the transactional ids the principal may DESCRIBE
         def merge(rs):
             resp = _merge(rs)

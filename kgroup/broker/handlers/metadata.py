@@ -1,4 +1,4 @@
-"""Metadata (3) v0-12: this node as the only broker and controller, topics with partitions led
+"""Metadata (3) v0-13 (v13: a top-level error code, 0 here): this node as the only broker and controller, topics with partitions led
 by this node, topic ids (v10+), auto-creation (``auto.create.topics.enable`` and, v4+, the
 request's ``allow_auto_topic_creation``).
 

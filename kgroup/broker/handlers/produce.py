@@ -1,7 +1,9 @@
-"""Produce (0) v3-11: magic-2 batches only (Kafka 4.0 dropped v0-2, KIP-896).
+"""Produce (0) v3-13: magic-2 batches only (Kafka 4.0 dropped v0-2, KIP-896).
 
 Topics must exist: as in Kafka, a produce never creates one (clients create through Metadata
 with auto.create.topics.enable); unknown topics and partitions get UNKNOWN_TOPIC_OR_PARTITION.
+v13 names topics by id (KIP-516): an unknown id gets UNKNOWN_TOPIC_ID, and the answer names the
+topic by its id.
 
 Per partition: exactly one batch (Kafka's ProduceRequest.validateRecords for v3+), validated and
 appended as received; errors are per partition with Kafka's codes. acks=-1 waits for the group
@@ -9,9 +11,9 @@ commit fsync (see ``data_path``); acks=1 answers once written; acks=0 sends noth
 """
 from ...protocol.errors import ErrorCode
 from ...protocol.messages.produce import ProduceResponse
-from ...protocol.records import (Compression, InvalidRecordError, RecordBatchError,
+from ...protocol.records import (BATCH_HEADER, Compression, InvalidRecordError, RecordBatchError,
                                  UnsupportedCompressionTypeError, iter_batches, read_batch_header)
-from ...storage.errors import LogError
+from ...storage.errors import LogClosedError, LogError
 from ..authorization import RT_TRANSACTIONAL_ID, WRITE, allowed, denied_topics, whole_request_error
 from ..pending import PendingResponse
 
@@ -20,10 +22,15 @@ PartitionResponse = ProduceResponse.PartitionProduceResponse
 RecordError = ProduceResponse.BatchIndexAndErrorMessage
 
 
-def handle(broker, ctx, req, version):
+def handle(broker, ctx, req, version, _added=False):
     """Checks in Kafka's order: unknown topic/partition and ProduceRequest.validateRecords
-    (KafkaApis), then acks, then the internal-topic check and the append (ReplicaManager)."""
-    if broker.control_topics and len(req.topic_data) == 1:
+    (KafkaApis), then acks, then the internal-topic check and the append (ReplicaManager).
+    From v12 a transactional batch's partition not yet in its transaction is added to it first
+    (KIP-890 part 2, transaction version 2: AddPartitionsToTxnManager's ADD_PARTITION), then the
+    request is handled as if it had been added by the producer."""
+    by_id = version >= 13
+    verify = req.transactional_id is not None and broker.config["transaction.partition.verification.enable"]
+    if broker.control_topics and len(req.topic_data) == 1 and not by_id:
         # a query to an operations feature (ops.py), e.g. rebalance timelines, not a write
         answer_query = broker.control_topics.get(req.topic_data[0].name)
         if answer_query is not None:
@@ -32,26 +39,42 @@ def handle(broker, ctx, req, version):
     if broker.authorizer is not None:     # KafkaApis.handleProduceRequest: WRITE on the transactional id, topics
         if req.transactional_id is not None and not allowed(broker, ctx, WRITE, RT_TRANSACTIONAL_ID, req.transactional_id):
             return whole_request_error(broker, ctx, version, req, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-        denied = denied_topics(broker, ctx, WRITE, (td.name for td in req.topic_data))
+        denied = denied_topics(broker, ctx, WRITE, _topic_names(broker, req, version))
+    if req.transactional_id is None and _has_transactional_records(req):
+        # KafkaApis: transactional records need a transactional id (authorized to write): the
+        # whole request is refused, or a hanging transaction no coordinator knows would be left
+        return _error_response(ctx, req, version, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    # (with or without transaction.partition.verification.enable: TV2 producers never add themselves)
+    if version >= 12 and not _added and req.transactional_id is not None:
+        added = _add_partitions_implicitly(broker, req, version)
+        if added is not None:
+            return chain(added, lambda: handle(broker, ctx, req, version, _added=True))
     dp = broker.data_path
     resp = ProduceResponse(responses=[], throttle_time_ms=0)
     written, to_flush = [], set()
     bad_acks = req.acks not in (-1, 0, 1)
     for td in req.topic_data:
-        tresp = TopicResponse(name=td.name, partition_responses=[])
-        resp.responses.append(tresp)
         # As in Kafka, only Metadata creates topics: a produce to an unknown one is refused.
-        topic = broker.metadata.get(td.name)
+        if by_id:
+            topic = broker.metadata.by_id(td.topic_id)
+            tresp = TopicResponse(topic_id=td.topic_id, partition_responses=[])
+            unknown = ErrorCode.UNKNOWN_TOPIC_ID if topic is None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            if topic is not None:
+                td.name = topic.name
+        else:
+            topic = broker.metadata.get(td.name)
+            tresp = TopicResponse(name=td.name, partition_responses=[])
+            unknown = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        resp.responses.append(tresp)
         for pd in td.partition_data:
             pr = PartitionResponse(index=pd.index, base_offset=-1, log_append_time_ms=-1, log_start_offset=-1)
             tresp.partition_responses.append(pr)
-            if topic is None or not 0 <= pd.index < topic.num_partitions or denied:
-                if denied and td.name in denied:
-                    pr.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-                    continue
-                if topic is None or not 0 <= pd.index < topic.num_partitions:
-                    pr.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                    continue
+            if denied and topic is not None and topic.name in denied:
+                pr.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                continue
+            if topic is None or not 0 <= pd.index < topic.num_partitions:
+                pr.error_code = unknown
+                continue
             try:
                 _check_one_batch(pd.records, version)
             except RecordBatchError as e:
@@ -65,7 +88,7 @@ def handle(broker, ctx, req, version):
                 pr.error_code = ErrorCode.INVALID_TOPIC_EXCEPTION
                 pr.error_message = f"Cannot append to internal topic {topic.name}"
                 continue
-            if req.transactional_id is not None:
+            if verify:
                 error = _verify_transaction(broker, req.transactional_id, td.name, pd, version)
                 if error:
                     pr.error_code = error
@@ -110,19 +133,114 @@ def handle(broker, ctx, req, version):
     return resp
 
 
+def _add_partitions_implicitly(broker, req, version):
+    """The transaction's partitions this request writes to that are not in it yet, added through
+    the transaction coordinator (AddPartitionsToTxn v5 as a broker sends it): a PendingResponse
+    answered once they are (or once refused: the append's own verification then answers the
+    partition), None when there is nothing to add."""
+    from ...protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest
+    from ...transaction_coordinator import TransactionCoordinatorShard as Shard
+    txn = broker.transaction_coordinator
+    wanted: dict[tuple[int, int], dict[str, list[int]]] = {}
+    for td in req.topic_data:
+        topic = broker.metadata.by_id(td.topic_id) if version >= 13 else broker.metadata.get(td.name)
+        if topic is None or topic.is_internal:
+            continue
+        for pd in td.partition_data:
+            if not 0 <= pd.index < topic.num_partitions or pd.records is None or len(pd.records) < BATCH_HEADER.size:
+                continue
+            header = read_batch_header(pd.records)
+            if not header.is_transactional:
+                continue
+            tp = (topic.name, pd.index)
+            error = txn.verify_partitions(req.transactional_id, header.producer_id, header.producer_epoch, (tp,))[tp]
+            if error == ErrorCode.TRANSACTION_ABORTABLE:
+                wanted.setdefault((header.producer_id, header.producer_epoch), {}).setdefault(
+                    topic.name, []).append(pd.index)
+    if len(wanted) != 1:        # nothing to add, or batches of several producers: verified as they are
+        return None
+    (pid, epoch), topics = next(iter(wanted.items()))
+    T = AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction
+    add = AddPartitionsToTxnRequest(transactions=[T(
+        transactional_id=req.transactional_id, producer_id=pid, producer_epoch=epoch, verify_only=False,
+        topics=[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name=t, partitions=ps)
+                for t, ps in topics.items()])])
+    answer = txn.run(req.transactional_id, Shard.handle_add_partitions_to_txn, add, 5, txn.partition_exists)
+    if type(answer) is PendingResponse:
+        return answer
+    done = PendingResponse()
+    done.answer(answer)
+    return done
+
+
+def chain(first: PendingResponse, then) -> PendingResponse:
+    """The answer of ``then()`` (a response or a PendingResponse), run once ``first`` is answered."""
+    out = PendingResponse()
+
+    def run(answered):
+        if answered.error is not None:
+            out.fail(answered.error)
+            return
+        try:
+            answer = then()
+        except Exception as e:         # noqa: BLE001 - the request fails as a handler error would
+            out.fail(e)
+            return
+        if type(answer) is PendingResponse:
+            answer.then(to=out)
+        else:
+            out.answer(answer)
+    first.listen(run)
+    return out
+
+
+def _topic_names(broker, req, version):
+    """The request's topic names (v13 names them by id: those this broker knows)."""
+    if version < 13:
+        return [td.name for td in req.topic_data]
+    return [t.name for td in req.topic_data if (t := broker.metadata.by_id(td.topic_id)) is not None]
+
+
+def _has_transactional_records(req) -> bool:
+    """RequestUtils.hasTransactionalRecords: a partition's first batch is transactional."""
+    for td in req.topic_data:
+        for pd in td.partition_data:
+            # a batch too short to read is answered per partition later
+            if pd.records is not None and len(pd.records) >= BATCH_HEADER.size \
+                    and read_batch_header(pd.records).is_transactional:
+                return True
+    return False
+
+
+def _error_response(ctx, req, version, code):
+    """ProduceRequest.getErrorResponse: every partition answered ``code``; with acks=0 there is
+    no response, so the connection is closed, as Kafka does."""
+    if req.acks == 0:
+        ctx.connection.close(f"{code.name} for a produce request with acks=0")
+        return None
+    return ProduceResponse(throttle_time_ms=0, responses=[
+        TopicResponse(name=td.name, topic_id=td.topic_id, partition_responses=[
+            PartitionResponse(index=pd.index, error_code=int(code), base_offset=-1, log_append_time_ms=-1,
+                              log_start_offset=-1) for pd in td.partition_data])
+        for td in req.topic_data])
+
+
 def _after_flush(flushed, resp):
     """The response, answered once the appends are on disk; a failed flush fails the appended
-    partitions with KAFKA_STORAGE_ERROR (the request is answered, the connection stays)."""
+    partitions with KAFKA_STORAGE_ERROR, or UNKNOWN_TOPIC_OR_PARTITION when the partition was
+    deleted meanwhile (the request is answered, the connection stays)."""
     # flush_only: the records are appended and below the high watermark already, as Kafka's
     # acks=-1 answer with one replica; only the answer waits for the fsync (see pending.py).
     answered = PendingResponse(flush_only=True)
 
     def on_flushed(f):
         if f.error is not None:
+            # a log closed meanwhile is a partition deleted, not a disk fault
+            code = f.error.code if isinstance(f.error, LogClosedError) else ErrorCode.KAFKA_STORAGE_ERROR
             for t in resp.responses:
                 for p in t.partition_responses:
                     if p.error_code == 0:
-                        p.error_code = ErrorCode.KAFKA_STORAGE_ERROR
+                        p.error_code = code
                         p.base_offset = -1
         answered.answer(resp)
     flushed.listen(on_flushed)

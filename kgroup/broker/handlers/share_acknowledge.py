@@ -6,6 +6,7 @@ from ...protocol.messages.share_acknowledge import ShareAcknowledgeResponse
 from ...share.share_session import FINAL_EPOCH, INITIAL_EPOCH
 from ..authorization import GROUP_AUTHORIZATION_FAILED, READ, TOPIC_AUTHORIZATION_FAILED, denied_topics, group_denied
 from ..pending import PendingResponse
+from .share_group_heartbeat import share_groups_enabled
 
 TopicResponse = ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse
 PartitionData = TopicResponse.PartitionData
@@ -16,6 +17,8 @@ def _error(code, message=None):
 
 
 def handle(broker, ctx, req, version):
+    if not share_groups_enabled(broker):
+        return _error(ErrorCode.UNSUPPORTED_VERSION, ErrorCode.UNSUPPORTED_VERSION.message)
     spm = broker.share_partitions
     if broker.authorizer is not None:   # KafkaApis: READ on the group, READ on every topic it names
         if group_denied(broker, ctx, READ, req.group_id or ""):

@@ -8,11 +8,20 @@ from ...coordinator import GroupCoordinatorShard as Shard
 from ...coordinator.share_group.manager import ShareStateInitialized
 from ...protocol.errors import ErrorCode
 from ...protocol.messages.share_group_heartbeat import ShareGroupHeartbeatResponse
+from ..features import SHARE_VERSION
 from ..authorization import (DESCRIBE, GROUP_AUTHORIZATION_FAILED, READ, TOPIC_AUTHORIZATION_FAILED, denied_topics,
                              group_denied)
 
 
+def share_groups_enabled(broker) -> bool:
+    """KafkaApis.isShareGroupProtocolEnabled: ``share.version`` finalized at 1 or above."""
+    return broker.metadata.features.level(SHARE_VERSION) >= 1
+
+
 def handle(broker, ctx, req, version):
+    if not share_groups_enabled(broker):
+        return ShareGroupHeartbeatResponse(error_code=int(ErrorCode.UNSUPPORTED_VERSION),
+                                           error_message=ErrorCode.UNSUPPORTED_VERSION.message)
     if broker.authorizer is not None:   # KafkaApis: READ on the group, DESCRIBE on every subscribed topic
         if group_denied(broker, ctx, READ, req.group_id):
             return ShareGroupHeartbeatResponse(error_code=GROUP_AUTHORIZATION_FAILED)

@@ -1,4 +1,4 @@
-"""WriteTxnMarkers (27) v0-1: the path by which a transaction coordinator writes COMMIT/ABORT
+"""WriteTxnMarkers (27) v1-2 (v2 carries the transaction version): the path by which a transaction coordinator writes COMMIT/ABORT
 control batches (the runtime calls the same ``write_markers`` directly, being on this node).
 Answered once the markers are fsynced. Unknown partitions answer UNKNOWN_TOPIC_OR_PARTITION."""
 from ...protocol.errors import ErrorCode

@@ -1,8 +1,10 @@
 """What a server-side assignor sees (Kafka's GroupSpec + SubscribedTopicDescriber) and returns.
 
 Topics are Kafka topic ids (16 bytes), partitions plain ints. A member's assignment maps a topic
-id to a sequence of partitions; iteration order is significant (it is Kafka's set iteration order:
-the builders keep the first partitions they walk when they must give some up). The members'
+id to a sequence of partitions; iteration order is significant (the homogeneous builder keeps the
+first partitions it walks when it must give some up), so the coordinator passes them in the order
+Kafka's ``Assignment.fromRecord`` maps iterate: topics as a ``HashMap<Uuid, ...>``, partitions as
+a ``HashSet<Integer>`` (``java_compat.uuid_map_order`` / ``int_hash_set_copy_order``). The members'
 order is the order of ``GroupSpec.members`` (Kafka's ``groupSpec.memberIds()``).
 """
 from __future__ import annotations

@@ -1,11 +1,12 @@
 """The ``uniform`` server-side assignor (Kafka's UniformAssignor): balance first, then stickiness.
 
-Two builders, as in Kafka 4.0's ``group-coordinator/.../assignor/``:
+Two builders, as in Kafka's (4.0 to 4.3) ``group-coordinator/.../assignor/``:
 
 - homogeneous (every member subscribes to the same topics; UniformHomogeneousAssignmentBuilder):
-  each member keeps what it has up to its quota (``partitions // members``, one more for the first
-  ``partitions % members`` members in member order), what is over quota or unowned is handed out
-  in order to the members under quota. One pass over members and partitions.
+  each member keeps what it has up to its quota (``partitions // members``, one more for
+  ``partitions % members`` of them: those already holding that many first), walking its
+  assignment in the order given; what is over quota or unowned is handed out in
+  order to the members under quota. One pass over members and partitions.
 - heterogeneous (UniformHeterogeneousAssignmentBuilder): keep what is still subscribed, give each
   unassigned partition to the least loaded subscriber of its topic (topics ordered by partitions
   per subscriber, descending), then move partitions from the most to the least loaded subscribers
@@ -68,14 +69,18 @@ def _homogeneous(group: GroupSpec, topic_partitions: dict[bytes, int]) -> GroupA
             unassigned.append((topic_id, free))
         total += n
 
-    minimum_quota, extra = divmod(total, len(members))
+    # maybeRevokePartitions: each member keeps what it has up to its quota, walking its assignment
+    # in the order given (the caller gives Kafka's: see MemberSpec.assignment); the extra partitions go to members that already hold min + 1, unless the remaining members
+    # are just enough to take the remaining extras.
+    member_count = len(members)
+    minimum_quota, extra = divmod(total, member_count)
     target: GroupAssignment = {}
     unfilled: list[tuple[str, int]] = []
-    for member_id, m in members.items():
+    for index, (member_id, m) in enumerate(members.items()):
         quota = minimum_quota
-        if extra > 0:
+        has_extra = extra > 0
+        if has_extra:
             quota += 1
-            extra -= 1
         new: dict[bytes, list[int]] = {}
         for topic_id, parts in m.assignment.items():
             if topic_id not in subscribed:
@@ -90,11 +95,17 @@ def _homogeneous(group: GroupSpec, topic_partitions: dict[bytes, int]) -> GroupA
                     new[topic_id] = parts[:quota]
                 unassigned.append((topic_id, parts[quota:]))
                 quota = 0
+        if quota > 0 and has_extra and member_count - index > extra:
+            quota -= 1                        # give the extra partition up for a member that has it
+            has_extra = False
         if quota > 0:
             unfilled.append((member_id, quota))
+        if has_extra:
+            extra -= 1
         target[member_id] = new
 
-    # Hand out the unassigned partitions in order to the members under quota, in member order.
+    # assignRemainingPartitions: the unassigned partitions in order to the members under quota,
+    # in member order.
     chunk, pos = 0, 0
     for member_id, quota in unfilled:
         new = target[member_id]

@@ -100,11 +100,22 @@ def target_assignment_tombstone(group_id: str, member_id: str) -> CoordinatorRec
                    R.ConsumerGroupTargetAssignmentMemberKey(group_id=group_id, member_id=member_id), None)
 
 
+def _topic_partitions_with_epochs(cls, assignment: Assignment, m: ConsumerGroupMember) -> list:
+    """Kafka's assignmentToTopicPartitions: per topic its partitions and, in the same order, the
+    epoch each was assigned at."""
+    out = []
+    for t, p in sorted(assignment.items()):
+        parts = sorted(p)
+        out.append(cls(topic_id=t, partitions=parts, assignment_epochs=[m.assignment_epoch(t, x) for x in parts]))
+    return out
+
+
 def current_assignment_record(group_id: str, m: ConsumerGroupMember) -> CoordinatorRecord:
     V = R.ConsumerGroupCurrentMemberAssignmentValue
     value = V(member_epoch=m.member_epoch, previous_member_epoch=m.previous_member_epoch, state=int(m.state),
-              assigned_partitions=_topic_partitions(V.TopicPartitions, m.assigned_partitions),
-              partitions_pending_revocation=_topic_partitions(V.TopicPartitions, m.partitions_pending_revocation))
+              assigned_partitions=_topic_partitions_with_epochs(V.TopicPartitions, m.assigned_partitions, m),
+              partitions_pending_revocation=_topic_partitions_with_epochs(V.TopicPartitions,
+                                                                          m.partitions_pending_revocation, m))
     return _record(CURRENT_MEMBER_ASSIGNMENT,
                    R.ConsumerGroupCurrentMemberAssignmentKey(group_id=group_id, member_id=m.member_id), value)
 

@@ -32,7 +32,9 @@ def describe_group(group: ConsumerGroup, default_assignor: str, topic_names: Map
             subscribed_topic_names=sorted(m.subscribed_topic_names),
             subscribed_topic_regex=m.subscribed_topic_regex,
             assignment=_assignment(m.assigned_partitions, topic_names),
-            target_assignment=_assignment(group.target_assignment.get(m.member_id, {}), topic_names)))
+            target_assignment=_assignment(group.target_assignment.get(m.member_id, {}), topic_names),
+            # v1 (KIP-1099): 0 a member still on the classic protocol, 1 a consumer-protocol one
+            member_type=0 if m.classic_member_metadata is not None else 1))
     return Described(error_code=0, group_id=group.group_id, group_state=group.state.value,
                      group_epoch=group.group_epoch, assignment_epoch=group.assignment_epoch,
                      assignor_name=group.preferred_server_assignor(default_assignor), members=members)

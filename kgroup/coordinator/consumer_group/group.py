@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import enum
 from collections import Counter
-from typing import Mapping, NamedTuple
+from typing import Any, Mapping, NamedTuple
 
-from ...java_compat import string_map_order
+from ...java_compat import TimelineHashOrder, string_map_order
 from ...protocol.errors import ErrorCode, KafkaError
 from ..assignor import SubscriptionType
 from ..coordinator_records import CoordinatorRecord
@@ -66,7 +66,8 @@ class ConsumerGroup(Group):
     type = GroupType.CONSUMER
     __slots__ = ("group_id", "group_epoch", "members", "static_members", "subscription_metadata",
                  "assignment_epoch", "target_assignment", "partition_epochs", "subscribed_topic_names",
-                 "subscribed_regexes", "server_assignors", "classic_members", "resolved_regexes")
+                 "subscribed_regexes", "server_assignors", "classic_members", "resolved_regexes",
+                 "member_order")
 
     def __init__(self, group_id: str):
         self.group_id = group_id
@@ -84,6 +85,8 @@ class ConsumerGroup(Group):
         self.server_assignors: Counter = NO_COUNTS
         self.classic_members = 0
         self.resolved_regexes: dict[str, ResolvedRegex] = NO_ENTRIES
+        # the order Kafka's TimelineHashMap of members iterates in (the assignors see it)
+        self.member_order = TimelineHashOrder()
 
     # -- reads -------------------------------------------------------------------------------------
     @property
@@ -106,11 +109,8 @@ class ConsumerGroup(Group):
         return self.static_members.get(instance_id)
 
     def subscription_type(self) -> SubscriptionType:
-        """HOMOGENEOUS when every subscribed topic name is subscribed by every member."""
-        n = len(self.members)
-        if all(c == n for c in self.subscribed_topic_names.values()):
-            return SubscriptionType.HOMOGENEOUS
-        return SubscriptionType.HETEROGENEOUS
+        """The group's subscription type (Kafka's ConsumerGroup.subscriptionType) as replayed."""
+        return compute_subscription_type(self.members.values(), self.resolved_regexes)
 
     def preferred_server_assignor(self, default: str) -> str:
         """The assignor most members ask for, else the default; a tie goes to the first in Kafka's
@@ -158,17 +158,29 @@ class ConsumerGroup(Group):
         return not self.members
 
     def validate_offset_commit(self, member_id: str, instance_id: str | None, member_epoch: int,
-                               is_transactional: bool, api_version: int) -> None:
-        """OffsetCommit (and TxnOffsetCommit, ``is_transactional``) against this group."""
+                               is_transactional: bool, api_version: int):
+        """OffsetCommit (and TxnOffsetCommit, ``is_transactional``) against this group (Kafka 4.3's
+        ConsumerGroup.validateOffsetCommit): the member's current epoch commits anything; a newer
+        one is refused; an older one commits each partition it was assigned at or before that
+        epoch (createAssignmentEpochValidator, KIP-1251), checked per partition."""
         if member_epoch < 0 and not self.members:
-            return      # the admin client or a consumer without group management: an empty group
+            return None     # the admin client or a consumer without group management: an empty group
         if is_transactional and member_epoch == -1 and member_id == "" and instance_id is None:
-            return      # TxnOffsetCommit below v3 names no member
+            return None     # TxnOffsetCommit below v3 names no member
         m = self._member_or_unknown(member_id)
-        if not is_transactional and m.classic_member_metadata is None and api_version < 9:
+        classic = m.classic_member_metadata is not None
+        if not is_transactional and not classic and api_version < 9:
             raise KafkaError(ErrorCode.UNSUPPORTED_VERSION, "OffsetCommit version 9 or above must be used "
-                                                            "by members using the modern group protocol")
-        self._check_epoch(member_epoch, m.member_epoch, m.classic_member_metadata is not None)
+                                                            "by members using the consumer group protocol")
+        if member_epoch == m.member_epoch:
+            return None
+        if member_epoch > m.member_epoch:
+            if classic:
+                raise KafkaError(ErrorCode.ILLEGAL_GENERATION, f"Received generation id {member_epoch} is newer "
+                                                               f"than current member epoch {m.member_epoch}.")
+            raise KafkaError(ErrorCode.STALE_MEMBER_EPOCH, f"Received member epoch {member_epoch} is newer than "
+                                                           f"current member epoch {m.member_epoch}.")
+        return _assignment_epoch_validator(m, member_epoch)
 
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> None:
         """OffsetFetch v9+ with a member id and epoch (require the member's current epoch)."""
@@ -214,7 +226,8 @@ class ConsumerGroup(Group):
             "members": {mid: (m.member_epoch, m.previous_member_epoch, int(m.state), m.instance_id, m.rack_id,
                               m.rebalance_timeout_ms, m.client_id, m.client_host, sorted(m.subscribed_topic_names),
                               m.subscribed_topic_regex, m.server_assignor_name, m.classic_member_metadata,
-                              a(m.assigned_partitions), a(m.partitions_pending_revocation))
+                              a(m.assigned_partitions), a(m.partitions_pending_revocation),
+                              {t.hex(): sorted(e.items()) for t, e in sorted(m.assignment_epochs.items())})
                         for mid, m in sorted(self.members.items())},
             "static_members": dict(sorted(self.static_members.items())),
             "partition_epochs": {t.hex(): sorted(e.items()) for t, e in sorted(self.partition_epochs.items())},
@@ -230,6 +243,8 @@ class ConsumerGroup(Group):
     def _update_member(self, new: ConsumerGroupMember) -> None:
         old = self.members.get(new.member_id)
         self.members[new.member_id] = new
+        if old is None:
+            self.member_order.add(new.member_id)
         self._count(old, -1)
         self._count(new, +1)
         if old is not None:
@@ -243,6 +258,7 @@ class ConsumerGroup(Group):
 
     def _remove_member(self, member_id: str) -> None:
         old = self.members.pop(member_id)
+        self.member_order.remove(member_id)
         self._count(old, -1)
         self._remove_epochs(old)
         if old.instance_id is not None:
@@ -301,6 +317,55 @@ class ConsumerGroup(Group):
                     del self.partition_epochs[topic_id]
 
 
+def _assignment_epoch_validator(member: ConsumerGroupMember, received: int):
+    """Kafka's createAssignmentEpochValidator: a partition the member neither holds nor is revoking,
+    or one assigned after the received epoch, is refused (ILLEGAL_GENERATION for a classic member,
+    else STALE_MEMBER_EPOCH)."""
+    code = ErrorCode.ILLEGAL_GENERATION if member.classic_member_metadata is not None else \
+        ErrorCode.STALE_MEMBER_EPOCH
+    what = "generation id" if member.classic_member_metadata is not None else "member epoch"
+
+    def validate(topic: str, topic_id: bytes | None, partition: int) -> None:
+        epoch = None if topic_id is None else member.assignment_epoch(topic_id, partition)
+        if epoch is None:
+            raise KafkaError(code, f"Partition {topic}-{partition} is not assigned or pending revocation "
+                                   f"for member.")
+        if received < epoch:
+            raise KafkaError(code, f"Received {what} {received} is older than assignment epoch {epoch} for "
+                                   f"partition {topic}-{partition}.")
+    return validate
+
+
+def compute_subscription_type(members, resolved_regexes: Mapping[str, ResolvedRegex]) -> SubscriptionType:
+    """Kafka's ConsumerGroup.subscriptionType over ``members`` and the regex resolutions: without
+    regexes, HOMOGENEOUS when every subscribed topic name is subscribed by every member; with
+    regexes, HOMOGENEOUS only when every member subscribes to the same one regex and no topic is
+    also subscribed by name (nor by another resolved regex). Topics count whether they exist or not."""
+    n = 0
+    by_name: Counter = Counter()
+    regexes: Counter = Counter()
+    for m in members:
+        n += 1
+        by_name.update(m.subscribed_topic_names)
+        if m.subscribed_topic_regex:
+            regexes[m.subscribed_topic_regex] += 1
+    if not regexes:
+        if all(c == n for c in by_name.values()):
+            return SubscriptionType.HOMOGENEOUS
+        return SubscriptionType.HETEROGENEOUS
+    # a member has at most one regex: one regex counted n times is the only one
+    if next(iter(regexes.values())) != n:
+        return SubscriptionType.HETEROGENEOUS
+    if by_name:
+        return SubscriptionType.HETEROGENEOUS
+    by_regex: Counter = Counter()
+    for resolved in resolved_regexes.values():
+        by_regex.update(resolved.topics)
+    if any(c != 1 for c in by_regex.values()):
+        return SubscriptionType.HETEROGENEOUS
+    return SubscriptionType.HOMOGENEOUS
+
+
 def _commit_timestamp(offset) -> int:
     return offset.commit_timestamp_ms
 
@@ -314,6 +379,21 @@ def _classic(value) -> tuple | None:
     if c is None:
         return None
     return (c.session_timeout_ms, tuple((p.name, bytes(p.metadata)) for p in c.supported_protocols))
+
+
+def _assignment_epochs(member_epoch: int, *lists: Any) -> dict[bytes, dict[int, int]]:
+    """Kafka's Utils.assignmentFromTopicPartitions: each partition's assignment epoch, the member's
+    epoch (at least 0) for a record without them or with a list of another length."""
+    default = max(member_epoch, 0)
+    out: dict[bytes, dict[int, int]] = {}
+    for topic_partitions in lists:
+        for tp in topic_partitions:
+            epochs = tp.assignment_epochs
+            if epochs is None or len(epochs) != len(tp.partitions):
+                epochs = [default] * len(tp.partitions)
+            if tp.partitions:
+                out.setdefault(tp.topic_id, {}).update(zip(tp.partitions, epochs))
+    return out
 
 
 def _assignment(topic_partitions) -> dict[bytes, frozenset]:
@@ -361,11 +441,14 @@ def replay(groups: dict[str, Group], record: CoordinatorRecord) -> None:
                 member_epoch=value.member_epoch, previous_member_epoch=value.previous_member_epoch,
                 state=MemberState.from_value(value.state),
                 assigned_partitions=_assignment(value.assigned_partitions),
-                partitions_pending_revocation=_assignment(value.partitions_pending_revocation)))
+                partitions_pending_revocation=_assignment(value.partitions_pending_revocation),
+                assignment_epochs=_assignment_epochs(
+                    value.member_epoch, value.assigned_partitions, value.partitions_pending_revocation)))
         elif old is not None:
             group._update_member(old.replace(member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
                                              previous_member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
-                                             assigned_partitions={}, partitions_pending_revocation={}))
+                                             assigned_partitions={}, partitions_pending_revocation={},
+                                             assignment_epochs={}))
     elif t == rec.TARGET_ASSIGNMENT_MEMBER:
         if value is not None:
             group.target_assignment[key.member_id] = _assignment(value.topic_partitions)

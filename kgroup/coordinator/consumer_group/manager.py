@@ -41,7 +41,7 @@ from .migration import Migration
 from .describe import describe_group, group_not_found
 from .group import (EMPTY_RESOLVED_REGEX, ConsumerGroup, ResolvedRegex, assignment_state,
                     member_removal_records, preferred_assignor, subscription_metadata)
-from .member import ConsumerGroupMember, MemberState, freeze
+from .member import ConsumerGroupMember, MemberState
 from .target_assignment import build_target_assignment
 from .validation import (JOIN_GROUP_MEMBER_EPOCH, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
                          check_regex, validate_heartbeat)
@@ -193,32 +193,54 @@ class ConsumerGroupManager:
                     return converted
         raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
 
+    def _check_group_size(self, group: ConsumerGroup, member_id: str, instance_id: str | None) -> None:
+        """Kafka's throwIfConsumerGroupIsFull, before the member is looked up: a full group refuses
+        any member id it does not have (an instance id it has is a replacement, not a new member)."""
+        if instance_id is not None and group.static_member_id(instance_id) is not None:
+            return
+        limit = self.config.consumer_max_size
+        if len(group.members) >= limit and (not member_id or member_id not in group.members):
+            raise KafkaError(ErrorCode.GROUP_MAX_SIZE_REACHED,
+                             f"The consumer group has reached its maximum capacity of {limit} members.")
+
     def _heartbeat(self, req, version, res, client_id, client_host):
         group_id, member_epoch = req.group_id, req.member_epoch
         joining = member_epoch == JOIN_GROUP_MEMBER_EPOCH
         group = self._group_or_fail(group_id, joining, res)
+        self._check_group_size(group, req.member_id or "", req.instance_id)
         member_id = req.member_id or ""
-        if version == 0 and joining and not member_id:
+        if not member_id:
             member_id = self.uuid_factory()     # v0: the coordinator names the member
-        records = []
+        records: list = []
         replaced_static = None
 
-        # -- the member, as it is now ---------------------------------------------------------------
-        existing = group.members.get(member_id)
-        if req.instance_id is not None:
+        # -- the member, as it is now (Kafka's getOrMaybeSubscribe{Dynamic,Static}ConsumerGroupMember)
+        if req.instance_id is None:
+            existing = group.members.get(member_id)
+            if existing is None and not joining:
+                raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID,
+                                 f"Member {member_id} is not a member of group {group_id}.")
+        else:
             static_id = group.static_member_id(req.instance_id)
             static = group.members.get(static_id) if static_id is not None else None
             if joining:
-                if static is not None and static.member_id != member_id:
-                    if static.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                if static is None:
+                    existing = group.members.get(member_id)
+                else:
+                    if static.classic_member_metadata is None and static.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
                         raise KafkaError(ErrorCode.UNRELEASED_INSTANCE_ID,
-                                         f"Static member {static.member_id} with instance id {req.instance_id} "
-                                         f"is not released yet.")
+                                         f"Static member {member_id} with instance id {req.instance_id} cannot join "
+                                         f"the group because the instance id is owned by {static.member_id} member.")
+                    # KIP-345 under the new protocol: a copy of the old member under the new member id
+                    # (its assignment, state and target) replaces it, so the static member gets its
+                    # partitions back without a rebalance (Kafka's replaceMember)
                     replaced_static = static
-                    # KIP-345 under the new protocol: the new member id takes over the old one's
-                    # partitions, so the static member gets them back without a rebalance
-                    existing = static.replace(member_id=member_id, member_epoch=0, previous_member_epoch=0,
-                                              state=MemberState.STABLE, partitions_pending_revocation={})
+                    existing = static.replace(member_id=member_id, member_epoch=0, previous_member_epoch=0)
+                    records += member_removal_records(group_id, static.member_id)
+                    records.append(rec.member_subscription_record(group_id, existing))
+                    records.append(rec.target_assignment_record(group_id, member_id,
+                                                                group.target_assignment.get(static.member_id, {})))
+                    records.append(rec.current_assignment_record(group_id, existing))
             else:
                 if static is None:
                     raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID,
@@ -227,17 +249,12 @@ class ConsumerGroupManager:
                     raise KafkaError(ErrorCode.FENCED_INSTANCE_ID,
                                      f"Static member {member_id} with instance id {req.instance_id} was fenced "
                                      f"by member {static.member_id}.")
-        is_new = existing is None and replaced_static is None
+                existing = static
+        is_new = existing is None
         if existing is None:
-            if not joining:
-                raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID,
-                                 f"Member {member_id} is not a member of group {group_id}.")
-            if len(group.members) >= self.config.consumer_max_size:
-                raise KafkaError(ErrorCode.GROUP_MAX_SIZE_REACHED,
-                                 f"The consumer group has reached its maximum capacity of "
-                                 f"{self.config.consumer_max_size} members.")
             existing = ConsumerGroupMember(member_id)
         elif not joining:
+            # an epoch of 0 is a rejoin, never checked (Kafka's throwIfConsumerGroupMemberEpochIsInvalid)
             self._check_member_epoch(existing, member_epoch, _owned(req))
 
         # -- the subscription: null fields keep their value ----------------------------------------
@@ -250,25 +267,25 @@ class ConsumerGroupManager:
             changes["rebalance_timeout_ms"] = req.rebalance_timeout_ms
         changes["client_id"] = client_id
         changes["client_host"] = client_host
+        changes["classic_member_metadata"] = None      # a consumer-protocol member from now on
         if req.subscribed_topic_names is not None:
             changes["subscribed_topic_names"] = frozenset(req.subscribed_topic_names)
         regex = getattr(req, "subscribed_topic_regex", None)
         if regex is not None:
             if regex != existing.subscribed_topic_regex:
                 check_regex(regex)
-            changes["subscribed_topic_regex"] = regex or None
+            changes["subscribed_topic_regex"] = regex
         if req.server_assignor is not None:
             changes["server_assignor_name"] = req.server_assignor
         updated = existing.replace(**changes)
 
         group_epoch = group.group_epoch
         bump = is_new
-        if replaced_static is not None:
-            records += member_removal_records(group_id, replaced_static.member_id)
-        if is_new or replaced_static is not None or _subscription_of(updated) != _subscription_of(existing):
+        # Kafka's hasMemberSubscriptionChanged: any change is written; only the topics (names or
+        # regex) move the group epoch, not the assignor, rack, timeout or client details
+        if is_new or updated != existing:
             records.append(rec.member_subscription_record(group_id, updated))
-            if _topics_of(updated) != _topics_of(existing) or updated.server_assignor_name != \
-                    existing.server_assignor_name:
+            if _topics_of(updated) != _topics_of(existing):
                 bump = True
 
         # -- the subscribed topics' metadata -------------------------------------------------------
@@ -293,36 +310,24 @@ class ConsumerGroupManager:
 
         # -- the target assignment ------------------------------------------------------------------
         assignment_epoch = group.assignment_epoch
-        target = group.target_assignment.get(member_id, {})
-        if replaced_static is not None:
-            target = group.target_assignment.get(replaced_static.member_id, {})
-            records.append(rec.target_assignment_record(group_id, member_id, target))
+        # a replacing static member starts from its predecessor's target (Kafka's
+        # UpdateTargetAssignmentResult.fromLastTargetAssignment looks the target up by instance id)
+        target = group.target_assignment.get(
+            member_id if replaced_static is None else replaced_static.member_id, {})
         if group_epoch > group.assignment_epoch:
             upd: dict = {member_id: updated}
             if replaced_static is not None:
                 upd[replaced_static.member_id] = None
             assignor = preferred_assignor(members.values(), self.default_assignor)
             target_records, targets = build_target_assignment(group, group_epoch, assignor, metadata, upd, resolved)
-            if replaced_static is not None:     # the old member's target was already moved
-                target_records = [r for r in target_records
-                                  if not (r.record_type == rec.TARGET_ASSIGNMENT_MEMBER
-                                          and r.key_struct.member_id == member_id
-                                          and freeze(targets.get(member_id)) == freeze(target))]
             records += target_records
             target = targets.get(member_id, {})
             assignment_epoch = group_epoch
 
         # -- reconciliation -------------------------------------------------------------------------
-        def partition_epoch(topic_id, p):
-            e = group.current_partition_epoch(topic_id, p)
-            if replaced_static is not None and e == replaced_static.member_epoch:
-                owned_by_old = replaced_static.assigned_partitions.get(topic_id)
-                if owned_by_old and p in owned_by_old:
-                    return -1
-            return e
         owned = [] if joining else _owned(req)
-        reconciled = reconcile(updated, assignment_epoch, target, partition_epoch, owned)
-        if is_new or replaced_static is not None or assignment_state(reconciled) != assignment_state(existing):
+        reconciled = reconcile(updated, assignment_epoch, target, group.current_partition_epoch, owned)
+        if is_new or assignment_state(reconciled) != assignment_state(existing):
             records.append(rec.current_assignment_record(group_id, reconciled))
         for r in records:
             res.add_record(r)
@@ -414,9 +419,13 @@ class ConsumerGroupManager:
             raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")
         if req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             # a static member's temporary leave: it keeps its partitions (nobody else gets them)
-            # until it comes back under its instance id or its session expires
+            # until it comes back under its instance id or its session expires; their assignment
+            # epochs go back to 0, so the member that comes back owns them from epoch 0 and a
+            # commit of the old member id is fenced (Kafka's consumerGroupStaticMemberGroupLeave)
             res.add_record(rec.current_assignment_record(
-                group_id, member.replace(member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, partitions_pending_revocation={})))
+                group_id, member.replace(member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, partitions_pending_revocation={},
+                                         assignment_epochs={t: dict.fromkeys(ps, 0)
+                                                            for t, ps in member.assigned_partitions.items()})))
             self.timer.cancel(rebalance_key(group_id, member_id))
         else:
             self._remove_member(group, member, res)
@@ -498,13 +507,10 @@ class ConsumerGroupManager:
         return describe_group(group, self.default_assignor, names)
 
 
-def _subscription_of(m: ConsumerGroupMember) -> tuple:
-    return (m.instance_id, m.rack_id, m.client_id, m.client_host, m.subscribed_topic_names, m.subscribed_topic_regex,
-            m.rebalance_timeout_ms, m.server_assignor_name)
-
-
 def _topics_of(m: ConsumerGroupMember) -> tuple:
-    return (m.subscribed_topic_names, m.subscribed_topic_regex)
+    """What the member subscribes to: its names and its regex (an empty regex is none, as Kafka's
+    isNotEmpty checks treat it)."""
+    return (m.subscribed_topic_names, m.subscribed_topic_regex or None)
 
 
 def _unused_regex_tombstones(group: ConsumerGroup, members: Mapping[str, ConsumerGroupMember]) -> list:

@@ -1,6 +1,7 @@
 """A member of a consumer-protocol group (Kafka's ConsumerGroupMember), immutable.
 
-Its epochs and reconciliation state come from the CurrentMemberAssignment record (type 8), its
+Its epochs, per-partition assignment epochs and reconciliation state come from the
+CurrentMemberAssignment record (type 8), its
 subscription and client details from the MemberMetadata record (type 5). Assignments are
 ``{topic id: frozenset of partitions}`` with no empty sets, so two members compare equal exactly
 when Kafka's would; they are shared between members and never changed in place.
@@ -114,6 +115,10 @@ class ConsumerGroupMember:
     # The JoinGroup data of a classic-protocol member inside a consumer group (online migration);
     # None for a consumer-protocol member. Kept as (session timeout ms, ((name, metadata), ...)).
     classic_member_metadata: tuple | None = None
+    # The epoch at which each assigned (or pending revocation) partition was assigned to the member
+    # (Kafka 4.3's per-partition assignment epochs, KIP-1251): {topic id: {partition: epoch}}. A
+    # commit with an older member epoch is accepted for a partition assigned at or before it.
+    assignment_epochs: Mapping[bytes, Mapping[int, int]] = dataclasses.field(default_factory=dict)
 
     @property
     def classic(self) -> tuple:
@@ -129,6 +134,17 @@ class ConsumerGroupMember:
 
     def replace(self, **changes) -> "ConsumerGroupMember":
         return dataclasses.replace(self, **changes)
+
+    def assignment_epoch(self, topic_id: bytes, partition: int) -> int | None:
+        """The epoch the partition was assigned at, None when the member neither holds it nor is
+        revoking it (Kafka's assignmentEpoch / pendingRevocationEpoch). A partition with no
+        recorded epoch counts from the member's epoch, as Kafka reads a record without them."""
+        for a in (self.assigned_partitions, self.partitions_pending_revocation):
+            parts = a.get(topic_id)
+            if parts is not None and partition in parts:
+                e = self.assignment_epochs.get(topic_id, {}).get(partition)
+                return max(self.member_epoch, 0) if e is None else e
+        return None
 
     def is_reconciled_to(self, assignment_epoch: int) -> bool:
         """Kafka's isReconciledTo: STABLE at the group's assignment epoch."""

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from ...java_compat import string_map_order
-from ..assignor import ASSIGNORS, GroupSpec, MemberSpec, SubscriptionType
+from ...java_compat import int_hash_set_copy_order, string_map_order, uuid_map_order
+from ..assignor import ASSIGNORS, GroupSpec, MemberSpec
 from ..coordinator_records import CoordinatorRecord
 from . import consumer_group_records as rec
 from ..topic_metadata import TopicMetadata
-from .group import ConsumerGroup, ResolvedRegex
+from .group import ConsumerGroup, ResolvedRegex, compute_subscription_type
 from .member import ConsumerGroupMember, freeze
 
 
@@ -45,16 +45,19 @@ def build_target_assignment(group: ConsumerGroup, group_epoch: int, assignor: st
         members[member_id] = new
         targets[member_id] = start
 
-    # The subscription type counts topic names (regex matches included), existing or not, as
-    # ConsumerGroup.subscriptionType does: homogeneous when every member has the same names.
     resolved = {m: ConsumerGroup.resolve_subscription(x, resolved_regexes) for m, x in members.items()}
-    kind = SubscriptionType.HOMOGENEOUS if len(set(resolved.values())) <= 1 else SubscriptionType.HETEROGENEOUS
+    kind = compute_subscription_type(members.values(), resolved_regexes)
 
+    # Kafka's memberSpecs: a HashMap filled from the group's members (in its TimelineHashMap
+    # order), then the updated members; a removed member leaves the table as grown
+    puts = list(group.member_order) + [m for m, x in updated.items() if x is not None and m not in group.members]
     specs = {}
-    for member_id in string_map_order(members):
+    for member_id in string_map_order(puts):
+        if member_id not in members:
+            continue
         m = members[member_id]
         ids = frozenset(topics_by_name[t].topic_id for t in resolved[member_id] if t in topics_by_name)
-        specs[member_id] = MemberSpec(ids, targets[member_id], m.instance_id, m.rack_id)
+        specs[member_id] = MemberSpec(ids, _java_ordered(targets[member_id]), m.instance_id, m.rack_id)
     counts = {t.topic_id: t.num_partitions for t in topics_by_name.values()}
     new_assignment = {m: freeze(a) for m, a in ASSIGNORS[assignor](GroupSpec(specs, kind), counts).items()}
 
@@ -65,3 +68,10 @@ def build_target_assignment(group: ConsumerGroup, group_epoch: int, assignor: st
             records.append(rec.target_assignment_record(group.group_id, member_id, target))
     records.append(rec.target_assignment_epoch_record(group.group_id, group_epoch))
     return records, {m: new_assignment.get(m, {}) for m in specs}
+
+
+def _java_ordered(assignment: Mapping[bytes, frozenset]) -> dict[bytes, list[int]]:
+    """A target as Kafka's Assignment.fromRecord iterates it: topics in HashMap<Uuid> order,
+    partitions in HashSet<Integer> order (a record lists them sorted here, which stands in for
+    Kafka's list order where two partitions share a bucket)."""
+    return {t: int_hash_set_copy_order(sorted(assignment[t])) for t in uuid_map_order(sorted(assignment))}

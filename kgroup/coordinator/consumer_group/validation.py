@@ -1,11 +1,12 @@
-"""ConsumerGroupHeartbeat request validation, as Kafka 4.0's
+"""ConsumerGroupHeartbeat request validation, as Kafka's
 ``throwIfConsumerGroupHeartbeatRequestIsInvalid`` (checked in this order, before any group state is
-read), and the regex check it applies when a member's regex changes.
+read; Kafka 4.3), and the regex check it applies when a member's regex changes.
 
 - v1+ (KIP-1082: the client generates its member id), an epoch > 0 and a leave (-1) need a member
   id; group, instance and rack ids must not be blank when given;
 - a join (epoch 0) needs a rebalance timeout, an empty owned-partitions list and a subscription
-  (names or a regex);
+  field (names or a regex); an empty list or an empty regex is a member subscribed to nothing
+  (Kafka 4.0+, KAFKA-18095);
 - a static member's temporary leave (-2) needs its instance id; any epoch below -2 is invalid;
 - a server assignor the broker does not have is UNSUPPORTED_ASSIGNOR;
 - a regex that does not compile is INVALID_REGULAR_EXPRESSION.
@@ -57,8 +58,8 @@ def validate_heartbeat(req, version: int, assignors: Iterable[str]) -> None:
             raise _invalid("RebalanceTimeoutMs must be provided in first request.")
         if req.topic_partitions is None or req.topic_partitions:
             raise _invalid("TopicPartitions must be empty when (re-)joining.")
-        if not req.subscribed_topic_names and not req.subscribed_topic_regex:
-            raise _invalid("SubscribedTopicNames or SubscribedTopicRegex must be set in first request.")
+        if req.subscribed_topic_names is None and req.subscribed_topic_regex is None:
+            raise _invalid("Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.")
     elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
         if req.instance_id is None:
             raise _invalid("InstanceId can't be null.")

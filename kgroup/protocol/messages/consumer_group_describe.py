@@ -1,19 +1,18 @@
-"""ConsumerGroupDescribe (API key 69): version 0, flexible 0+ (KIP-848).
+"""ConsumerGroupDescribe (API key 69): versions 0-1, flexible 0+ (KIP-848; v1 adds the member type).
 
 Describes consumer-protocol groups with what DescribeGroups cannot carry: group epoch, assignment
 epoch, the selected server assignor, and per member its epoch, subscription and both its current
-and target assignment. The version range is the one in Kafka 4.0's facts table
-(tests/kafka_spec/kafka-4.0.json), which lists v0 only.
+and target assignment.
 """
 from ..schema import F, message
 
-ConsumerGroupDescribeRequest = message('ConsumerGroupDescribeRequest', 69, '0', flexible='0+',
+ConsumerGroupDescribeRequest = message('ConsumerGroupDescribeRequest', 69, '0-1', flexible='0+',
     fields=[
         F('group_ids', '[]string', '0+'),
         F('include_authorized_operations', 'bool', '0+'),
 ])
 
-ConsumerGroupDescribeResponse = message('ConsumerGroupDescribeResponse', 69, '0', flexible='0+',
+ConsumerGroupDescribeResponse = message('ConsumerGroupDescribeResponse', 69, '0-1', flexible='0+',
     common=[
         ('TopicPartitions', [
             F('topic_id', 'uuid', '0+'),
@@ -45,6 +44,7 @@ ConsumerGroupDescribeResponse = message('ConsumerGroupDescribeResponse', 69, '0'
                 F('subscribed_topic_regex', 'string', '0+', nullable='0+', default="null"),
                 F('assignment', 'Assignment', '0+'),
                 F('target_assignment', 'Assignment', '0+'),
+                F('member_type', 'int8', '1+', default=-1),
             ]),
             F('authorized_operations', 'int32', '0+', default=-2147483648),
         ]),

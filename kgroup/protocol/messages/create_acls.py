@@ -1,7 +1,7 @@
-"""CreateAcls (API key 30): versions 0-3 (Kafka 4.x serves 1-3: KIP-896), flexible 2+."""
+"""CreateAcls (API key 30): versions 1-3 (v0 removed by KIP-896), flexible 2+."""
 from ..schema import F, message
 
-CreateAclsRequest = message('CreateAclsRequest', 30, '0-3', flexible='2+',
+CreateAclsRequest = message('CreateAclsRequest', 30, '1-3', flexible='2+',
     fields=[
         F('creations', '[]AclCreation', '0+', fields=[
             F('resource_type', 'int8', '0+'),
@@ -14,7 +14,7 @@ CreateAclsRequest = message('CreateAclsRequest', 30, '0-3', flexible='2+',
         ]),
 ])
 
-CreateAclsResponse = message('CreateAclsResponse', 30, '0-3', flexible='2+',
+CreateAclsResponse = message('CreateAclsResponse', 30, '1-3', flexible='2+',
     fields=[
         F('throttle_time_ms', 'int32', '0+'),
         F('results', '[]AclCreationResult', '0+', fields=[

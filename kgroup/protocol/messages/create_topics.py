@@ -1,7 +1,7 @@
-"""CreateTopics (API key 19): versions 0-7, flexible 5+."""
+"""CreateTopics (API key 19): versions 2-7 (0-1 removed by KIP-896), flexible 5+."""
 from ..schema import F, message
 
-CreateTopicsRequest = message('CreateTopicsRequest', 19, '0-7', flexible='5+',
+CreateTopicsRequest = message('CreateTopicsRequest', 19, '2-7', flexible='5+',
     fields=[
         F('topics', '[]CreatableTopic', '0+', fields=[
             F('name', 'string', '0+'),
@@ -20,7 +20,7 @@ CreateTopicsRequest = message('CreateTopicsRequest', 19, '0-7', flexible='5+',
         F('validate_only', 'bool', '1+', default=False),
 ])
 
-CreateTopicsResponse = message('CreateTopicsResponse', 19, '0-7', flexible='5+',
+CreateTopicsResponse = message('CreateTopicsResponse', 19, '2-7', flexible='5+',
     fields=[
         F('throttle_time_ms', 'int32', '2+'),
         F('topics', '[]CreatableTopicResult', '0+', fields=[

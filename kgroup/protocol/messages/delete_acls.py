@@ -1,7 +1,7 @@
-"""DeleteAcls (API key 31): versions 0-3 (Kafka 4.x serves 1-3: KIP-896), flexible 2+."""
+"""DeleteAcls (API key 31): versions 1-3 (v0 removed by KIP-896), flexible 2+."""
 from ..schema import F, message
 
-DeleteAclsRequest = message('DeleteAclsRequest', 31, '0-3', flexible='2+',
+DeleteAclsRequest = message('DeleteAclsRequest', 31, '1-3', flexible='2+',
     fields=[
         F('filters', '[]DeleteAclsFilter', '0+', fields=[
             F('resource_type_filter', 'int8', '0+'),
@@ -14,7 +14,7 @@ DeleteAclsRequest = message('DeleteAclsRequest', 31, '0-3', flexible='2+',
         ]),
 ])
 
-DeleteAclsResponse = message('DeleteAclsResponse', 31, '0-3', flexible='2+',
+DeleteAclsResponse = message('DeleteAclsResponse', 31, '1-3', flexible='2+',
     fields=[
         F('throttle_time_ms', 'int32', '0+'),
         F('filter_results', '[]DeleteAclsFilterResult', '0+', fields=[

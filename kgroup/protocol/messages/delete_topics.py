@@ -1,7 +1,7 @@
-"""DeleteTopics (API key 20): versions 0-6, flexible 4+."""
+"""DeleteTopics (API key 20): versions 1-6 (0 removed by KIP-896), flexible 4+."""
 from ..schema import F, message
 
-DeleteTopicsRequest = message('DeleteTopicsRequest', 20, '0-6', flexible='4+',
+DeleteTopicsRequest = message('DeleteTopicsRequest', 20, '1-6', flexible='4+',
     fields=[
         F('topics', '[]DeleteTopicState', '6+', fields=[
             F('name', 'string', '6+', nullable='6+', default="null"),
@@ -11,7 +11,7 @@ DeleteTopicsRequest = message('DeleteTopicsRequest', 20, '0-6', flexible='4+',
         F('timeout_ms', 'int32', '0+'),
 ])
 
-DeleteTopicsResponse = message('DeleteTopicsResponse', 20, '0-6', flexible='4+',
+DeleteTopicsResponse = message('DeleteTopicsResponse', 20, '1-6', flexible='4+',
     fields=[
         F('throttle_time_ms', 'int32', '1+'),
         F('responses', '[]DeletableTopicResult', '0+', fields=[

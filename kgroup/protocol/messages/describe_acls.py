@@ -1,7 +1,7 @@
-"""DescribeAcls (API key 29): versions 0-3 (Kafka 4.x serves 1-3: KIP-896), flexible 2+."""
+"""DescribeAcls (API key 29): versions 1-3 (v0 removed by KIP-896), flexible 2+."""
 from ..schema import F, message
 
-DescribeAclsRequest = message('DescribeAclsRequest', 29, '0-3', flexible='2+',
+DescribeAclsRequest = message('DescribeAclsRequest', 29, '1-3', flexible='2+',
     fields=[
         F('resource_type_filter', 'int8', '0+'),
         F('resource_name_filter', 'string', '0+', nullable='0+'),
@@ -12,7 +12,7 @@ DescribeAclsRequest = message('DescribeAclsRequest', 29, '0-3', flexible='2+',
         F('permission_type', 'int8', '0+'),
 ])
 
-DescribeAclsResponse = message('DescribeAclsResponse', 29, '0-3', flexible='2+',
+DescribeAclsResponse = message('DescribeAclsResponse', 29, '1-3', flexible='2+',
     fields=[
         F('throttle_time_ms', 'int32', '0+'),
         F('error_code', 'int16', '0+'),

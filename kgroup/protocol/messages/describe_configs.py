@@ -1,7 +1,7 @@
-"""DescribeConfigs (API key 32): versions 0-4, flexible 4+."""
+"""DescribeConfigs (API key 32): versions 1-4 (0 removed by KIP-896), flexible 4+."""
 from ..schema import F, message
 
-DescribeConfigsRequest = message('DescribeConfigsRequest', 32, '0-4', flexible='4+',
+DescribeConfigsRequest = message('DescribeConfigsRequest', 32, '1-4', flexible='4+',
     fields=[
         F('resources', '[]DescribeConfigsResource', '0+', fields=[
             F('resource_type', 'int8', '0+'),
@@ -12,7 +12,7 @@ DescribeConfigsRequest = message('DescribeConfigsRequest', 32, '0-4', flexible='
         F('include_documentation', 'bool', '3+', default=False),
 ])
 
-DescribeConfigsResponse = message('DescribeConfigsResponse', 32, '0-4', flexible='4+',
+DescribeConfigsResponse = message('DescribeConfigsResponse', 32, '1-4', flexible='4+',
     fields=[
         F('throttle_time_ms', 'int32', '0+'),
         F('results', '[]DescribeConfigsResult', '0+', fields=[
@@ -24,7 +24,6 @@ DescribeConfigsResponse = message('DescribeConfigsResponse', 32, '0-4', flexible
                 F('name', 'string', '0+'),
                 F('value', 'string', '0+', nullable='0+'),
                 F('read_only', 'bool', '0+'),
-                F('is_default', 'bool', '0'),
                 F('config_source', 'int8', '1+', default=-1),
                 F('is_sensitive', 'bool', '0+'),
                 F('synonyms', '[]DescribeConfigsSynonym', '1+', fields=[

@@ -1,17 +1,18 @@
-"""DescribeGroups (API key 15): versions 0-5, flexible 5+."""
+"""DescribeGroups (API key 15): versions 0-6, flexible 5+ (v6: a per-group error message)."""
 from ..schema import F, message
 
-DescribeGroupsRequest = message('DescribeGroupsRequest', 15, '0-5', flexible='5+',
+DescribeGroupsRequest = message('DescribeGroupsRequest', 15, '0-6', flexible='5+',
     fields=[
         F('groups', '[]string', '0+'),
         F('include_authorized_operations', 'bool', '3+'),
 ])
 
-DescribeGroupsResponse = message('DescribeGroupsResponse', 15, '0-5', flexible='5+',
+DescribeGroupsResponse = message('DescribeGroupsResponse', 15, '0-6', flexible='5+',
     fields=[
         F('throttle_time_ms', 'int32', '1+'),
         F('groups', '[]DescribedGroup', '0+', fields=[
             F('error_code', 'int16', '0+'),
+            F('error_message', 'string', '6+', nullable='6+', default="null"),
             F('group_id', 'string', '0+'),
             F('group_state', 'string', '0+'),
             F('protocol_type', 'string', '0+'),

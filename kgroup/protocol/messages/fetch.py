@@ -1,7 +1,7 @@
-"""Fetch (API key 1): versions 0-17, flexible 12+."""
+"""Fetch (API key 1): versions 4-18 (0-3 removed by KIP-896), flexible 12+."""
 from ..schema import F, message
 
-FetchRequest = message('FetchRequest', 1, '0-17', flexible='12+',
+FetchRequest = message('FetchRequest', 1, '4-18', flexible='12+',
     fields=[
         F('cluster_id', 'string', '12+', nullable='12+', tag=0, tagged='12+', default="null"),
         F('replica_id', 'int32', '0-14', default=-1),
@@ -26,6 +26,7 @@ FetchRequest = message('FetchRequest', 1, '0-17', flexible='12+',
                 F('log_start_offset', 'int64', '5+', default=-1),
                 F('partition_max_bytes', 'int32', '0+'),
                 F('replica_directory_id', 'uuid', '17+', tag=0, tagged='17+'),
+                F('high_watermark', 'int64', '18+', tag=1, tagged='18+', default=9223372036854775807),
             ]),
         ]),
         F('forgotten_topics_data', '[]ForgottenTopic', '7+', fields=[
@@ -36,7 +37,7 @@ FetchRequest = message('FetchRequest', 1, '0-17', flexible='12+',
         F('rack_id', 'string', '11+', default=''),
 ])
 
-FetchResponse = message('FetchResponse', 1, '0-17', flexible='12+',
+FetchResponse = message('FetchResponse', 1, '4-18', flexible='12+',
     fields=[
         F('throttle_time_ms', 'int32', '1+'),
         F('error_code', 'int16', '7+'),

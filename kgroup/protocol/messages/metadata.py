@@ -1,7 +1,7 @@
-"""Metadata (API key 3): versions 0-12, flexible 9+."""
+"""Metadata (API key 3): versions 0-13, flexible 9+ (v13: a top-level error code)."""
 from ..schema import F, message
 
-MetadataRequest = message('MetadataRequest', 3, '0-12', flexible='9+',
+MetadataRequest = message('MetadataRequest', 3, '0-13', flexible='9+',
     fields=[
         F('topics', '[]MetadataRequestTopic', '0+', nullable='1+', fields=[
             F('topic_id', 'uuid', '10+'),
@@ -12,7 +12,7 @@ MetadataRequest = message('MetadataRequest', 3, '0-12', flexible='9+',
         F('include_topic_authorized_operations', 'bool', '8+'),
 ])
 
-MetadataResponse = message('MetadataResponse', 3, '0-12', flexible='9+',
+MetadataResponse = message('MetadataResponse', 3, '0-13', flexible='9+',
     fields=[
         F('throttle_time_ms', 'int32', '3+'),
         F('brokers', '[]MetadataResponseBroker', '0+', fields=[
@@ -40,4 +40,5 @@ MetadataResponse = message('MetadataResponse', 3, '0-12', flexible='9+',
             F('topic_authorized_operations', 'int32', '8+', default=-2147483648),
         ]),
         F('cluster_authorized_operations', 'int32', '8-10', default=-2147483648),
+        F('error_code', 'int16', '13+'),
 ])

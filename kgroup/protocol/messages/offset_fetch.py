@@ -1,7 +1,7 @@
-"""OffsetFetch (API key 9): versions 0-9, flexible 6+."""
+"""OffsetFetch (API key 9): versions 1-10 (0 removed by KIP-896; v10 names topics by id), flexible 6+."""
 from ..schema import F, message
 
-OffsetFetchRequest = message('OffsetFetchRequest', 9, '0-9', flexible='6+',
+OffsetFetchRequest = message('OffsetFetchRequest', 9, '1-10', flexible='6+',
     fields=[
         F('group_id', 'string', '0-7'),
         F('topics', '[]OffsetFetchRequestTopic', '0-7', nullable='2-7', fields=[
@@ -13,14 +13,15 @@ OffsetFetchRequest = message('OffsetFetchRequest', 9, '0-9', flexible='6+',
             F('member_id', 'string', '9+', nullable='9+', default="null"),
             F('member_epoch', 'int32', '9+', default=-1),
             F('topics', '[]OffsetFetchRequestTopics', '8+', nullable='8+', fields=[
-                F('name', 'string', '8+'),
+                F('name', 'string', '8-9'),
+                F('topic_id', 'uuid', '10+'),
                 F('partition_indexes', '[]int32', '8+'),
             ]),
         ]),
         F('require_stable', 'bool', '7+', default=False),
 ])
 
-OffsetFetchResponse = message('OffsetFetchResponse', 9, '0-9', flexible='6+',
+OffsetFetchResponse = message('OffsetFetchResponse', 9, '1-10', flexible='6+',
     fields=[
         F('throttle_time_ms', 'int32', '3+'),
         F('topics', '[]OffsetFetchResponseTopic', '0-7', fields=[
@@ -37,7 +38,8 @@ OffsetFetchResponse = message('OffsetFetchResponse', 9, '0-9', flexible='6+',
         F('groups', '[]OffsetFetchResponseGroup', '8+', fields=[
             F('group_id', 'string', '8+'),
             F('topics', '[]OffsetFetchResponseTopics', '8+', fields=[
-                F('name', 'string', '8+'),
+                F('name', 'string', '8-9'),
+                F('topic_id', 'uuid', '10+'),
                 F('partitions', '[]OffsetFetchResponsePartitions', '8+', fields=[
                     F('partition_index', 'int32', '8+'),
                     F('committed_offset', 'int64', '8+'),

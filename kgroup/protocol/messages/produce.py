@@ -1,13 +1,14 @@
-"""Produce (API key 0): versions 0-11, flexible 9+."""
+"""Produce (API key 0): versions 3-13 (0-2 removed by KIP-896; v13 names topics by id), flexible 9+."""
 from ..schema import F, message
 
-ProduceRequest = message('ProduceRequest', 0, '0-11', flexible='9+',
+ProduceRequest = message('ProduceRequest', 0, '3-13', flexible='9+',
     fields=[
         F('transactional_id', 'string', '3+', nullable='3+', default="null"),
         F('acks', 'int16', '0+'),
         F('timeout_ms', 'int32', '0+'),
         F('topic_data', '[]TopicProduceData', '0+', fields=[
-            F('name', 'string', '0+'),
+            F('name', 'string', '0-12'),
+            F('topic_id', 'uuid', '13+'),
             F('partition_data', '[]PartitionProduceData', '0+', fields=[
                 F('index', 'int32', '0+'),
                 F('records', 'records', '0+', nullable='0+'),
@@ -15,10 +16,11 @@ ProduceRequest = message('ProduceRequest', 0, '0-11', flexible='9+',
         ]),
 ])
 
-ProduceResponse = message('ProduceResponse', 0, '0-11', flexible='9+',
+ProduceResponse = message('ProduceResponse', 0, '3-13', flexible='9+',
     fields=[
         F('responses', '[]TopicProduceResponse', '0+', fields=[
-            F('name', 'string', '0+'),
+            F('name', 'string', '0-12'),
+            F('topic_id', 'uuid', '13+'),
             F('partition_responses', '[]PartitionProduceResponse', '0+', fields=[
                 F('index', 'int32', '0+'),
                 F('error_code', 'int16', '0+'),

@@ -1,7 +1,8 @@
-"""TxnOffsetCommit (API key 28): versions 0-4, flexible 3+ (v3+: KIP-447 group fencing)."""
+"""TxnOffsetCommit (API key 28): versions 0-5, flexible 3+ (v3+: KIP-447 group fencing; v5: KIP-890's
+transaction version 2)."""
 from ..schema import F, message
 
-TxnOffsetCommitRequest = message('TxnOffsetCommitRequest', 28, '0-4', flexible='3+',
+TxnOffsetCommitRequest = message('TxnOffsetCommitRequest', 28, '0-5', flexible='3+',
     fields=[
         F('transactional_id', 'string', '0+'),
         F('group_id', 'string', '0+'),
@@ -21,7 +22,7 @@ TxnOffsetCommitRequest = message('TxnOffsetCommitRequest', 28, '0-4', flexible='
         ]),
 ])
 
-TxnOffsetCommitResponse = message('TxnOffsetCommitResponse', 28, '0-4', flexible='3+',
+TxnOffsetCommitResponse = message('TxnOffsetCommitResponse', 28, '0-5', flexible='3+',
     fields=[
         F('throttle_time_ms', 'int32', '0+'),
         F('topics', '[]TxnOffsetCommitResponseTopic', '0+', fields=[

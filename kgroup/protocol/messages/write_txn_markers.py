@@ -1,7 +1,8 @@
-"""WriteTxnMarkers (API key 27): versions 0-1, flexible 1+ (coordinator to partition leaders)."""
+"""WriteTxnMarkers (API key 27): versions 1-2, flexible 1+ (coordinator to partition leaders; v0 removed by
+KIP-896; v2 carries the transaction version)."""
 from ..schema import F, message
 
-WriteTxnMarkersRequest = message('WriteTxnMarkersRequest', 27, '0-1', flexible='1+',
+WriteTxnMarkersRequest = message('WriteTxnMarkersRequest', 27, '1-2', flexible='1+',
     fields=[
         F('markers', '[]WritableTxnMarker', '0+', fields=[
             F('producer_id', 'int64', '0+'),
@@ -12,10 +13,11 @@ WriteTxnMarkersRequest = message('WriteTxnMarkersRequest', 27, '0-1', flexible='
                 F('partition_indexes', '[]int32', '0+'),
             ]),
             F('coordinator_epoch', 'int32', '0+'),
+            F('transaction_version', 'int8', '2+', default=0),
         ]),
 ])
 
-WriteTxnMarkersResponse = message('WriteTxnMarkersResponse', 27, '0-1', flexible='1+',
+WriteTxnMarkersResponse = message('WriteTxnMarkersResponse', 27, '1-2', flexible='1+',
     fields=[
         F('markers', '[]WritableTxnMarkerResult', '0+', fields=[
             F('producer_id', 'int64', '0+'),

@@ -1,0 +1,47 @@
+"""OffsetForLeaderEpoch (23) v2-4 (KIP-101, KIP-320): the end offset of a leader epoch, which a
+consumer asks after a leader change to detect log truncation.
+
+One node leads every partition at one epoch (the log's ``leader_epoch``, stamped on every batch it
+appends) since the log's start, so the leader-epoch cache Kafka would hold is that one entry,
+starting at the log start offset (LeaderEpochFileCache.endOffsetFor): the current epoch ends at the
+log end offset; an older one at the log start offset (where the current epoch began); a newer one,
+or none (-1), is unknown (-1, -1). A ``current_leader_epoch`` other than the partition's is refused
+as Kafka's Partition refuses it: newer UNKNOWN_LEADER_EPOCH, older FENCED_LEADER_EPOCH."""
+from ...protocol.errors import ErrorCode
+from ...protocol.messages.offset_for_leader_epoch import OffsetForLeaderEpochResponse
+
+TopicResult = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
+EpochEndOffset = TopicResult.EpochEndOffset
+UNDEFINED = -1
+
+
+def end_offset_for(plog, requested: int) -> tuple[int, int]:
+    """(epoch, end offset) as LeaderEpochFileCache.endOffsetFor answers with one entry."""
+    current = plog.leader_epoch
+    if requested == UNDEFINED or requested > current:
+        return UNDEFINED, UNDEFINED
+    if requested == current:
+        return current, plog.log_end_offset
+    return requested, plog.log_start_offset
+
+
+def handle(broker, ctx, req, version):
+    topics = []
+    for t in req.topics:
+        topic = broker.metadata.get(t.topic)
+        parts = []
+        for p in t.partitions:
+            out = EpochEndOffset(partition=p.partition, error_code=0, leader_epoch=UNDEFINED, end_offset=UNDEFINED)
+            parts.append(out)
+            plog = broker.data_path.log(t.topic, p.partition) \
+                if topic is not None and 0 <= p.partition < topic.num_partitions else None
+            if plog is None:
+                out.error_code = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            elif p.current_leader_epoch != UNDEFINED and p.current_leader_epoch > plog.leader_epoch:
+                out.error_code = int(ErrorCode.UNKNOWN_LEADER_EPOCH)
+            elif p.current_leader_epoch != UNDEFINED and p.current_leader_epoch < plog.leader_epoch:
+                out.error_code = int(ErrorCode.FENCED_LEADER_EPOCH)
+            else:
+                out.leader_epoch, out.end_offset = end_offset_for(plog, p.leader_epoch)
+        topics.append(TopicResult(topic=t.topic, partitions=parts))
+    return OffsetForLeaderEpochResponse(throttle_time_ms=0, topics=topics)

@@ -1,0 +1,27 @@
+"""UpdateFeatures (57) v0-2: finalize feature levels (KIP-584, KIP-1022), all or nothing, with the
+controller's checks (features.py). v0 says downgrade with ``allow_downgrade`` (a safe downgrade),
+v1+ with ``upgrade_type``; v0-1 answer a result per feature when all succeed, v2 none
+(QuorumController.updateFeatures). A refused update fails every feature with the message Kafka
+gives."""
+from ...protocol.errors import KafkaError
+from ...protocol.messages.update_features import UpdateFeaturesResponse
+from ..features import SAFE_DOWNGRADE, UPGRADE
+
+Result = UpdateFeaturesResponse.UpdatableFeatureResult
+
+
+def handle(broker, ctx, req, version):
+    updates = {}
+    for u in req.feature_updates:
+        kind = u.upgrade_type if version >= 1 else (SAFE_DOWNGRADE if u.allow_downgrade else UPGRADE)
+        updates[u.feature] = (u.max_version_level, kind)
+    try:
+        broker.metadata.features.update(updates, validate_only=version >= 1 and req.validate_only)
+    except KafkaError as e:
+        return UpdateFeaturesResponse(
+            throttle_time_ms=0, error_code=int(e.code),
+            error_message=f"The update failed for all features since the following feature had an error: {e}",
+            results=[])
+    results = [Result(feature=u.feature, error_code=0, error_message=None) for u in req.feature_updates] \
+        if version <= 1 else []
+    return UpdateFeaturesResponse(throttle_time_ms=0, error_code=0, error_message=None, results=results)
