@@ -261,6 +261,21 @@ _M64 = (1 << 64) - 1
 _FIBONACCI = -7046029254386353131       # Knuth's multiplicative constant of BaseHashTable.findSlot
 
 
+def timeline_hash_grown_slots(slots: int, size: int) -> int:
+    """The slot count of a ``TimelineHashMap`` of ``size`` keys with ``slots`` slots after one
+    more key is added: doubled when ``(size + 1) * 0.75 > slots`` (it never shrinks)."""
+    return slots * 2 if (size + 1) * 0.75 > slots else slots
+
+
+def timeline_hash_order(keys: Iterable[str], slots: int) -> list[str]:
+    """The iteration order of a ``TimelineHashMap`` with ``slots`` slots over ``keys`` given in the
+    order they were (last) added: by slot, and within a slot in that order (a rehash walks the old
+    slots in order and splits each into two neighbours, so it never reorders keys within a slot).
+    The same order ``TimelineHashOrder`` keeps, from the slot count alone."""
+    shift = 65 - slots.bit_length()
+    return sorted(keys, key=lambda k: ((string_hash_code(k) * _FIBONACCI) & _M64) >> shift)
+
+
 class TimelineHashOrder:
     """The iteration order of Kafka's ``TimelineHashMap`` (its ``BaseHashTable``) over String keys,
     kept as keys are added and removed: the table starts at 2 slots (``new

@@ -4,7 +4,7 @@ iteration order of ``HashMap``/``HashSet``. Expected values were printed by Open
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kgroup.client.assignors.base import TopicPartition as TP
@@ -139,3 +139,24 @@ def test_string_map_order_is_a_stable_sort_by_bucket(keys):
     buckets = [(string_hash_u32(k) ^ (string_hash_u32(k) >> 16)) & (n - 1) for k in order]
     if all(buckets.count(b) <= 8 for b in buckets):    # no bin overflow: the table only grew by load
         assert buckets == sorted(buckets)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 40)), max_size=120))
+def test_timeline_hash_order_from_the_slot_count_alone_matches_the_table(ops):
+    """A group keeps only its member table's slot count; the order derived from it and the
+    members' insertion order equals the one the modelled TimelineHashMap keeps."""
+    from kgroup.java_compat import TimelineHashOrder, timeline_hash_grown_slots, timeline_hash_order
+    table, members, slots = TimelineHashOrder(), {}, 2
+    for add, n in ops:
+        key = f"member-{n}"
+        if add:
+            table.add(key)
+            if key not in members:
+                slots = timeline_hash_grown_slots(slots, len(members))
+                members[key] = None
+        else:
+            table.remove(key)
+            members.pop(key, None)
+        assert slots == len(table.slots)
+        assert timeline_hash_order(members, slots) == list(table)

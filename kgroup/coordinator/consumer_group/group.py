@@ -24,7 +24,7 @@ import enum
 from collections import Counter
 from typing import Any, Mapping, NamedTuple
 
-from ...java_compat import TimelineHashOrder, string_map_order
+from ...java_compat import string_map_order, timeline_hash_grown_slots, timeline_hash_order
 from ...protocol.errors import ErrorCode, KafkaError
 from ..assignor import SubscriptionType
 from ..coordinator_records import CoordinatorRecord
@@ -33,7 +33,7 @@ from ..timer import cancel_member_timers
 from ..topic_metadata import TopicMetadata
 from . import consumer_group_records as rec
 from ..empty import NO_COUNTS, NO_ENTRIES
-from .member import ConsumerGroupMember, MemberState, freeze, shared_frozenset, shared_mapping, shared_name
+from .member import NO_EPOCHS, ConsumerGroupMember, MemberState, freeze, shared_frozenset, shared_mapping, shared_name
 
 LEAVE_GROUP_MEMBER_EPOCH = -1
 
@@ -67,7 +67,7 @@ class ConsumerGroup(Group):
     __slots__ = ("group_id", "group_epoch", "members", "static_members", "subscription_metadata",
                  "assignment_epoch", "target_assignment", "partition_epochs", "subscribed_topic_names",
                  "subscribed_regexes", "server_assignors", "classic_members", "resolved_regexes",
-                 "member_order")
+                 "member_slots")
 
     def __init__(self, group_id: str):
         self.group_id = group_id
@@ -79,16 +79,24 @@ class ConsumerGroup(Group):
         self.subscription_metadata: dict[str, TopicMetadata] = {}
         self.assignment_epoch = 0
         self.target_assignment: dict[str, dict[bytes, frozenset]] = {}
-        self.partition_epochs: dict[bytes, dict[int, int]] = {}
+        # (topic id, partition) -> the epoch of its current owner (one flat map: most groups' members
+        # hold few partitions, and a map per topic would cost more than its entries)
+        self.partition_epochs: dict[tuple[bytes, int], int] = {}
         self.subscribed_topic_names: Counter = Counter()
         self.subscribed_regexes: Counter = NO_COUNTS
         self.server_assignors: Counter = NO_COUNTS
         self.classic_members = 0
         self.resolved_regexes: dict[str, ResolvedRegex] = NO_ENTRIES
-        # the order Kafka's TimelineHashMap of members iterates in (the assignors see it)
-        self.member_order = TimelineHashOrder()
+        # the slot count of Kafka's TimelineHashMap of members, whose iteration order the
+        # assignors see (``member_order``): it grows with the most members the group has held
+        self.member_slots = 2
 
     # -- reads -------------------------------------------------------------------------------------
+    @property
+    def member_order(self) -> list[str]:
+        """The members in the order Kafka's TimelineHashMap iterates them."""
+        return timeline_hash_order(self.members, self.member_slots)
+
     @property
     def state(self) -> ConsumerGroupState:
         if not self.members:
@@ -102,8 +110,7 @@ class ConsumerGroup(Group):
 
     def current_partition_epoch(self, topic_id: bytes, partition: int) -> int:
         """The epoch of the partition's current owner, or -1 when nobody holds it."""
-        epochs = self.partition_epochs.get(topic_id)
-        return -1 if epochs is None else epochs.get(partition, -1)
+        return self.partition_epochs.get((topic_id, partition), -1)
 
     def static_member_id(self, instance_id: str) -> str | None:
         return self.static_members.get(instance_id)
@@ -227,10 +234,10 @@ class ConsumerGroup(Group):
                               m.rebalance_timeout_ms, m.client_id, m.client_host, sorted(m.subscribed_topic_names),
                               m.subscribed_topic_regex, m.server_assignor_name, m.classic_member_metadata,
                               a(m.assigned_partitions), a(m.partitions_pending_revocation),
-                              {t.hex(): sorted(e.items()) for t, e in sorted(m.assignment_epochs.items())})
+                              {t.hex(): sorted(e.items()) for t, e in sorted(m.assignment_epochs_view().items())})
                         for mid, m in sorted(self.members.items())},
             "static_members": dict(sorted(self.static_members.items())),
-            "partition_epochs": {t.hex(): sorted(e.items()) for t, e in sorted(self.partition_epochs.items())},
+            "partition_epochs": sorted((t.hex(), p, e) for (t, p), e in self.partition_epochs.items()),
             "subscribed_topic_names": dict(sorted(self.subscribed_topic_names.items())),
             "subscribed_regexes": dict(sorted(self.subscribed_regexes.items())),
             "server_assignors": dict(sorted(self.server_assignors.items())),
@@ -242,9 +249,9 @@ class ConsumerGroup(Group):
     # -- changes (only from replay) ------------------------------------------------------------------
     def _update_member(self, new: ConsumerGroupMember) -> None:
         old = self.members.get(new.member_id)
-        self.members[new.member_id] = new
         if old is None:
-            self.member_order.add(new.member_id)
+            self.member_slots = timeline_hash_grown_slots(self.member_slots, len(self.members))
+        self.members[new.member_id] = new
         self._count(old, -1)
         self._count(new, +1)
         if old is not None:
@@ -258,7 +265,6 @@ class ConsumerGroup(Group):
 
     def _remove_member(self, member_id: str) -> None:
         old = self.members.pop(member_id)
-        self.member_order.remove(member_id)
         self._count(old, -1)
         self._remove_epochs(old)
         if old.instance_id is not None:
@@ -291,30 +297,26 @@ class ConsumerGroup(Group):
             self.classic_members += delta
 
     def _add_epochs(self, assignment, epoch: int) -> None:
+        epochs = self.partition_epochs
         for topic_id, parts in assignment.items():
-            epochs = self.partition_epochs.setdefault(topic_id, {})
             for p in parts:
-                prev = epochs.get(p)
+                tp = (topic_id, p)
+                prev = epochs.get(tp)
                 if prev is not None:
                     raise IllegalReplayState(f"Cannot set the epoch of {topic_id.hex()}-{p} to {epoch} because "
                                              f"the partition is still owned at epoch {prev}")
-                epochs[p] = epoch
+                epochs[tp] = epoch
 
     def _remove_epochs(self, m: ConsumerGroupMember) -> None:
+        epochs = self.partition_epochs
         for assignment in (m.assigned_partitions, m.partitions_pending_revocation):
             for topic_id, parts in assignment.items():
-                epochs = self.partition_epochs.get(topic_id)
-                if epochs is None:
-                    raise IllegalReplayState(f"Cannot remove the epoch {m.member_epoch} from {topic_id.hex()} "
-                                             f"because it does not have any epoch")
                 for p in parts:
-                    prev = epochs.pop(p, None)
+                    prev = epochs.pop((topic_id, p), None)
                     if prev != m.member_epoch:
                         raise IllegalReplayState(
                             f"Cannot remove the epoch {m.member_epoch} from {topic_id.hex()}-{p} because the "
                             f"partition is still owned at a different epoch {prev}")
-                if not epochs:
-                    del self.partition_epochs[topic_id]
 
 
 def _assignment_epoch_validator(member: ConsumerGroupMember, received: int):
@@ -381,11 +383,13 @@ def _classic(value) -> tuple | None:
     return (c.session_timeout_ms, tuple((p.name, bytes(p.metadata)) for p in c.supported_protocols))
 
 
-def _assignment_epochs(member_epoch: int, *lists: Any) -> dict[bytes, dict[int, int]]:
+def _assignment_epochs(member_epoch: int, assigned, pending, *lists: Any) -> dict[bytes, dict[int, int]] | tuple:
     """Kafka's Utils.assignmentFromTopicPartitions: each partition's assignment epoch, the member's
-    epoch (at least 0) for a record without them or with a list of another length."""
+    epoch (at least 0) for a record without them or with a list of another length; when every
+    partition has the same, ``(epoch, assigned, pending)`` (``ConsumerGroupMember.assignment_epochs``)."""
     default = max(member_epoch, 0)
     out: dict[bytes, dict[int, int]] = {}
+    seen: set[int] = set()
     for topic_partitions in lists:
         for tp in topic_partitions:
             epochs = tp.assignment_epochs
@@ -393,6 +397,9 @@ def _assignment_epochs(member_epoch: int, *lists: Any) -> dict[bytes, dict[int, 
                 epochs = [default] * len(tp.partitions)
             if tp.partitions:
                 out.setdefault(tp.topic_id, {}).update(zip(tp.partitions, epochs))
+                seen.update(epochs)
+    if len(seen) <= 1:
+        return (seen.pop() if seen else default, assigned, pending)
     return out
 
 
@@ -437,18 +444,19 @@ def replay(groups: dict[str, Group], record: CoordinatorRecord) -> None:
         old = group.members.get(key.member_id)
         if value is not None:
             base = old if old is not None else ConsumerGroupMember(key.member_id)
+            assigned = _assignment(value.assigned_partitions)
+            pending = _assignment(value.partitions_pending_revocation)
             group._update_member(base.replace(
                 member_epoch=value.member_epoch, previous_member_epoch=value.previous_member_epoch,
-                state=MemberState.from_value(value.state),
-                assigned_partitions=_assignment(value.assigned_partitions),
-                partitions_pending_revocation=_assignment(value.partitions_pending_revocation),
-                assignment_epochs=_assignment_epochs(
-                    value.member_epoch, value.assigned_partitions, value.partitions_pending_revocation)))
+                state=MemberState.from_value(value.state), assigned_partitions=assigned,
+                partitions_pending_revocation=pending,
+                assignment_epochs=_assignment_epochs(value.member_epoch, assigned, pending,
+                                                     value.assigned_partitions, value.partitions_pending_revocation)))
         elif old is not None:
             group._update_member(old.replace(member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
                                              previous_member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
                                              assigned_partitions={}, partitions_pending_revocation={},
-                                             assignment_epochs={}))
+                                             assignment_epochs=NO_EPOCHS))
     elif t == rec.TARGET_ASSIGNMENT_MEMBER:
         if value is not None:
             group.target_assignment[key.member_id] = _assignment(value.topic_partitions)

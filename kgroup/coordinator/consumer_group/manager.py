@@ -424,8 +424,7 @@ class ConsumerGroupManager:
             # commit of the old member id is fenced (Kafka's consumerGroupStaticMemberGroupLeave)
             res.add_record(rec.current_assignment_record(
                 group_id, member.replace(member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, partitions_pending_revocation={},
-                                         assignment_epochs={t: dict.fromkeys(ps, 0)
-                                                            for t, ps in member.assigned_partitions.items()})))
+                                         assignment_epochs=(0, member.assigned_partitions))))
             self.timer.cancel(rebalance_key(group_id, member_id))
         else:
             self._remove_member(group, member, res)

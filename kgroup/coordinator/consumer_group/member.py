@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import sys
+from types import MappingProxyType
 from typing import Iterable, Mapping, TypeVar, cast
 
 Assignment = Mapping[bytes, frozenset]
@@ -96,6 +97,9 @@ def freeze(assignment: Mapping[bytes, Iterable[int]] | None) -> dict[bytes, froz
     return _share(key, out, len(out))
 
 
+NO_EPOCHS: Mapping = MappingProxyType({})
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class ConsumerGroupMember:
     member_id: str
@@ -116,9 +120,12 @@ class ConsumerGroupMember:
     # None for a consumer-protocol member. Kept as (session timeout ms, ((name, metadata), ...)).
     classic_member_metadata: tuple | None = None
     # The epoch at which each assigned (or pending revocation) partition was assigned to the member
-    # (Kafka 4.3's per-partition assignment epochs, KIP-1251): {topic id: {partition: epoch}}. A
-    # commit with an older member epoch is accepted for a partition assigned at or before it.
-    assignment_epochs: Mapping[bytes, Mapping[int, int]] = dataclasses.field(default_factory=dict)
+    # (Kafka 4.3's per-partition assignment epochs, KIP-1251): {topic id: {partition: epoch}}, or,
+    # in the usual case where they share one epoch, the small ``(epoch, assignment, ...)``: the
+    # partitions of those (shared, frozen) assignments were assigned at ``epoch``. A partition
+    # without a recorded epoch counts from the member's epoch. A commit with an older member epoch
+    # is accepted for a partition assigned at or before it.
+    assignment_epochs: Mapping[bytes, Mapping[int, int]] | tuple = dataclasses.field(default_factory=lambda: NO_EPOCHS)
 
     @property
     def classic(self) -> tuple:
@@ -142,9 +149,21 @@ class ConsumerGroupMember:
         for a in (self.assigned_partitions, self.partitions_pending_revocation):
             parts = a.get(topic_id)
             if parts is not None and partition in parts:
-                e = self.assignment_epochs.get(topic_id, {}).get(partition)
+                epochs = self.assignment_epochs
+                if type(epochs) is tuple:
+                    for covered in epochs[1:]:
+                        held = covered.get(topic_id)
+                        if held is not None and partition in held:
+                            return epochs[0]
+                    return max(self.member_epoch, 0)
+                e = epochs.get(topic_id, NO_EPOCHS).get(partition)   # type: ignore[union-attr]
                 return max(self.member_epoch, 0) if e is None else e
         return None
+
+    def assignment_epochs_view(self) -> dict:
+        """{topic id: {partition: epoch}} over every partition held, for comparisons."""
+        return {t: {p: self.assignment_epoch(t, p) for p in ps}
+                for a in (self.assigned_partitions, self.partitions_pending_revocation) for t, ps in a.items()}
 
     def is_reconciled_to(self, assignment_epoch: int) -> bool:
         """Kafka's isReconciledTo: STABLE at the group's assignment epoch."""
