@@ -64,6 +64,7 @@ bench: install-test
 	$(PY) benchmarks/testing_bench.py
 	$(PY) benchmarks/test_control_bench.py
 	$(PY) benchmarks/transactions_bench.py
+	$(PY) benchmarks/share_group_bench.py
 	$(PY) benchmarks/spark_read_bench.py
 	$(PY) benchmarks/spark_write_bench.py
 	$(PY) benchmarks/footprint_bench.py

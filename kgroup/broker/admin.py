@@ -180,7 +180,8 @@ def _config_type(resource_type: int, key: str) -> str | None:
         return {client_metrics.METRICS: "list", client_metrics.MATCH: "list",
                 client_metrics.INTERVAL_MS: "int"}.get(key)
     if resource_type == group_configs.GROUP:
-        return "int" if key in group_configs.GROUP_CONFIG_DEFS else None
+        d = group_configs.GROUP_CONFIG_DEFS.get(key)
+        return d.type if d else None
     if resource_type == TOPIC:
         d = TOPIC_CONFIG_DEFS.get(key)
     else:

@@ -30,6 +30,8 @@ from .pending import PendingResponse
 from .security_setup import BrokerSecurity
 from .server import RECEIVE_BUFFER_SIZE, KafkaConnection, Listener
 from .transaction_runtime import TransactionRuntime
+from .share_coordinator_runtime import ShareCoordinatorRuntime
+from .share_partition_manager import SharePartitionManager
 
 log = logging.getLogger("kgroup.broker")
 GC_YOUNG_THRESHOLD = 50_000     # allocations between young collections (CPython's default: 700)
@@ -72,6 +74,9 @@ class Broker:
         self.authorizer = self.security.authorizer
         self.group_coordinator = GroupRuntime(self)
         self.transaction_coordinator = TransactionRuntime(self)
+        # share groups (KIP-932): the share coordinator (__share_group_state) and the share-partitions
+        self.share_coordinator = ShareCoordinatorRuntime(self)
+        self.share_partitions = SharePartitionManager(self)
         # Fault injection, metrics, rebalance timelines (ops.py): self.faults, .metrics,
         # .timelines, each None unless configured, and .request_hook (None when all are off).
         attach_operations(self)
@@ -103,6 +108,7 @@ class Broker:
         self._cleaner = loop.create_task(self._cleaner_loop())
         self.group_coordinator.start()
         self.transaction_coordinator.start()
+        self.share_coordinator.start()
         if self.timelines is not None:
             self.timelines.start()
         # Everything allocated so far (codec classes, metadata, loaded logs) lives for the whole
@@ -167,6 +173,8 @@ class Broker:
         self._in_slices.clear()
         self.group_coordinator.close()
         self.transaction_coordinator.close()
+        self.share_partitions.close()
+        self.share_coordinator.close()
         # After a log directory failure nothing more is written: the logs close as after a crash.
         self.data_path.close(clean=not self.log_dir_failure.offline)
         log.info("kgroup broker %d stopped", self.config.node_id)
@@ -302,6 +310,7 @@ class Broker:
             self.metadata.creating.discard(name)
         log.info("created topic %s with %d partition(s)", name, num_partitions)
         self.group_coordinator.on_topics_changed()
+        self.share_coordinator.on_topics_changed()
         return topic
 
     def _undo_partitions(self, name: str, count: int) -> None:
@@ -381,4 +390,6 @@ class Broker:
             self.group_coordinator.on_partitions_deleted([(name, p) for p in range(topic.num_partitions)])
         log.info("deleted topic %s", name)
         self.group_coordinator.on_topics_changed()
+        if self.metadata.get(self.share_coordinator.topic) is not None:
+            self.share_coordinator.on_topics_changed([topic.topic_id])
         return topic

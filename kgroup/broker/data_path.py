@@ -178,7 +178,10 @@ class DataPath:
         self._data_device = os.stat(data_dir).st_dev
         self._device_of: dict[str, int] = {}    # log directory -> st_dev
         self.producer_ids = ProducerIdManager(data_dir)
-        self._waiters: dict[tuple[str, int], set[FetchWaiter]] = {}
+        # parked fetches per partition, in the order they parked (a dict as an ordered set): an
+        # append wakes the longest waiting first, so share fetches parked on one share-partition
+        # take its new records in turn
+        self._waiters: dict[tuple[str, int], dict[FetchWaiter, None]] = {}
         self._flush_pending: set = set()
         # (PendingResponse, the logs it waits for): a log's failure fails only its own waiters
         # (a topic deleted mid-round must not fail another topic's produce).
@@ -340,7 +343,7 @@ class DataPath:
     # -- parked fetches -----------------------------------------------------------------------
     def park(self, waiter: FetchWaiter, max_wait_ms: int) -> None:
         for tp in waiter.partitions:
-            self._waiters.setdefault(tp, set()).add(waiter)
+            self._waiters.setdefault(tp, {})[waiter] = None
         loop = asyncio.get_running_loop()
         waiter.timer = loop.call_later(max_wait_ms / 1000.0, self._wake, waiter, True)
 
@@ -371,7 +374,7 @@ class DataPath:
         for tp in waiter.partitions:
             ws = self._waiters.get(tp)
             if ws is not None:
-                ws.discard(waiter)
+                ws.pop(waiter, None)
                 if not ws:
                     del self._waiters[tp]
 

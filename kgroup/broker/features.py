@@ -9,7 +9,9 @@ counting the updates as Kafka's metadata offset does.
 Supported, as a Kafka 4.3 broker but only where the behaviour behind a level exists here:
 ``metadata.version`` 7 (3.3-IV3) to 30 (4.3-IV0); ``group.version`` 0-1 (KIP-848's consumer
 group protocol); ``transaction.version`` 0-2 (2: KIP-890 part 2, an epoch bump per transaction and
-partitions added by the broker, which clients use only when it is finalized). Share (KIP-932) and streams (KIP-1071) groups are not served, and
+partitions added by the broker, which clients use only when it is finalized); ``share.version`` 0-1
+(KIP-932's share groups: below 1 their APIs answer UNSUPPORTED_VERSION). Streams (KIP-1071) groups
+are not served, and
 ``eligible.leader.replicas.version`` / ``kraft.version`` mean nothing on one node without a
 quorum, so they are not listed, as Kafka lists no feature whose highest level is 0.
 """
@@ -23,6 +25,7 @@ from ..protocol.errors import ErrorCode, KafkaError
 METADATA_VERSION = "metadata.version"
 TRANSACTION_VERSION = "transaction.version"
 GROUP_VERSION = "group.version"
+SHARE_VERSION = "share.version"
 
 # metadata.version levels: level -> (IBP version string, did the metadata change at this level)
 _METADATA_VERSIONS = {
@@ -40,6 +43,7 @@ SUPPORTED: dict[str, tuple[int, int]] = {
     METADATA_VERSION: (MINIMUM_METADATA_VERSION, 30),
     GROUP_VERSION: (0, 1),
     TRANSACTION_VERSION: (0, 2),
+    SHARE_VERSION: (0, 1),
 }
 
 # What a new cluster is formatted with: each feature's highest supported level (BrokerFeatures

@@ -23,7 +23,7 @@ from .features import Features
 from .topic_configs import TOPIC_CONFIGS, broker_default, validate as validate_topic_configs  # noqa: F401
 
 OFFSETS_TOPIC = "__consumer_offsets"
-INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, "__transaction_state"})
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, "__transaction_state", "__share_group_state"})
 MAX_NAME_LENGTH = 249
 _LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
 

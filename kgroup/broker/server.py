@@ -273,6 +273,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
             if slot.pending is not None:
                 slot.pending.stop_listening()
         self.slots.clear()
+        share = getattr(self.broker, "share_partitions", None)
+        if share is not None and share.sessions.sessions:
+            share.on_connection_closed(self)        # its share sessions close, their records are released
 
     # Backpressure: while the client does not read its responses (the transport's write buffer is
     # above its high-water mark), stop reading its requests.

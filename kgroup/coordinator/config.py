@@ -29,6 +29,25 @@ _PROPS = {
     "group.consumer.min.heartbeat.interval.ms": ("consumer_min_heartbeat_interval_ms", 5000, 1),
     "group.consumer.max.heartbeat.interval.ms": ("consumer_max_heartbeat_interval_ms", 15000, 1),
     "group.consumer.max.size": ("consumer_max_size", INT32_MAX, 1),
+    # share groups (KIP-932): Kafka's GroupCoordinatorConfig and ShareGroupConfig
+    "group.share.session.timeout.ms": ("share_session_timeout_ms", 45000, 1),
+    "group.share.min.session.timeout.ms": ("share_min_session_timeout_ms", 45000, 1),
+    "group.share.max.session.timeout.ms": ("share_max_session_timeout_ms", 60000, 1),
+    "group.share.heartbeat.interval.ms": ("share_heartbeat_interval_ms", 5000, 1),
+    "group.share.min.heartbeat.interval.ms": ("share_min_heartbeat_interval_ms", 5000, 1),
+    "group.share.max.heartbeat.interval.ms": ("share_max_heartbeat_interval_ms", 15000, 1),
+    "group.share.max.size": ("share_max_size", 200, 1),
+    "group.share.initialize.retry.interval.ms": ("share_initialize_retry_interval_ms", 30000, 1),
+    "group.share.delivery.count.limit": ("share_delivery_count_limit", 5, 1),
+    "group.share.min.delivery.count.limit": ("share_min_delivery_count_limit", 2, 1),
+    "group.share.max.delivery.count.limit": ("share_max_delivery_count_limit", 10, 1),
+    "group.share.record.lock.duration.ms": ("share_record_lock_duration_ms", 30000, 1),
+    "group.share.min.record.lock.duration.ms": ("share_min_record_lock_duration_ms", 15000, 1),
+    "group.share.max.record.lock.duration.ms": ("share_max_record_lock_duration_ms", 60000, 1),
+    "group.share.partition.max.record.locks": ("share_partition_max_record_locks", 2000, 1),
+    "group.share.min.partition.max.record.locks": ("share_min_partition_max_record_locks", 100, 1),
+    "group.share.max.partition.max.record.locks": ("share_max_partition_max_record_locks", 4000, 1),
+    "group.share.max.share.sessions": ("share_max_share_sessions", 2000, 1),
 }
 # list-valued properties: name -> (attribute, default)
 _LIST_PROPS = {
@@ -44,6 +63,8 @@ _STR_PROPS = {
 # (Kafka's GroupConfigManager); a group without an override uses the broker's value.
 CONSUMER_SESSION_TIMEOUT_MS = "consumer.session.timeout.ms"
 CONSUMER_HEARTBEAT_INTERVAL_MS = "consumer.heartbeat.interval.ms"
+SHARE_SESSION_TIMEOUT_MS = "share.session.timeout.ms"
+SHARE_HEARTBEAT_INTERVAL_MS = "share.heartbeat.interval.ms"
 GroupConfigs = Mapping[str, Mapping[str, int]]
 
 # Kafka's ConsumerGroupMigrationPolicy (KIP-848 online migration), by its lower-case name
@@ -82,6 +103,25 @@ class GroupCoordinatorConfig:
     consumer_assignors: tuple = ("uniform", "range")
     # online migration between the classic and the consumer protocol (KIP-848)
     consumer_migration_policy: str = "bidirectional"
+    # share groups (KIP-932)
+    share_session_timeout_ms: int = 45000
+    share_min_session_timeout_ms: int = 45000
+    share_max_session_timeout_ms: int = 60000
+    share_heartbeat_interval_ms: int = 5000
+    share_min_heartbeat_interval_ms: int = 5000
+    share_max_heartbeat_interval_ms: int = 15000
+    share_max_size: int = 200
+    share_initialize_retry_interval_ms: int = 30000
+    share_delivery_count_limit: int = 5
+    share_min_delivery_count_limit: int = 2
+    share_max_delivery_count_limit: int = 10
+    share_record_lock_duration_ms: int = 30000
+    share_min_record_lock_duration_ms: int = 15000
+    share_max_record_lock_duration_ms: int = 60000
+    share_partition_max_record_locks: int = 2000
+    share_min_partition_max_record_locks: int = 100
+    share_max_partition_max_record_locks: int = 4000
+    share_max_share_sessions: int = 2000
 
     @property
     def upgrade_enabled(self) -> bool:
@@ -109,7 +149,31 @@ class GroupCoordinatorConfig:
                 kwargs[attr] = validate_migration_policy(props[name])
         cfg = cls(**kwargs)
         cfg.validate_consumer()
+        cfg.validate_share()
         return cfg
+
+    def validate_share(self) -> None:
+        """Kafka's GroupCoordinatorConfig and ShareGroupConfig checks of the share group settings."""
+        def need(ok, msg):
+            if not ok:
+                raise ValueError(msg)
+        need(self.share_min_session_timeout_ms <= self.share_session_timeout_ms <= self.share_max_session_timeout_ms,
+             "group.share.session.timeout.ms must be within group.share.min/max.session.timeout.ms")
+        need(self.share_min_heartbeat_interval_ms <= self.share_heartbeat_interval_ms
+             <= self.share_max_heartbeat_interval_ms,
+             "group.share.heartbeat.interval.ms must be within group.share.min/max.heartbeat.interval.ms")
+        need(self.share_heartbeat_interval_ms < self.share_session_timeout_ms,
+             "group.share.heartbeat.interval.ms must be less than group.share.session.timeout.ms")
+        need(1 <= self.share_max_size <= 1000, "group.share.max.size must be between 1 and 1000")
+        need(self.share_min_delivery_count_limit <= self.share_delivery_count_limit
+             <= self.share_max_delivery_count_limit,
+             "group.share.delivery.count.limit must be within group.share.min/max.delivery.count.limit")
+        need(self.share_min_record_lock_duration_ms <= self.share_record_lock_duration_ms
+             <= self.share_max_record_lock_duration_ms,
+             "group.share.record.lock.duration.ms must be within group.share.min/max.record.lock.duration.ms")
+        need(self.share_min_partition_max_record_locks <= self.share_partition_max_record_locks
+             <= self.share_max_partition_max_record_locks,
+             "group.share.partition.max.record.locks must be within group.share.min/max.partition.max.record.locks")
 
     def validate_consumer(self) -> None:
         """Kafka's GroupCoordinatorConfig checks of the consumer-protocol settings."""

@@ -44,6 +44,12 @@ from .config import GroupCoordinatorConfig
 from .consumer_group import group as consumer_group
 from .consumer_group import consumer_group_records
 from .consumer_group.manager import ConsumerGroupManager, heartbeat_error
+from .share_group import group as share_group
+from .share_group import share_group_records
+from .share_group.manager import ShareGroupManager
+from .share_group.manager import heartbeat_error as share_heartbeat_error
+from .share_group.manager import validate_heartbeat as validate_share_heartbeat
+from ..protocol.messages.share_group_describe import ShareGroupDescribeResponse
 from .group_metadata_manager import GroupMetadataManager
 from .offset_metadata_manager import OffsetMetadataManager
 from .responses import (FetchGroup, delete_groups_response, describe_error_group, join_response,
@@ -118,6 +124,8 @@ class GroupCoordinatorShard:
         # online migration between the two protocols (KIP-848), and classic members inside
         # consumer groups
         self.migration = self.consumer_group_manager.migration
+        # share groups (KIP-932)
+        self.share_group_manager = ShareGroupManager(self.config, self.timer, self.groups, topics, group_configs)
         self.is_loaded = False
         self.skipped_records = 0
 
@@ -131,8 +139,13 @@ class GroupCoordinatorShard:
             try:
                 record = consumer_group_records.decode_record(key, value)
             except rec.UnknownRecordType:
-                self.skipped_records += 1
-                return
+                try:
+                    record = share_group_records.decode_record(key, value)
+                except rec.UnknownRecordType:
+                    self.skipped_records += 1
+                    return
+                except rec.RecordDecodeError as e:
+                    raise rec.CoordinatorLoadError(self.partition, offset, e) from None
             except rec.RecordDecodeError as e:
                 raise rec.CoordinatorLoadError(self.partition, offset, e) from None
         except rec.RecordDecodeError as e:
@@ -143,6 +156,8 @@ class GroupCoordinatorShard:
         """The only mutator of durable state; used at load time and on commit."""
         if record.record_type in consumer_group_records.RECORD_TYPES:
             self._apply_consumer_group(record)
+        elif record.record_type in share_group_records.RECORD_TYPES:
+            share_group.replay(self.groups, record, self.timer.now)
         elif record.record_type == rec.GROUP_METADATA:
             self.group_metadata_manager.replay_group_metadata(record.key_struct.group, record.value_struct)
         else:
@@ -182,6 +197,7 @@ class GroupCoordinatorShard:
         self.is_loaded = True
         self.group_metadata_manager.on_loaded(res)
         self.consumer_group_manager.on_loaded()
+        self.share_group_manager.on_loaded()
         # topics may have changed while the partition was not loaded (Kafka compares images too)
         self.consumer_group_manager.on_topics_changed(res)
         self._schedule_expiration()
@@ -441,11 +457,48 @@ class GroupCoordinatorShard:
         res.reply(token, ConsumerGroupDescribeResponse(groups=groups))
         return res
 
+    # == share groups (KIP-932) ======================================================================
+    @coordinator_api(error=lambda req, version, e: share_heartbeat_error(e), validate=validate_share_heartbeat)
+    def handle_share_group_heartbeat(self, req, version, now_ms, token, client_id="", client_host="") -> Result:
+        res = self._begin(now_ms)
+        try:
+            response = self.share_group_manager.heartbeat(req, res, client_id, client_host)
+        except KafkaError as e:
+            del res.records[:]          # a refused request writes nothing
+            res.reply(token, share_heartbeat_error(e.code, str(e)))
+            return res
+        res.reply(token, response, lambda e: share_heartbeat_error(e))
+        return res
+
+    @coordinator_api(error=lambda req, version, e: ShareGroupDescribeResponse(groups=[
+        ShareGroupDescribeResponse.DescribedGroup(error_code=int(e), group_id=group_id)
+        for group_id in req.group_ids]))
+    def handle_share_group_describe(self, req, version, now_ms, token) -> Result:
+        res = self._begin(now_ms)
+        res.reply(token, ShareGroupDescribeResponse(groups=[self.share_group_manager.describe(g)
+                                                            for g in req.group_ids]))
+        return res
+
+    @coordinator_api(error=lambda req, version, e: None)
+    def handle_initialize_share_group_state(self, req, version, now_ms, token) -> Result:
+        """The share coordinator answered an initialization the heartbeat queued
+        (``share_group_manager.drain_initializations``; ``req`` a ShareStateInitialized): its
+        topic id -> partitions move to initialized, or back out of initializing when it failed
+        (Kafka's initializeShareGroupState / uninitializeShareGroupState)."""
+        res = self._begin(now_ms)
+        if req.succeeded:
+            self.share_group_manager.initialize_share_group_state(req.group_id, req.topics, res)
+        else:
+            self.share_group_manager.uninitialize_share_group_state(req.group_id, req.topics, res)
+        res.reply(token, None)
+        return res
+
     def handle_topics_changed(self, now_ms) -> Result:
         """The broker created or deleted topics or added partitions: consumer groups whose
         subscribed topics changed get a new group epoch."""
         res = self._begin(now_ms)
         self.consumer_group_manager.on_topics_changed(res)
+        self.share_group_manager.on_topics_changed()
         return res
 
     def list_groups(self, states_filter, types_filter) -> list:
@@ -468,6 +521,10 @@ class GroupCoordinatorShard:
         consumer_groups = {g: group.durable_view() for g, group in self.groups.items()
                            if isinstance(group, consumer_group.ConsumerGroup)}
         state: dict[str, Any] = {"offsets": offsets, "groups": groups, "consumer_groups": consumer_groups}
+        share_groups = {g: group.durable_view() for g, group in self.groups.items()
+                        if isinstance(group, share_group.ShareGroup)}
+        if share_groups:
+            state["share_groups"] = share_groups
         pending = self.offset_metadata_manager.pending_transactional_offsets
         if pending:
             state["pending_transactional_offsets"] = {

@@ -25,6 +25,9 @@ from .messages import (add_offsets_to_txn, add_partitions_to_txn, alter_configs,
                        init_producer_id, join_group, leave_group, list_groups, list_offsets,
                        list_transactions, metadata, offset_commit, offset_delete, offset_fetch,
                        produce, sync_group, txn_offset_commit, write_txn_markers)
+from .messages import (delete_share_group_state, initialize_share_group_state, read_share_group_state,
+                       read_share_group_state_summary, share_acknowledge, share_fetch, share_group_describe,
+                       share_group_heartbeat, write_share_group_state)
 from .messages import (alter_user_scram_credentials, create_acls, delete_acls, describe_acls,  # security
                        describe_user_scram_credentials, sasl_authenticate, sasl_handshake)
 from .messages import (describe_producers, describe_topic_partitions, get_telemetry_subscriptions,
@@ -87,6 +90,15 @@ class ApiKey(enum.IntEnum):
     PUSH_TELEMETRY = 72
     LIST_CONFIG_RESOURCES = 74
     DESCRIBE_TOPIC_PARTITIONS = 75
+    SHARE_GROUP_HEARTBEAT = 76
+    SHARE_GROUP_DESCRIBE = 77
+    SHARE_FETCH = 78
+    SHARE_ACKNOWLEDGE = 79
+    INITIALIZE_SHARE_GROUP_STATE = 83
+    READ_SHARE_GROUP_STATE = 84
+    WRITE_SHARE_GROUP_STATE = 85
+    DELETE_SHARE_GROUP_STATE = 86
+    READ_SHARE_GROUP_STATE_SUMMARY = 87
 
 
 class Api(NamedTuple):
@@ -136,6 +148,16 @@ API_BY_KEY: dict[int, Api] = {a.key: a for a in (
     # only what the handler table answers, so these stay unadvertised until the coordinator serves them.
     _api(ApiKey.CONSUMER_GROUP_HEARTBEAT, consumer_group_heartbeat, "ConsumerGroupHeartbeat"),
     _api(ApiKey.CONSUMER_GROUP_DESCRIBE, consumer_group_describe, "ConsumerGroupDescribe"),
+    # KIP-932 share groups, in Kafka 4.3's versions
+    _api(ApiKey.SHARE_GROUP_HEARTBEAT, share_group_heartbeat, "ShareGroupHeartbeat"),
+    _api(ApiKey.SHARE_GROUP_DESCRIBE, share_group_describe, "ShareGroupDescribe"),
+    _api(ApiKey.SHARE_FETCH, share_fetch, "ShareFetch"),
+    _api(ApiKey.SHARE_ACKNOWLEDGE, share_acknowledge, "ShareAcknowledge"),
+    _api(ApiKey.INITIALIZE_SHARE_GROUP_STATE, initialize_share_group_state, "InitializeShareGroupState"),
+    _api(ApiKey.READ_SHARE_GROUP_STATE, read_share_group_state, "ReadShareGroupState"),
+    _api(ApiKey.WRITE_SHARE_GROUP_STATE, write_share_group_state, "WriteShareGroupState"),
+    _api(ApiKey.DELETE_SHARE_GROUP_STATE, delete_share_group_state, "DeleteShareGroupState"),
+    _api(ApiKey.READ_SHARE_GROUP_STATE_SUMMARY, read_share_group_state_summary, "ReadShareGroupStateSummary"),
     # security: SASL, ACLs, SCRAM credentials
     _api(ApiKey.SASL_HANDSHAKE, sasl_handshake, "SaslHandshake"),
     _api(ApiKey.SASL_AUTHENTICATE, sasl_authenticate, "SaslAuthenticate"),

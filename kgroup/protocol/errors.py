@@ -136,6 +136,11 @@ class ErrorCode(enum.IntEnum):
     DUPLICATE_VOTER = 126
     VOTER_NOT_FOUND = 127
     INVALID_REGULAR_EXPRESSION = 128
+    REBOOTSTRAP_REQUIRED = 129
+    STREAMS_INVALID_TOPOLOGY = 130
+    STREAMS_INVALID_TOPOLOGY_EPOCH = 131
+    STREAMS_TOPOLOGY_FENCED = 132
+    SHARE_SESSION_LIMIT_REACHED = 133
 
     @property
     def retriable(self) -> bool:
@@ -307,4 +312,9 @@ _META = {
     ErrorCode.DUPLICATE_VOTER: (False, 'The voter is already part of the set of voters.'),
     ErrorCode.VOTER_NOT_FOUND: (False, 'The voter is not part of the set of voters.'),
     ErrorCode.INVALID_REGULAR_EXPRESSION: (False, 'The regular expression is not valid.'),
+    ErrorCode.REBOOTSTRAP_REQUIRED: (False, 'Client metadata is stale. The client should rebootstrap to obtain new metadata.'),
+    ErrorCode.STREAMS_INVALID_TOPOLOGY: (False, 'The supplied topology is invalid.'),
+    ErrorCode.STREAMS_INVALID_TOPOLOGY_EPOCH: (False, 'The supplied topology epoch is invalid.'),
+    ErrorCode.STREAMS_TOPOLOGY_FENCED: (False, 'The supplied topology epoch is outdated.'),
+    ErrorCode.SHARE_SESSION_LIMIT_REACHED: (True, 'The limit of share sessions has been reached.'),
 }

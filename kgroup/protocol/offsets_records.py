@@ -223,5 +223,178 @@ RECORD_SCHEMAS = {
     8: (ConsumerGroupCurrentMemberAssignmentKey, ConsumerGroupCurrentMemberAssignmentValue),
     16: (ConsumerGroupRegularExpressionKey, ConsumerGroupRegularExpressionValue),
 }
+
 CLASSIC_RECORD_TYPES = frozenset((0, 1, 2))
 CONSUMER_GROUP_RECORD_TYPES = frozenset(RECORD_SCHEMAS) - CLASSIC_RECORD_TYPES     # KIP-848: 3-8, 16
+
+
+# -- KIP-932 share group records (key versions 10-15 are their record types) --------------------------
+# As a consumer group, a share group is several records: each member's subscription (10), the group
+# epoch with the hash of its subscribed topics' metadata (11), the target assignment's epoch (12) and
+# per-member target (13), each member's current assignment (14), and which share-partitions the share
+# coordinator holds state for (15: initializing, initialized, deleting). Kafka 4.3's formats.
+
+ShareGroupMemberMetadataKey = message('ShareGroupMemberMetadataKey', 10, '10', flexible='none',
+    fields=[
+        F('group_id', 'string', '10'),
+        F('member_id', 'string', '10'),
+])
+
+ShareGroupMemberMetadataValue = message('ShareGroupMemberMetadataValue', 10, '0', flexible='0+',
+    fields=[
+        F('rack_id', 'string', '0+', nullable='0+'),
+        F('client_id', 'string', '0+'),
+        F('client_host', 'string', '0+'),
+        F('subscribed_topic_names', '[]string', '0+'),
+])
+
+ShareGroupMetadataKey = message('ShareGroupMetadataKey', 11, '11', flexible='none',
+    fields=[
+        F('group_id', 'string', '11'),
+])
+
+ShareGroupMetadataValue = message('ShareGroupMetadataValue', 11, '0', flexible='0+',
+    fields=[
+        F('epoch', 'int32', '0+'),
+        F('metadata_hash', 'int64', '0+'),
+])
+
+ShareGroupTargetAssignmentMetadataKey = message('ShareGroupTargetAssignmentMetadataKey', 12, '12',
+                                                flexible='none',
+    fields=[
+        F('group_id', 'string', '12'),
+])
+
+ShareGroupTargetAssignmentMetadataValue = message('ShareGroupTargetAssignmentMetadataValue', 12, '0',
+                                                  flexible='0+',
+    fields=[
+        F('assignment_epoch', 'int32', '0+'),
+        F('assignment_timestamp', 'int64', '0+', tag=0, tagged='0+', default=0),
+])
+
+ShareGroupTargetAssignmentMemberKey = message('ShareGroupTargetAssignmentMemberKey', 13, '13', flexible='none',
+    fields=[
+        F('group_id', 'string', '13'),
+        F('member_id', 'string', '13'),
+])
+
+ShareGroupTargetAssignmentMemberValue = message('ShareGroupTargetAssignmentMemberValue', 13, '0', flexible='0+',
+    fields=[
+        F('topic_partitions', '[]TopicPartition', '0+', fields=[
+            F('topic_id', 'uuid', '0+'),
+            F('partitions', '[]int32', '0+'),
+        ]),
+])
+
+ShareGroupCurrentMemberAssignmentKey = message('ShareGroupCurrentMemberAssignmentKey', 14, '14',
+                                               flexible='none',
+    fields=[
+        F('group_id', 'string', '14'),
+        F('member_id', 'string', '14'),
+])
+
+ShareGroupCurrentMemberAssignmentValue = message('ShareGroupCurrentMemberAssignmentValue', 14, '0',
+                                                 flexible='0+',
+    common=[
+        ('TopicPartitions', [
+            F('topic_id', 'uuid', '0+'),
+            F('partitions', '[]int32', '0+'),
+        ]),
+    ],
+    fields=[
+        F('member_epoch', 'int32', '0+'),
+        F('previous_member_epoch', 'int32', '0+'),
+        F('state', 'int8', '0+'),
+        F('assigned_partitions', '[]TopicPartitions', '0+'),
+])
+
+ShareGroupStatePartitionMetadataKey = message('ShareGroupStatePartitionMetadataKey', 15, '15', flexible='none',
+    fields=[
+        F('group_id', 'string', '15'),
+])
+
+ShareGroupStatePartitionMetadataValue = message('ShareGroupStatePartitionMetadataValue', 15, '0', flexible='0+',
+    common=[
+        ('TopicPartitionsInfo', [
+            F('topic_id', 'uuid', '0+'),
+            F('topic_name', 'string', '0+'),
+            F('partitions', '[]int32', '0+'),
+        ]),
+        ('TopicInfo', [
+            F('topic_id', 'uuid', '0+'),
+            F('topic_name', 'string', '0+'),
+        ]),
+    ],
+    fields=[
+        F('initializing_topics', '[]TopicPartitionsInfo', '0+'),
+        F('initialized_topics', '[]TopicPartitionsInfo', '0+'),
+        F('deleting_topics', '[]TopicInfo', '0+'),
+])
+
+# record type (the key's version) -> (key schema, value schema), for the KIP-932 records; part of
+# the one table of record types (RECORD_SCHEMAS)
+SHARE_GROUP_RECORDS = {
+    10: (ShareGroupMemberMetadataKey, ShareGroupMemberMetadataValue),
+    11: (ShareGroupMetadataKey, ShareGroupMetadataValue),
+    12: (ShareGroupTargetAssignmentMetadataKey, ShareGroupTargetAssignmentMetadataValue),
+    13: (ShareGroupTargetAssignmentMemberKey, ShareGroupTargetAssignmentMemberValue),
+    14: (ShareGroupCurrentMemberAssignmentKey, ShareGroupCurrentMemberAssignmentValue),
+    15: (ShareGroupStatePartitionMetadataKey, ShareGroupStatePartitionMetadataValue),
+}
+RECORD_SCHEMAS.update(SHARE_GROUP_RECORDS)
+SHARE_GROUP_RECORD_TYPES = frozenset(SHARE_GROUP_RECORDS)                       # KIP-932: 10-15
+
+
+# -- __share_group_state (KIP-932's share coordinator): record types 0 (snapshot) and 1 (update) ---------
+# A share-partition's state (group, topic id, partition): a snapshot is the whole state, an update the
+# state batches that changed since; a snapshot tombstone deletes it.
+
+ShareSnapshotKey = message('ShareSnapshotKey', 0, '0', flexible='none',
+    fields=[
+        F('group_id', 'string', '0'),
+        F('topic_id', 'uuid', '0'),
+        F('partition', 'int32', '0'),
+])
+
+ShareSnapshotValue = message('ShareSnapshotValue', 0, '0', flexible='0+',
+    fields=[
+        F('snapshot_epoch', 'int32', '0+'),
+        F('state_epoch', 'int32', '0+'),
+        F('leader_epoch', 'int32', '0+'),
+        F('start_offset', 'int64', '0+'),
+        F('delivery_complete_count', 'int32', '0+', tag=0, tagged='0+', default=-1),
+        F('create_timestamp', 'int64', '0+'),
+        F('write_timestamp', 'int64', '0+'),
+        F('state_batches', '[]StateBatch', '0+', fields=[
+            F('first_offset', 'int64', '0+'),
+            F('last_offset', 'int64', '0+'),
+            F('delivery_state', 'int8', '0+'),
+            F('delivery_count', 'int16', '0+'),
+        ]),
+])
+
+ShareUpdateKey = message('ShareUpdateKey', 1, '1', flexible='none',
+    fields=[
+        F('group_id', 'string', '1'),
+        F('topic_id', 'uuid', '1'),
+        F('partition', 'int32', '1'),
+])
+
+ShareUpdateValue = message('ShareUpdateValue', 1, '0', flexible='0+',
+    fields=[
+        F('snapshot_epoch', 'int32', '0+'),
+        F('leader_epoch', 'int32', '0+'),
+        F('start_offset', 'int64', '0+'),
+        F('delivery_complete_count', 'int32', '0+', tag=0, tagged='0+', default=-1),
+        F('state_batches', '[]StateBatch', '0+', fields=[
+            F('first_offset', 'int64', '0+'),
+            F('last_offset', 'int64', '0+'),
+            F('delivery_state', 'int8', '0+'),
+            F('delivery_count', 'int16', '0+'),
+        ]),
+])
+
+SHARE_STATE_RECORDS = {
+    0: (ShareSnapshotKey, ShareSnapshotValue),
+    1: (ShareUpdateKey, ShareUpdateValue),
+}

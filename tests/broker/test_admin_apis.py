@@ -249,7 +249,11 @@ def test_group_configs(tmp_path):
         c = RawClient(b.port)
         cfg = describe(c, 32, "g")     # any group id: the broker defaults
         assert {k: (e.value, e.config_source, e.config_type) for k, e in cfg.items()} == {
-            "consumer.session.timeout.ms": ("45000", 5, 3), "consumer.heartbeat.interval.ms": ("5000", 5, 3)}
+            "consumer.session.timeout.ms": ("45000", 5, 3), "consumer.heartbeat.interval.ms": ("5000", 5, 3),
+            "share.session.timeout.ms": ("45000", 5, 3), "share.heartbeat.interval.ms": ("5000", 5, 3),
+            "share.record.lock.duration.ms": ("30000", 5, 3), "share.delivery.count.limit": ("5", 5, 3),
+            "share.partition.max.record.locks": ("2000", 5, 3), "share.auto.offset.reset": ("latest", 5, 2),
+            "share.isolation.level": ("read_uncommitted", 5, 2), "share.renew.acknowledge.enable": ("true", 5, 1)}
         C = IR.AlterableConfig
 
         def alter(ops, name="g"):
@@ -269,7 +273,14 @@ def test_group_configs(tmp_path):
             ErrorCode.INVALID_CONFIG,
             "consumer.heartbeat.interval.ms must be greater than or equal to group.consumer.min.heartbeat.interval.ms")
         assert alter([("share.session.timeout.ms", SET, "1")]) == (
-            ErrorCode.INVALID_CONFIG, "Unknown group config name: share.session.timeout.ms")
+            ErrorCode.INVALID_CONFIG, "share.session.timeout.ms must be greater than or equal to "
+                                      "group.share.min.session.timeout.ms")
+        assert alter([("share.auto.offset.reset", SET, "earliest"), ("share.isolation.level", SET, "read_committed")]) \
+            == (0, None)
+        cfg = describe(c, 32, "g")
+        assert (cfg["share.auto.offset.reset"].value, cfg["share.auto.offset.reset"].config_source) == ("earliest", 8)
+        assert alter([("streams.session.timeout.ms", SET, "1")]) == (
+            ErrorCode.INVALID_CONFIG, "Unknown group config name: streams.session.timeout.ms")
         assert alter([("consumer.session.timeout.ms", APPEND, "1")])[0] == ErrorCode.INVALID_CONFIG
         assert alter([("consumer.session.timeout.ms", SET, "1")], name="")[0] == ErrorCode.INVALID_REQUEST
         r = c.request(DescribeConfigsRequest(resources=[DR(resource_type=32, resource_name="", configuration_keys=None)]), 4)

@@ -22,8 +22,10 @@ def _features(c, version=4):
 def test_api_versions_lists_features(broker):
     c = RawClient(broker.port)
     supported, finalized, epoch = _features(c)
-    assert supported == {"metadata.version": (7, 30), "group.version": (0, 1), "transaction.version": (0, 2)}
-    assert finalized == {"metadata.version": (30, 30), "group.version": (1, 1), "transaction.version": (2, 2)}
+    assert supported == {"metadata.version": (7, 30), "group.version": (0, 1), "transaction.version": (0, 2),
+                         "share.version": (0, 1)}
+    assert finalized == {"metadata.version": (30, 30), "group.version": (1, 1), "transaction.version": (2, 2),
+                         "share.version": (1, 1)}
     assert epoch == 0
     # v3: a feature whose lowest level is 0 is left out (KAFKA-17492); v0-2 carry no features
     assert _features(c, 3)[0] == {"metadata.version": (7, 30)}
@@ -48,7 +50,7 @@ def test_update_features_checks_and_persists(tmp_path):
         r = update(transaction_version=(3, 1))
         assert r.error_message.endswith("Invalid update version 3 for feature transaction.version. "
                                         "Local controller 1 only supports versions 0-2")
-        r = update(share_version=(1, 1))
+        r = update(streams_version=(1, 1))
         assert r.error_message.endswith("Local controller 1 does not support this feature.")
         r = update(metadata_version=(29, 2))
         assert r.error_message.endswith("Unsupported metadata.version downgrade from 4.3-IV0 to 4.2-IV1. Refusing "
@@ -60,7 +62,7 @@ def test_update_features_checks_and_persists(tmp_path):
         assert r.error_code == 0 and sorted((x.feature, x.error_code) for x in r.results) == [
             ("group.version", 0), ("transaction.version", 0)]
         _, finalized, epoch = _features(c)
-        assert finalized == {"metadata.version": (30, 30)} and epoch == 1
+        assert finalized == {"metadata.version": (30, 30), "share.version": (1, 1)} and epoch == 1
         r = update(version=0, group_version=(1, 1))     # v0: allow_downgrade false is an upgrade
         assert r.error_code == 0 and [x.feature for x in r.results] == ["group.version"]
     finally:
@@ -68,7 +70,8 @@ def test_update_features_checks_and_persists(tmp_path):
     b = BrokerProcess(tmp_path / "d").start()   # the levels and epoch survive a restart
     try:
         _, finalized, epoch = _features(RawClient(b.port))
-        assert finalized == {"metadata.version": (30, 30), "group.version": (1, 1)} and epoch == 2
+        assert finalized == {"metadata.version": (30, 30), "group.version": (1, 1), "share.version": (1, 1)} \
+            and epoch == 2
     finally:
         b.stop()
 
@@ -76,7 +79,8 @@ def test_update_features_checks_and_persists(tmp_path):
 def test_supported_levels_are_kafka_levels(tmp_path):
     """Each supported range lies within what a Kafka 4.3 broker supports, and metadata.version's
     top is 4.3-IV0 (level 30), the level a Kafka 4.3 cluster is formatted with."""
-    kafka = {"metadata.version": (7, 30), "transaction.version": (0, 2), "group.version": (0, 1)}
+    kafka = {"metadata.version": (7, 30), "transaction.version": (0, 2), "group.version": (0, 1),
+             "share.version": (0, 1)}
     for name, (lo, hi) in SUPPORTED.items():
         assert kafka[name][0] <= lo <= hi <= kafka[name][1], name
     f = Features(str(tmp_path), 1)
@@ -98,6 +102,8 @@ def test_features_cli(broker):
         f"FinalizedVersionLevel: {'1':<15}  Epoch: 0",
         f"Feature: {'metadata.version':<40}  SupportedMinVersion: {'3.3-IV3':<15}  SupportedMaxVersion: "
         f"{'4.3-IV0':<15}  FinalizedVersionLevel: {'4.3-IV0':<15}  Epoch: 0",
+        f"Feature: {'share.version':<40}  SupportedMinVersion: {'0':<15}  SupportedMaxVersion: {'1':<15}  "
+        f"FinalizedVersionLevel: {'1':<15}  Epoch: 0",
         f"Feature: {'transaction.version':<40}  SupportedMinVersion: {'0':<15}  SupportedMaxVersion: {'2':<15}  "
         f"FinalizedVersionLevel: {'2':<15}  Epoch: 0"]
     r = kgroup("features", "--bootstrap-server", bs, "downgrade", "--feature", "group.version=0", "--dry-run")

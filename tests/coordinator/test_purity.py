@@ -71,3 +71,10 @@ def test_coordinator_imports_no_io_and_no_clock():
     seen, bad = walk_imports(package_modules("kgroup.coordinator"))
     assert not bad, bad
     assert "kgroup.coordinator.shard" in seen and "kgroup.protocol.schema" in seen
+
+
+def test_share_coordinator_imports_no_io_and_no_clock():
+    seen, bad = walk_imports(package_modules("kgroup.share_coordinator")
+                             + package_modules("kgroup.coordinator.share_group"))
+    assert not bad, bad
+    assert "kgroup.share_coordinator.shard" in seen and "kgroup.coordinator.share_group.manager" in seen

@@ -19,6 +19,10 @@ MESSAGES += [(getattr(offsets_records, n), "records") for n in
               "TransactionLogKey", "TransactionLogValue")]
 MESSAGES += [(cls, "records") for t in sorted(offsets_records.CONSUMER_GROUP_RECORD_TYPES)
              for cls in offsets_records.RECORD_SCHEMAS[t]]
+# KIP-932: the share group records (10-15) and __share_group_state's (ShareSnapshot 0, ShareUpdate 1)
+MESSAGES += [(cls, "records") for t in sorted(offsets_records.SHARE_GROUP_RECORD_TYPES)
+             for cls in offsets_records.RECORD_SCHEMAS[t]]
+MESSAGES += [(cls, "records") for pair in offsets_records.SHARE_STATE_RECORDS.values() for cls in pair]
 
 
 def _default(spec_field):

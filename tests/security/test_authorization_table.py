@@ -191,6 +191,28 @@ ROWS = [
      [(A.RT_TOPIC, T, A.DESCRIBE)], E.TOPIC_AUTHORIZATION_FAILED, [(A.RT_GROUP, "cg2", A.READ)]),
     ("ConsumerGroupDescribe", ApiKey.CONSUMER_GROUP_DESCRIBE, 0, _r(ApiKey.CONSUMER_GROUP_DESCRIBE, group_ids=["cg"]),
      [(A.RT_GROUP, "cg", A.DESCRIBE)], E.GROUP_AUTHORIZATION_FAILED),
+    # share groups (KIP-932)
+    ("ShareGroupHeartbeat", ApiKey.SHARE_GROUP_HEARTBEAT, 1, _r(ApiKey.SHARE_GROUP_HEARTBEAT, group_id="sgx", member_id="m1",
+                                                                member_epoch=0, subscribed_topic_names=[T]),
+     [(A.RT_GROUP, "sgx", A.READ), (A.RT_TOPIC, T, A.DESCRIBE)], E.GROUP_AUTHORIZATION_FAILED),
+    ("ShareGroupHeartbeat-topic", ApiKey.SHARE_GROUP_HEARTBEAT, 1, _r(ApiKey.SHARE_GROUP_HEARTBEAT, group_id="sgy", member_id="m1",
+                                                                      member_epoch=0, subscribed_topic_names=[T]),
+     [(A.RT_TOPIC, T, A.DESCRIBE)], E.TOPIC_AUTHORIZATION_FAILED, [(A.RT_GROUP, "sgy", A.READ)]),
+    ("ShareGroupDescribe", ApiKey.SHARE_GROUP_DESCRIBE, 1, _r(ApiKey.SHARE_GROUP_DESCRIBE, group_ids=["sgx"]),
+     [(A.RT_GROUP, "sgx", A.DESCRIBE)], E.GROUP_AUTHORIZATION_FAILED),
+    ("ShareFetch", ApiKey.SHARE_FETCH, 1, _r(ApiKey.SHARE_FETCH, group_id="sgz", member_id="m1", share_session_epoch=0,
+                                             max_wait_ms=0, min_bytes=1, max_records=10, batch_size=10, topics=[],
+                                             forgotten_topics_data=[]),
+     [(A.RT_GROUP, "sgz", A.READ)], E.GROUP_AUTHORIZATION_FAILED),
+    ("ShareAcknowledge", ApiKey.SHARE_ACKNOWLEDGE, 1, _r(ApiKey.SHARE_ACKNOWLEDGE, group_id="sgz", member_id="m1",
+                                                         share_session_epoch=-1, topics=[]),
+     [(A.RT_GROUP, "sgz", A.READ)], E.GROUP_AUTHORIZATION_FAILED),
+    ("ReadShareGroupStateSummary", ApiKey.READ_SHARE_GROUP_STATE_SUMMARY, 1, lambda: _req(
+        ApiKey.READ_SHARE_GROUP_STATE_SUMMARY, group_id="sgz", topics=[
+            _nested(ApiKey.READ_SHARE_GROUP_STATE_SUMMARY, "ReadStateSummaryData")(topic_id=b"\1" * 16, partitions=[
+                _nested(ApiKey.READ_SHARE_GROUP_STATE_SUMMARY, "ReadStateSummaryData", "PartitionData")(
+                    partition=0, leader_epoch=0)])]),
+     [(A.RT_CLUSTER, A.CLUSTER_NAME, A.CLUSTER_ACTION)], E.CLUSTER_AUTHORIZATION_FAILED),
     ("DescribeAcls", ApiKey.DESCRIBE_ACLS, 3, _r(ApiKey.DESCRIBE_ACLS, resource_type_filter=A.RT_ANY, pattern_type_filter=A.PT_ANY,
                                                  operation=A.ANY, permission_type=A.PERM_ANY),
      [(A.RT_CLUSTER, A.CLUSTER_NAME, A.DESCRIBE)], E.CLUSTER_AUTHORIZATION_FAILED),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ...protocol.api import ApiKey
 from . import consumer_group_describe, consumer_group_heartbeat
+from . import share_acknowledge, share_fetch, share_group_describe, share_group_heartbeat, share_group_state
 from . import (api_versions, create_topics, delete_groups, delete_topics, describe_cluster,
                describe_configs, describe_groups, fetch, find_coordinator, heartbeat, init_producer_id,
                join_group, leave_group, list_groups, list_offsets, metadata, offset_commit, offset_delete,
@@ -49,6 +50,16 @@ HANDLERS = {
     # the consumer group protocol (KIP-848)
     ApiKey.CONSUMER_GROUP_HEARTBEAT: (consumer_group_heartbeat.handle, 0, 1),
     ApiKey.CONSUMER_GROUP_DESCRIBE: (consumer_group_describe.handle, 0, 1),
+    # share groups (KIP-932)
+    ApiKey.SHARE_GROUP_HEARTBEAT: (share_group_heartbeat.handle, 1, 1),
+    ApiKey.SHARE_GROUP_DESCRIBE: (share_group_describe.handle, 1, 1),
+    ApiKey.SHARE_FETCH: (share_fetch.handle, 1, 2),
+    ApiKey.SHARE_ACKNOWLEDGE: (share_acknowledge.handle, 1, 2),
+    ApiKey.INITIALIZE_SHARE_GROUP_STATE: (share_group_state.initialize, 0, 0),
+    ApiKey.READ_SHARE_GROUP_STATE: (share_group_state.read, 0, 0),
+    ApiKey.WRITE_SHARE_GROUP_STATE: (share_group_state.write, 0, 1),
+    ApiKey.DELETE_SHARE_GROUP_STATE: (share_group_state.delete, 0, 0),
+    ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: (share_group_state.read_summary, 0, 1),
     # transactions (the transaction coordinator, broker/transaction_runtime.py)
     ApiKey.ADD_PARTITIONS_TO_TXN: (add_partitions_to_txn.handle, 0, 5),
     ApiKey.ADD_OFFSETS_TO_TXN: (add_offsets_to_txn.handle, 0, 4),

@@ -89,10 +89,11 @@ def handle(broker, ctx, req, version):
                     if res.configuration_keys is not None and name not in res.configuration_keys:
                         continue
                     source = group_configs.GROUP_CONFIG_SOURCE if name in overrides else DEFAULT_CONFIG
+                    value = group_configs.as_string(value)
                     result.configs.append(Entry(
-                        name=name, value=str(value), read_only=False, config_source=source, is_sensitive=False,
-                        synonyms=[Synonym(name=name, value=str(value), source=source)] if req.include_synonyms else [],
-                        config_type=_TYPES["int"],
+                        name=name, value=value, read_only=False, config_source=source, is_sensitive=False,
+                        synonyms=[Synonym(name=name, value=value, source=source)] if req.include_synonyms else [],
+                        config_type=_TYPES[group_configs.GROUP_CONFIG_DEFS[name].type],
                         documentation=group_configs.GROUP_CONFIG_DEFS[name].doc if req.include_documentation
                         else None))
         elif res.resource_type == client_metrics.CLIENT_METRICS:

@@ -1,0 +1,45 @@
+"""``kgroup dump-log --offsets-decoder`` prints KIP-932's share group records (types 10-15) as
+Kafka's DumpLogSegments does: key ``{"type":"N","data":{...}}``, value ``{"version":"0","data":{...}}``,
+topic ids as Kafka's Uuid.toString, the default assignment timestamp (a tagged field) left out."""
+from __future__ import annotations
+
+import json
+import uuid
+
+from kgroup.coordinator.share_group import share_group_records as srec
+from kgroup.coordinator.share_group.group import InitMapValue
+from kgroup.coordinator.share_group.member import ShareGroupMember
+from kgroup.protocol.records import Record, build_batch
+from tests.broker.test_dump_log import RECORD_LINE, _segment, run
+
+T1 = uuid.UUID("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0").bytes
+T1_STRING = "Dx4tPEtaaXiHlqW0w9Lh8A"
+
+
+def test_dump_log_prints_share_group_records(tmp_path):
+    m = ShareGroupMember("m1", member_epoch=3, previous_member_epoch=2, client_id="c", client_host="/h",
+                         subscribed_topic_names=frozenset({"orders"}), assigned_partitions={T1: frozenset({0, 1})})
+    built = [srec.member_subscription_record("g", m), srec.group_epoch_record("g", 3, -7),
+             srec.target_assignment_record("g", "m1", m.assigned_partitions),
+             srec.target_assignment_epoch_record("g", 3, 0), srec.current_assignment_record("g", m),
+             srec.state_partition_metadata_record("g", {}, {T1: InitMapValue("orders", frozenset({1, 0}), 5)}, {}),
+             srec.member_subscription_tombstone("g", "m2")]
+    records = [Record(key=r.key, value=r.value, timestamp=1000 + i) for i, r in enumerate(built)]
+    path = _segment(tmp_path, [build_batch(records, base_offset=0)], "00000000000000000000.log")
+    lines = [RECORD_LINE.match(x) for x in run(path, "--offsets-decoder").splitlines() if x.startswith("|")]
+    assert all(lines) and len(lines) == len(records)
+    keys = [json.loads(m.group(8)) for m in lines]
+    assert [k["type"] for k in keys] == ["10", "11", "13", "12", "14", "15", "10"]
+    assert keys[0]["data"] == {"groupId": "g", "memberId": "m1"}
+    values = [m.group(9) for m in lines]
+    assert json.loads(values[0]) == {"version": "0", "data": {"rackId": None, "clientId": "c", "clientHost": "/h",
+                                                              "subscribedTopicNames": ["orders"]}}
+    assert json.loads(values[1])["data"] == {"epoch": 3, "metadataHash": -7}
+    assert json.loads(values[2])["data"] == {"topicPartitions": [{"topicId": T1_STRING, "partitions": [0, 1]}]}
+    assert json.loads(values[3])["data"] == {"assignmentEpoch": 3}
+    assert json.loads(values[4])["data"] == {"memberEpoch": 3, "previousMemberEpoch": 2, "state": 0,
+                                             "assignedPartitions": [{"topicId": T1_STRING, "partitions": [0, 1]}]}
+    assert json.loads(values[5])["data"] == {
+        "initializingTopics": [], "deletingTopics": [],
+        "initializedTopics": [{"topicId": T1_STRING, "topicName": "orders", "partitions": [0, 1]}]}
+    assert values[6] == "<DELETE>"
