@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import copy
 
-from ..clock import now_ms
 from ..protocol.messages.delete_share_group_state import DeleteShareGroupStateRequest, DeleteShareGroupStateResponse
 from ..protocol.messages.initialize_share_group_state import (InitializeShareGroupStateRequest,
                                                               InitializeShareGroupStateResponse)
@@ -88,7 +87,7 @@ class ShareCoordinatorRuntime:
         if deleted_topic_ids:
             rt = self.runtime
             for shard in rt.active_shards():
-                rt.run(shard, shard.handle_topics_deleted(set(deleted_topic_ids), now_ms(), PendingResponse()))
+                rt.run(shard, shard.handle_topics_deleted(set(deleted_topic_ids), self.runtime.now_ms(), PendingResponse()))
 
     # -- topic and partitions -----------------------------------------------------------------------
     def start(self) -> None:
@@ -172,8 +171,8 @@ class ShareCoordinatorRuntime:
             R(topic_id=t, partitions=[R.PartitionData(partition=p) for p in sorted(parts)])
             for t, parts in topics.items()]), 0)
 
-    def fire_due_timers(self) -> None:
-        self.runtime.fire_due_timers()
+    def fire_due_timers(self, rearm: bool = True) -> int | None:
+        return self.runtime.fire_due_timers(rearm)
 
     def close(self) -> None:
         self.runtime.close()

@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from ..clock import now_ms
 from ..coordinator.timer import CoordinatorTimer, TimerQueue
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.records import iter_batches
@@ -36,6 +35,7 @@ log = logging.getLogger("kgroup.share")
 class SharePartitionManager:
     def __init__(self, broker):
         self.broker = broker
+        self.now_ms = broker.clock.now_ms      # the broker's clock (time travel moves it)
         cfg = broker.group_coordinator.config
         self.config = cfg
         self.sessions = ShareSessionCache(cfg.share_max_share_sessions)
@@ -115,7 +115,7 @@ class SharePartitionManager:
         if kind == "earliest":
             return plog.log_start_offset
         if kind == "by_duration":
-            found = plog.offset_for_timestamp(now_ms() - duration)
+            found = plog.offset_for_timestamp(self.now_ms() - duration)
             return plog.log_end_offset if found is None else found.offset
         return plog.high_watermark
 
@@ -138,7 +138,7 @@ class SharePartitionManager:
         offset = sp.next_fetch_offset()
         if offset < plog.log_start_offset:
             # retention or DeleteRecords removed them: the share-partition moves on
-            sp.acquire(member_id, [], 0, now_ms())
+            sp.acquire(member_id, [], 0, self.now_ms())
             offset = max(offset, plog.log_start_offset)
         read_committed = self._read_committed(sp.group_id)
         limit = plog.last_stable_offset if read_committed else plog.high_watermark
@@ -160,7 +160,7 @@ class SharePartitionManager:
             if h.is_control or (h.is_transactional and any(f <= h.base_offset for f in aborted.get(h.producer_id, ()))):
                 archive.extend(range(h.base_offset, h.last_offset + 1))
             ranges.append((h.base_offset, h.last_offset))
-        now = self.timer.now = now_ms()
+        now = self.timer.now = self.now_ms()
         acquired = sp.acquire(member_id, ranges, max_records, now, limit, archive)
         self._arm()
         if not acquired:
@@ -208,7 +208,7 @@ class SharePartitionManager:
             if isinstance(sp, ErrorCode):
                 out.answer(sp)
                 return
-            self.timer.now = now_ms()
+            self.timer.now = self.now_ms()
             try:
                 sp.acknowledge(member_id, [(b.first_offset, b.last_offset, list(b.acknowledge_types)) for b in batches])
             except KafkaError as e:
@@ -232,18 +232,50 @@ class SharePartitionManager:
                 return
             self._armed[1].cancel()
         loop = asyncio.get_running_loop()
-        handle = loop.call_later(max(0.0, (deadline - now_ms() + 1) / 1000.0), self._fire)
+        handle = loop.call_later(max(0.0, (deadline - self.now_ms() + 1) / 1000.0), self._fire)
         self._armed = (deadline, handle)
 
     def _fire(self) -> None:
         self._armed = None
-        now = self.timer.now = now_ms()
+        self._poll_locks(self.now_ms())
+        self._arm()
+
+    def _poll_locks(self, now: int) -> None:
+        self.timer.now = now
         for _key, op in self.timer.pop_expired(now):
             op(None)
         for sp in list(self.partitions.values()):
             if sp.dirty:
                 self._persist(sp)
-        self._arm()
+
+    def fire_due_timers(self, rearm: bool = True) -> int | None:
+        """The acquisition locks due now (the clock may have jumped) expire; with ``rearm`` the
+        loop timer is armed again from the clock's time. Returns the earliest lock deadline left
+        (time travel steps through them, as through the coordinator runtimes' timers)."""
+        now = self.now_ms()
+        deadline = self.scheduler.next_deadline()
+        if deadline is not None and deadline <= now:
+            self._poll_locks(now)
+        if rearm:
+            if self._armed is not None:
+                self._armed[1].cancel()
+                self._armed = None
+            self._arm()
+        return self.scheduler.next_deadline()
+
+    def reset(self) -> None:
+        """Forget every share-partition and share session (the broker is being reset; their
+        durable state goes with ``__share_group_state``)."""
+        if self._armed is not None:
+            self._armed[1].cancel()
+            self._armed = None
+        for sp in self.partitions.values():
+            sp.on_released = None
+        self.partitions.clear()
+        self._loading.clear()
+        self.sessions = ShareSessionCache(self.config.share_max_share_sessions)
+        self.scheduler = TimerQueue()
+        self.timer = CoordinatorTimer(self.scheduler)
 
     def close(self) -> None:
         if self._armed is not None:

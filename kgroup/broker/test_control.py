@@ -9,12 +9,13 @@ control topic in faults.py), and answers a dict or a PendingResponse (a wait).
 - **Time travel** (``advance-time``): the broker's clock (``BrokerClock``, one per broker) moves
   forward. Every coordinator timer that falls due on the way runs, in deadline order, each at its
   own deadline, through each coordinator runtime's one hook ``fire_due_timers()`` (the timers of
-  every shard: group, consumer group, transaction, and any coordinator that runs in that runtime
-  later, share groups included); then the logs' time checks run (retention by time, producer-id
+  every shard: classic, consumer and share groups, transactions, the share coordinator) and the
+  share-partitions' (acquisition locks); then the logs' time checks run (retention by time, producer-id
   expiry; a segment rolls by ``segment.ms`` at its next append). No client acts during the jump:
   a member still heartbeating is expired when the jump passes its session timeout.
-- **Reset**: back to an empty broker without a restart — every shard of both coordinator
-  runtimes unloaded, its partition emptied and loaded again (groups, offsets, transactions gone;
+- **Reset**: back to an empty broker without a restart — every shard of the coordinator runtimes
+  (groups, transactions, share state) unloaded, its partition emptied and loaded again (groups,
+  offsets, transactions, share-partitions and share sessions gone;
   the partitions kept, which is what makes it take milliseconds), every other topic deleted, the
   dynamic broker and group configs, fault rules, timelines and the clock's offset cleared.
   Producer id allocation goes on (ids never repeat in a broker's life).
@@ -101,7 +102,7 @@ class TestControl:
         """Move the broker's clock ``ms`` forward, running every timer due on the way at its own
         deadline (in deadline order across shards and runtimes), then the logs' time checks."""
         clock = self.broker.clock
-        runtimes = self._runtimes()
+        runtimes = (*self._runtimes(), self.broker.share_partitions)     # share-record locks too
         target = clock.now_ms() + ms
         steps = 0
         try:
@@ -133,7 +134,8 @@ class TestControl:
         return min(nexts, default=None)
 
     def _runtimes(self):
-        return (self.broker.group_coordinator, self.broker.transaction_coordinator)
+        b = self.broker
+        return (b.group_coordinator, b.transaction_coordinator, b.share_coordinator)
 
     # -- reset -----------------------------------------------------------------------------------
     def reset(self) -> dict:
@@ -159,7 +161,8 @@ class TestControl:
                 plog = b.data_path.log(rt.topic, p)
                 if plog is not None:
                     plog.truncate_to(0)
-        topics = sorted(n for n in md.topics if n not in (b.group_coordinator.topic, b.transaction_coordinator.topic))
+        b.share_partitions.reset()
+        topics = sorted(n for n in md.topics if n not in {rt.topic for rt in self._runtimes()})
         for name in topics:
             topic = md.delete_topic(name)
             b.data_path.delete_partitions(name, topic.num_partitions)

@@ -287,3 +287,41 @@ def test_a_failing_test_report_carries_the_broker_log_and_timelines(tmp_path):
     assert "created topic t with 1 partition(s)" in text
     assert "kgroup broker (kafka_broker): groups and rebalance timelines" in text
     assert "group billing (classic): Empty" in text and "member-joined" in text and "stable generation=1" in text
+
+
+@pytest.mark.kafka_broker_config(group_share_heartbeat_interval_ms=500, group_share_min_heartbeat_interval_ms=500)
+def test_reset_forgets_share_groups_and_their_state(kafka_broker):
+    """A share group with acquired records, its share-partitions, share sessions and
+    ``__share_group_state``: a reset leaves none of them."""
+    from confluent_kafka import Producer, ShareConsumer
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+    b = kafka_broker
+    b.create_topic("sq", 1)
+    admin = AdminClient({"bootstrap.servers": b.bootstrap_servers})
+    r = ConfigResource(ResourceType.GROUP, "sg", incremental_configs=[
+        ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])
+    for f in admin.incremental_alter_configs([r]).values():
+        f.result(10)
+    p = Producer({"bootstrap.servers": b.bootstrap_servers})
+    for i in range(3):
+        p.produce("sq", value=b"v%d" % i)
+    assert p.flush(10) == 0
+    c = ShareConsumer({"bootstrap.servers": b.bootstrap_servers, "group.id": "sg",
+                       "share.acknowledgement.mode": "explicit"})
+    c.subscribe(["sq"])
+    try:
+        got, deadline = [], time.time() + 30
+        while len(got) < 3 and time.time() < deadline:
+            got += [m for m in c.poll(0.5) if m.error() is None]
+        assert len(got) == 3
+        assert b.call(lambda broker: len(broker.share_partitions.partitions)) == 1
+        b.reset()
+        state = b.call(lambda broker: (broker.share_partitions.partitions, broker.share_partitions.sessions.sessions,
+                                       broker.share_partitions.scheduler.next_deadline()))
+        assert state == ({}, {}, None)
+        assert b.groups() == []
+        internal = {t["name"]: t for t in b.topics(internal=True)}
+        if "__share_group_state" in internal:
+            assert all(p["high_watermark"] == 0 for p in internal["__share_group_state"]["partitions"])
+    finally:
+        c.close()

@@ -205,3 +205,56 @@ def test_the_clock_is_per_broker(tmp_path):
         assert a.clock()["offset_ms"] >= 3599_000
         assert b.clock()["offset_ms"] == 0
         assert "time travel" in a.log_tail() and "time travel" not in b.log_tail()     # a log each
+
+
+def _share_setup(b, topic, n, group="sg", **configs):
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+    from confluent_kafka.admin import AdminClient
+    b.create_topic(topic, 1)
+    admin = AdminClient({"bootstrap.servers": b.bootstrap_servers})
+    r = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+        ConfigEntry(k, str(v), incremental_operation=AlterConfigOpType.SET)
+        for k, v in {"share.auto.offset.reset": "earliest", **configs}.items()])
+    for f in admin.incremental_alter_configs([r]).values():
+        f.result(10)
+    p = Producer({"bootstrap.servers": b.bootstrap_servers})
+    for i in range(n):
+        p.produce(topic, value=b"v%d" % i, partition=0)
+    assert p.flush(10) == 0
+
+
+def _share_poll(c, want, timeout):
+    got, deadline = [], time.time() + timeout
+    while time.time() < deadline and len(got) < want:
+        for m in list(c.poll(0.5)):
+            assert m.error() is None, m.error()
+            got.append((m.offset(), m.delivery_count()))
+    return got
+
+
+@pytest.mark.kafka_broker_config(group_share_heartbeat_interval_ms=500, group_share_min_heartbeat_interval_ms=500)
+def test_a_share_record_lock_expires_by_advancing_past_its_duration(kafka_broker):
+    """A share consumer acquires records and never acknowledges them: advancing the clock past
+    ``share.record.lock.duration.ms`` (30 s) makes them available again, delivered a second time
+    to another consumer; advancing less does not."""
+    from confluent_kafka import ShareConsumer
+    b = kafka_broker
+    _share_setup(b, "sq", 3)
+    holder = ShareConsumer({"bootstrap.servers": b.bootstrap_servers, "group.id": "sg",
+                            "share.acknowledgement.mode": "explicit"})
+    holder.subscribe(["sq"])
+    other = None
+    try:
+        assert sorted(o for o, _ in _share_poll(holder, 3, 30)) == [0, 1, 2]
+        other = ShareConsumer({"bootstrap.servers": b.bootstrap_servers, "group.id": "sg"})
+        other.subscribe(["sq"])
+        b.advance_time(20)                      # not yet: still locked by the holder
+        assert _share_poll(other, 1, 4) == []
+        b.advance_time(11)                      # past the 30 s lock
+        again = _share_poll(other, 3, 20)
+        assert sorted(again) == [(0, 2), (1, 2), (2, 2)]
+    finally:
+        holder.close()
+        if other is not None:
+            other.close()
