@@ -213,6 +213,22 @@ ROWS = [
                 _nested(ApiKey.READ_SHARE_GROUP_STATE_SUMMARY, "ReadStateSummaryData", "PartitionData")(
                     partition=0, leader_epoch=0)])]),
      [(A.RT_CLUSTER, A.CLUSTER_NAME, A.CLUSTER_ACTION)], E.CLUSTER_AUTHORIZATION_FAILED),
+    ("DescribeProducers", ApiKey.DESCRIBE_PRODUCERS, 0, lambda: _req(ApiKey.DESCRIBE_PRODUCERS, topics=[
+        _nested(ApiKey.DESCRIBE_PRODUCERS, "TopicRequest")(name=T, partition_indexes=[0])]),
+     [(A.RT_TOPIC, T, A.READ)], E.TOPIC_AUTHORIZATION_FAILED),
+    ("DescribeTopicPartitions", ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, lambda: _req(ApiKey.DESCRIBE_TOPIC_PARTITIONS, topics=[
+        _nested(ApiKey.DESCRIBE_TOPIC_PARTITIONS, "TopicRequest")(name=T)]),
+     [(A.RT_TOPIC, T, A.DESCRIBE)], E.TOPIC_AUTHORIZATION_FAILED),
+    ("OffsetForLeaderEpoch", ApiKey.OFFSET_FOR_LEADER_EPOCH, 4, lambda: _req(ApiKey.OFFSET_FOR_LEADER_EPOCH, replica_id=-1, topics=[
+        _nested(ApiKey.OFFSET_FOR_LEADER_EPOCH, "OffsetForLeaderTopic")(topic=T, partitions=[
+            _nested(ApiKey.OFFSET_FOR_LEADER_EPOCH, "OffsetForLeaderTopic", "OffsetForLeaderPartition")(
+                partition=0, current_leader_epoch=-1, leader_epoch=0)])]),
+     [(A.RT_TOPIC, T, A.DESCRIBE)], E.TOPIC_AUTHORIZATION_FAILED),
+    ("ListConfigResources", ApiKey.LIST_CONFIG_RESOURCES, 1, _r(ApiKey.LIST_CONFIG_RESOURCES, resource_types=[]),
+     [(A.RT_CLUSTER, A.CLUSTER_NAME, A.DESCRIBE_CONFIGS)], E.CLUSTER_AUTHORIZATION_FAILED),
+    ("UpdateFeatures", ApiKey.UPDATE_FEATURES, 1, lambda: _req(ApiKey.UPDATE_FEATURES, validate_only=True, feature_updates=[
+        _nested(ApiKey.UPDATE_FEATURES, "FeatureUpdateKey")(feature="group.version", max_version_level=1, upgrade_type=1)]),
+     [(A.RT_CLUSTER, A.CLUSTER_NAME, A.ALTER)], E.CLUSTER_AUTHORIZATION_FAILED),
     ("DescribeAcls", ApiKey.DESCRIBE_ACLS, 3, _r(ApiKey.DESCRIBE_ACLS, resource_type_filter=A.RT_ANY, pattern_type_filter=A.PT_ANY,
                                                  operation=A.ANY, permission_type=A.PERM_ANY),
      [(A.RT_CLUSTER, A.CLUSTER_NAME, A.DESCRIBE)], E.CLUSTER_AUTHORIZATION_FAILED),

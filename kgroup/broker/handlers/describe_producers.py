@@ -5,6 +5,7 @@ find-hanging`` and ``abort`` read it, as kafka-transactions.sh does. A partition
 not have is UNKNOWN_TOPIC_OR_PARTITION (KafkaApis.handleDescribeProducersRequest)."""
 from ...protocol.errors import ErrorCode
 from ...protocol.messages.describe_producers import DescribeProducersResponse
+from ..authorization import READ, denied_topics
 
 TopicResponse = DescribeProducersResponse.TopicResponse
 PartitionResponse = TopicResponse.PartitionResponse
@@ -12,8 +13,15 @@ ProducerState = PartitionResponse.ProducerState
 
 
 def handle(broker, ctx, req, version):
+    denied = denied_topics(broker, ctx, READ, (t.name for t in req.topics))     # KafkaApis: TOPIC READ
     topics = []
     for t in req.topics:
+        if denied and t.name in denied:
+            code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            topics.append(TopicResponse(name=t.name, partitions=[PartitionResponse(
+                partition_index=p, error_code=int(code), error_message=code.message, active_producers=[])
+                for p in t.partition_indexes]))
+            continue
         topic = broker.metadata.get(t.name)
         parts = []
         for p in t.partition_indexes:

@@ -9,7 +9,7 @@ KRaftMetadataCache.describeTopicResponse). This node leads every partition at ep
 Metadata answers."""
 from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages.describe_topic_partitions import DescribeTopicPartitionsResponse
-from ..authorized_operations import TOPIC_OPERATIONS
+from ..authorization import DESCRIBE, RT_TOPIC, denied_topics, operations
 from ..metadata import INTERNAL_TOPICS, validate_topic_name
 
 Topic = DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic
@@ -28,6 +28,10 @@ def handle(broker, ctx, req, version):
         return DescribeTopicPartitionsResponse(throttle_time_ms=0, topics=[
             Topic(error_code=int(ErrorCode.INVALID_REQUEST), name=t.name, is_internal=False, partitions=[])
             for t in req.topics])
+    # DescribeTopicPartitionsRequestHandler: topics not authorized for DESCRIBE are left out of a
+    # listing of every topic, and answered TOPIC_AUTHORIZATION_FAILED (whether they exist or not)
+    # when named
+    denied = denied_topics(broker, ctx, DESCRIBE, wanted)
     remaining = max(min(broker.config["max.request.partition.size.limit"], req.response_partition_limit), 1)
     node = broker.config.node_id
     resp = DescribeTopicPartitionsResponse(throttle_time_ms=0, topics=[], next_cursor=None)
@@ -35,6 +39,11 @@ def handle(broker, ctx, req, version):
         if remaining == 0:      # the next page starts with this topic
             resp.next_cursor = Cursor(topic_name=name, partition_index=0)
             break
+        if denied and name in denied:
+            if not every:
+                resp.topics.append(Topic(error_code=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED), name=name,
+                                         is_internal=False, partitions=[], topic_authorized_operations=-2147483648))
+            continue
         topic = md.get(name)
         if topic is None:
             if not every:
@@ -45,7 +54,7 @@ def handle(broker, ctx, req, version):
         upper = min(topic.num_partitions, first + remaining)
         resp.topics.append(Topic(
             error_code=0, name=name, topic_id=topic.topic_id, is_internal=topic.is_internal,
-            topic_authorized_operations=TOPIC_OPERATIONS,
+            topic_authorized_operations=operations(broker, ctx, RT_TOPIC, name),
             partitions=[Partition(error_code=0, partition_index=p, leader_id=node, leader_epoch=0,
                                   replica_nodes=[node], isr_nodes=[node], eligible_leader_replicas=[],
                                   last_known_elr=[], offline_replicas=[]) for p in range(first, upper)]))

@@ -5,12 +5,16 @@ broker (BROKER and BROKER_LOGGER) and every topic; a type it does not know makes
 UNSUPPORTED_VERSION (KafkaApis.handleListConfigResources)."""
 from ...protocol.errors import ErrorCode
 from ...protocol.messages.list_config_resources import ListConfigResourcesResponse
+from ..authorization import CLUSTER_NAME, DESCRIBE_CONFIGS, RT_CLUSTER, allowed
 
 TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
 Resource = ListConfigResourcesResponse.ConfigResource
 
 
 def handle(broker, ctx, req, version):
+    if not allowed(broker, ctx, DESCRIBE_CONFIGS, RT_CLUSTER, CLUSTER_NAME):     # KafkaApis: CLUSTER DESCRIBE_CONFIGS
+        return ListConfigResourcesResponse(throttle_time_ms=0, error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+                                           config_resources=[])
     supported = (CLIENT_METRICS,) if version == 0 else (TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP)
     types = (req.resource_types if version >= 1 else []) or list(supported)
     if any(t not in supported for t in types):

@@ -9,6 +9,7 @@ or none (-1), is unknown (-1, -1). A ``current_leader_epoch`` other than the par
 as Kafka's Partition refuses it: newer UNKNOWN_LEADER_EPOCH, older FENCED_LEADER_EPOCH."""
 from ...protocol.errors import ErrorCode
 from ...protocol.messages.offset_for_leader_epoch import OffsetForLeaderEpochResponse
+from ..authorization import CLUSTER_ACTION, CLUSTER_NAME, DESCRIBE, RT_CLUSTER, allowed, denied_topics
 
 TopicResult = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
 EpochEndOffset = TopicResult.EpochEndOffset
@@ -26,8 +27,16 @@ def end_offset_for(plog, requested: int) -> tuple[int, int]:
 
 
 def handle(broker, ctx, req, version):
+    # KafkaApis: CLUSTER_ACTION (a replica), else DESCRIBE on each topic (KIP-320's clients)
+    denied = None if allowed(broker, ctx, CLUSTER_ACTION, RT_CLUSTER, CLUSTER_NAME) else \
+        denied_topics(broker, ctx, DESCRIBE, (t.topic for t in req.topics))
     topics = []
     for t in req.topics:
+        if denied and t.topic in denied:
+            topics.append(TopicResult(topic=t.topic, partitions=[EpochEndOffset(
+                partition=p.partition, error_code=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED), leader_epoch=UNDEFINED,
+                end_offset=UNDEFINED) for p in t.partitions]))
+            continue
         topic = broker.metadata.get(t.topic)
         parts = []
         for p in t.partitions:

@@ -3,14 +3,18 @@ controller's checks (features.py). v0 says downgrade with ``allow_downgrade`` (a
 v1+ with ``upgrade_type``; v0-1 answer a result per feature when all succeed, v2 none
 (QuorumController.updateFeatures). A refused update fails every feature with the message Kafka
 gives."""
-from ...protocol.errors import KafkaError
+from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages.update_features import UpdateFeaturesResponse
+from ..authorization import ALTER, CLUSTER_NAME, RT_CLUSTER, allowed
 from ..features import SAFE_DOWNGRADE, UPGRADE
 
 Result = UpdateFeaturesResponse.UpdatableFeatureResult
 
 
 def handle(broker, ctx, req, version):
+    if not allowed(broker, ctx, ALTER, RT_CLUSTER, CLUSTER_NAME):      # ControllerApis: CLUSTER ALTER
+        return UpdateFeaturesResponse(throttle_time_ms=0, error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+                                      error_message=ErrorCode.CLUSTER_AUTHORIZATION_FAILED.message, results=[])
     updates = {}
     for u in req.feature_updates:
         kind = u.upgrade_type if version >= 1 else (SAFE_DOWNGRADE if u.allow_downgrade else UPGRADE)
