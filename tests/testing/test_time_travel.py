@@ -130,6 +130,26 @@ def test_a_transaction_is_aborted_by_advancing_past_its_timeout(kafka_broker):
         p.commit_transaction(10)
 
 
+def test_an_idle_transactional_id_expires_by_advancing_past_its_expiration(kafka_broker):
+    """transactional.id.expiration.ms (7 days): a transactional id whose last transaction
+    completed is removed at the first check (every hour) past it, and not before."""
+    from confluent_kafka import Producer
+    b = kafka_broker
+    b.create_topic("t")
+    p = Producer({"bootstrap.servers": b.bootstrap_servers, "transactional.id": "idle-tx"})
+    p.init_transactions(10)
+    p.begin_transaction()
+    p.produce("t", b"v")
+    p.commit_transaction(10)
+    b.wait_for_transaction("idle-tx", "CompleteCommit")
+    p.flush(1)
+    del p
+    b.advance_time(7 * 86400 - 60)
+    assert [t["transactional_id"] for t in b.transactions()] == ["idle-tx"]
+    b.advance_time(3600 + 120)
+    assert b.transactions() == []
+
+
 def test_offsets_retention_and_group_expiry(kafka_broker):
     b = kafka_broker
     b.create_topic("t")
