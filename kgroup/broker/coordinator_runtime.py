@@ -40,6 +40,7 @@ state the previous one left.
 from __future__ import annotations
 
 import asyncio
+import copy
 import enum
 import logging
 import time
@@ -108,6 +109,22 @@ def append_records(broker, topic: str, partition: int, batch) -> object:
             code = ErrorCode.UNKNOWN_SERVER_ERROR
             log.exception("write to %s-%d failed", topic, partition)
         raise CoordinatorAppendError(code, e) from e
+
+
+def split_by_partition(req, field: str, partition_of, key_of=None) -> list:
+    """[(partition, sub-request)] for a request naming many coordinator keys: the items of
+    ``req.<field>`` (keys, or entries whose ``key_of(item)`` is one) grouped by their owning
+    partition in order of first mention, request order within a partition, each group in a copy
+    of ``req`` (as Kafka's coordinator services split such requests)."""
+    by_partition: dict[int, list] = {}
+    for item in getattr(req, field):
+        by_partition.setdefault(partition_of(item if key_of is None else key_of(item)), []).append(item)
+    parts = []
+    for p, items in by_partition.items():
+        sub = copy.copy(req)
+        setattr(sub, field, items)
+        parts.append((p, sub))
+    return parts
 
 
 class _HeldWrites:

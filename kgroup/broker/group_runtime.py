@@ -13,13 +13,12 @@ created on first use with every partition active at once. ``load_partition`` /
 """
 from __future__ import annotations
 
-import copy
 
 from ..coordinator import GroupCoordinatorConfig, GroupCoordinatorShard, group_partition
 from ..coordinator.topic_metadata import TopicMetadata
 from ..coordinator.result import gate
 from . import group_configs
-from .coordinator_runtime import CoordinatorRuntime
+from .coordinator_runtime import CoordinatorRuntime, split_by_partition
 from .metadata import OFFSETS_TOPIC
 from .pending import PendingResponse
 
@@ -176,15 +175,7 @@ class GroupRuntime:
         if field is None:
             parts = [(p, req) for p in self.runtime.shards]
         else:
-            by_partition: dict[int, list] = {}
-            for item in getattr(req, field):
-                gid = item if group_id_of is None else group_id_of(item)
-                by_partition.setdefault(self.shard_for(gid), []).append(item)
-            parts = []
-            for p, items in by_partition.items():
-                sub = copy.copy(req)
-                setattr(sub, field, items)
-                parts.append((p, sub))
+            parts = split_by_partition(req, field, self.shard_for, group_id_of)
         return self.runtime.execute_parts(parts, handle, version, merge, *extra)
 
     # -- transactions: TxnOffsetCommit and markers ------------------------------------------------

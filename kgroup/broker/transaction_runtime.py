@@ -29,7 +29,6 @@ The shard itself still answers CONCURRENT_TRANSACTIONS in a Prepare state
 from __future__ import annotations
 
 import asyncio
-import copy
 import logging
 import os
 
@@ -37,7 +36,8 @@ from ..protocol.errors import ErrorCode
 from ..transaction_coordinator import (TransactionCoordinatorConfig, TransactionCoordinatorShard,
                                        transaction_partition)
 from ..protocol.records import build_end_txn_marker_batch
-from .coordinator_runtime import CoordinatorAppendError, CoordinatorRuntime, answer_flushed, append_records
+from .coordinator_runtime import (CoordinatorAppendError, CoordinatorRuntime, answer_flushed, append_records,
+                                  split_by_partition)
 from .metadata import OFFSETS_TOPIC
 from .pending import PendingResponse
 
@@ -134,15 +134,7 @@ class TransactionRuntime:
         if field is None:
             parts = [(p, req) for p in self.runtime.shards]
         else:
-            by_partition: dict[int, list] = {}
-            for item in getattr(req, field):
-                tid = item if group_id_of is None else group_id_of(item)
-                by_partition.setdefault(self.shard_for(tid), []).append(item)
-            parts = []
-            for p, items in by_partition.items():
-                sub = copy.copy(req)
-                setattr(sub, field, items)
-                parts.append((p, sub))
+            parts = split_by_partition(req, field, self.shard_for, group_id_of)
         return self.runtime.execute_parts(parts, handle, version, merge, *extra)
 
     def _give_up(self, transactional_id: str, entry) -> None:
