@@ -211,6 +211,22 @@ CONFIG_DEFS: dict[str, ConfigDef] = {c.name: c for c in (
        "Most partitions a DescribeTopicPartitions answer carries before its cursor."),
     _d("num.network.threads", "int", 3, "Accepted for compatibility; kgroup uses one event loop."),
     _d("num.io.threads", "int", 8, "Accepted for compatibility; kgroup uses one event loop."),
+    # Cluster mode (kgroup/cluster/, docs/cluster.md): Kafka 3.9's ZooKeeper-mode keys. Without
+    # zookeeper.connect the broker is a single node and none of these is used.
+    _d("zookeeper.connect", "string", None,
+       "ZooKeeper connection string (host:port[,host:port...][/chroot]); set, the broker joins the cluster "
+       "whose metadata that ZooKeeper holds."),
+    _d("zookeeper.session.timeout.ms", "int", 18000, "ZooKeeper session timeout."),
+    _d("zookeeper.connection.timeout.ms", "int", None,
+       "Longest wait for the ZooKeeper connection at start-up; zookeeper.session.timeout.ms when unset."),
+    _d("broker.rack", "string", None, "Rack of the broker, used in rack-aware replica placement."),
+    _d("auto.leader.rebalance.enable", "boolean", True,
+       "Move leadership back to preferred replicas (checked every leader.imbalance.check.interval.seconds)."),
+    _d("leader.imbalance.check.interval.seconds", "long", 300, "How often the controller checks leader imbalance."),
+    _d("leader.imbalance.per.broker.percentage", "int", 10,
+       "Share of a broker's preferred partitions it may not lead before a preferred leader election."),
+    _d("controlled.shutdown.enable", "boolean", True,
+       "On SIGTERM, ask the controller to move this broker's leaderships away before stopping."),
     # kgroup's own keys (not Kafka's).
     _d("metrics.listener", "string", None,
        "http://host:port of the HTTP listener serving /metrics (Prometheus), the web console and "

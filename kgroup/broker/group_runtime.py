@@ -69,6 +69,10 @@ class GroupRuntime:
         """Create ``__consumer_offsets`` on first use (compacted, as Kafka creates it)."""
         if self.broker.metadata.get(self.topic) is not None:
             return
+        if self.broker.cluster is not None:     # created in ZooKeeper; loaded where it is led
+            self.broker.cluster.create_internal_topic(self.topic, self.num_partitions, {
+                "cleanup.policy": "compact", "segment.bytes": str(self.broker.config["offsets.topic.segment.bytes"])}, "offsets.topic.replication.factor")
+            return
         self.broker.create_topic(self.topic, self.num_partitions, 1, {
             "cleanup.policy": "compact", "segment.bytes": str(self.broker.config["offsets.topic.segment.bytes"])})
         for p in range(self.num_partitions):

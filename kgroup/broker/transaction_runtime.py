@@ -92,6 +92,10 @@ class TransactionRuntime:
         """Create ``__transaction_state`` on first use (compacted, as Kafka creates it)."""
         if self.broker.metadata.get(self.topic) is not None:
             return
+        if self.broker.cluster is not None:     # created in ZooKeeper; loaded where it is led
+            self.broker.cluster.create_internal_topic(self.topic, self.num_partitions, {
+                "cleanup.policy": "compact", "segment.bytes": str(self.broker.config["transaction.state.log.segment.bytes"])}, "transaction.state.log.replication.factor")
+            return
         self.broker.create_topic(self.topic, self.num_partitions, 1, {
             "cleanup.policy": "compact",
             "segment.bytes": str(self.broker.config["transaction.state.log.segment.bytes"])})

@@ -72,6 +72,15 @@ def kafka_broker_process(request, tmp_path):
         yield b
 
 
+@pytest.fixture
+def kafka_cluster(request, tmp_path):
+    """Three kgroup brokers and a ZooKeeper (Debian's zookeeper package) on 127.0.0.1: kill,
+    stop, pause, resume and start a broker by its node id (kgroup.testing.cluster)."""
+    from .cluster import KafkaCluster
+    with KafkaCluster(3, tmp_path / "kafka-cluster", _overrides(request)) as c:
+        yield c
+
+
 SECURE_USERS = {"alice": "alice-secret", "admin": "admin-secret"}
 
 
