@@ -3,7 +3,8 @@
 ``kgroup serve [--config FILE] [--override key=value ...]`` mirrors ``kafka-server-start.sh
 config/server.properties --override key=value``; ``topics``, ``groups``, ``produce`` and
 ``consume`` mirror kafka-topics.sh, kafka-consumer-groups.sh and the console producer/consumer
-(their options are parsed by ``kgroup.client.cli``).
+(their options are parsed by ``kgroup.client.cli``); ``cluster`` runs a local cluster over ZooKeeper
+(``kgroup.cluster.local``).
 """
 from __future__ import annotations
 
@@ -66,6 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] == "inject":
         from .client import fault_injection
         return fault_injection.main(argv[1:])
+    if argv and argv[0] == "cluster":
+        from .cluster import local
+        return local.main(argv[1:])
     if argv and argv[0] == "acls":
         from .client import acls_cli
         logging.basicConfig(level="WARNING", format="%(levelname)s %(name)s: %(message)s")
@@ -90,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
                        ("acls", "add, remove, list ACLs (like kafka-acls.sh)"),
                        ("groups", "list, describe, delete groups, reset offsets (like kafka-consumer-groups.sh)"),
                        ("produce", "console producer"), ("consume", "console consumer"),
+                       ("cluster", "a local cluster over ZooKeeper: up, down, kill/stop/pause/resume/start N"),
                        ("inject", "fault injection into a broker that enables it (kgroup.fault.injection.enable)"),
                        ("dump-log", "print a segment's batches (--offsets-decoder for __consumer_offsets)")):
         sub.add_parser(name, help=what, add_help=False)
