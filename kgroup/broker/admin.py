@@ -211,6 +211,8 @@ def apply_configs(broker, resource_type: int, name: str, configs: dict[str, str 
             return
         topic = broker.metadata.set_topic_configs(name, configs)
         broker.data_path.logs.update_topic_config(name, topic.configs)
+        if broker.cluster is not None:      # /config/topics/<name>: every broker applies it
+            broker.cluster.publish_topic_config(name, topic.configs)
         log.info("topic %s configs: %s", name, topic.configs)
     elif resource_type == BROKER:
         _check_broker_name(broker, name)

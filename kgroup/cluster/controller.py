@@ -322,7 +322,7 @@ class KafkaController:
             created = self.zk.create_partition_states(plan_initial_states(self.ctx, self.epoch), self.epoch,
                                                       self.epoch_zk_version)
             self.ctx.states.update(created)
-            changes = plan_changes(self.ctx, self._unclean, preferred=preferred or self._preferred_due(),
+            changes = plan_changes(self.ctx, self._unclean, preferred=preferred,
                                    imbalance_percentage=self.config.imbalance_percentage)
             done, stale = self.zk.update_leader_and_isr(changes, self.epoch, self.epoch_zk_version)
             self.ctx.states.update(done)
@@ -332,9 +332,6 @@ class KafkaController:
             if not stale:
                 break
         self._answer_controlled_shutdowns()
-
-    def _preferred_due(self) -> bool:
-        return False
 
     def _answer_controlled_shutdowns(self) -> None:
         for b, req in self.ctx.shutting_down.items():

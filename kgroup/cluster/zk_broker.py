@@ -68,6 +68,7 @@ class ZkBroker:
         self._io = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"kgroup-zk-{self.broker_id}")
         self._watched_topics: set[str] = set()
         self._watched_states: set[tuple[str, int]] = set()
+        self._watched_configs: set[str] = set()
         self._waiters: list = []        # (predicate, future)
         self._closed = False
         self._registered = False
@@ -245,11 +246,22 @@ class ZkBroker:
         assignment, topic_id = zd.decode_topic(data)
         configs = self.zk.get_topic_config(topic)
         self._post(self._set_topic, topic, topic_id, assignment, configs)
+        if topic not in self._watched_configs:
+            self._watched_configs.add(topic)
+            self.zk.zk.DataWatch(zd.topic_config_path(topic), functools.partial(self._on_topic_config, topic))
         for p in assignment:
             tp = (topic, p)
             if tp not in self._watched_states:
                 self._watched_states.add(tp)
                 self.zk.zk.DataWatch(zd.partition_state_path(topic, p), self._state_watcher(tp))
+        return None
+
+    def _on_topic_config(self, topic, data, stat):
+        if self._closed or topic not in self._watched_topics:
+            self._watched_configs.discard(topic)
+            return False
+        if data is not None:
+            self._post(self._set_topic_configs, topic, zd.decode_topic_config(data))
         return None
 
     def _state_watcher(self, tp):
@@ -306,6 +318,21 @@ class ZkBroker:
                 self.broker.data_path.logs.update_topic_config(name, configs)
         self.broker.group_coordinator.on_topics_changed()
         self.broker.share_coordinator.on_topics_changed()
+
+    def _set_topic_configs(self, name, configs) -> None:
+        """A topic's configs changed (AdminZkClient.changeTopicConfig on some broker)."""
+        local = self.broker.metadata.get(name)
+        if name not in self.cache.topics or local is None:
+            return
+        self.cache.topic_configs[name] = dict(configs)
+        if local.configs != configs:
+            self.broker.metadata.set_topic_configs(name, configs)
+            self.broker.data_path.logs.update_topic_config(name, configs)
+
+    def publish_topic_config(self, name: str, configs: dict[str, str]) -> None:
+        """This broker changed a topic's configs: written to /config/topics/<name> with a change
+        notification (in the background; the other brokers apply it from their watch)."""
+        self._io.submit(self.zk.set_topic_config, name, dict(configs))
 
     def _set_state(self, tp, state) -> None:
         old = self.cache.states.get(tp)

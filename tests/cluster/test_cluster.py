@@ -18,7 +18,9 @@ from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from kgroup.cluster import zk_data as zd
 from kgroup.coordinator.partitioner import group_partition
+from kgroup.protocol.messages.describe_configs import DescribeConfigsRequest
 from kgroup.testing.cluster import KafkaCluster
+from tests.harness import RawClient
 
 pytestmark = pytest.mark.interop
 SESSION_MS = 6000
@@ -152,6 +154,47 @@ def test_produce_consume_and_find_coordinator_on_the_partition_leader(cluster):
     assert len(offsets) == 5 and all(len(r) == 3 for r in offsets.values())
     desc = a.describe_consumer_groups(["billing"])["billing"].result(10)
     assert desc.coordinator.id == cluster.leader("__consumer_offsets", group_partition("billing", 5))
+
+
+def test_topic_configs_reach_every_broker(cluster):
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+    a = admin(cluster)
+    a.create_topics([NewTopic("configured", 1, 3)])["configured"].result(30)
+    via1 = admin_via(cluster, 1)
+    res = ConfigResource("topic", "configured", incremental_configs=[
+        ConfigEntry("retention.ms", "123456", incremental_operation=AlterConfigOpType.SET)])
+    via1.incremental_alter_configs([res])[res].result(30)
+    assert json.loads(cluster.zk.zk.get("/config/topics/configured")[0])["config"] == {"retention.ms": "123456"}
+
+    def seen_by(n):         # DescribeConfigs sent to broker n itself
+        c = RawClient(cluster.broker(n).port)
+        try:
+            dc = c.request(DescribeConfigsRequest(resources=[DescribeConfigsRequest.DescribeConfigsResource(
+                resource_type=2, resource_name="configured", configuration_keys=["retention.ms"])]), 4)
+        finally:
+            c.close()
+        (e,) = dc.results[0].configs
+        return e.value
+    cluster.wait_for(lambda: all(seen_by(n) == "123456" for n in (1, 2, 3)), 10)
+
+
+def test_paused_broker_loses_its_session_and_rejoins(cluster):
+    """SIGSTOP past zookeeper.session.timeout.ms: its registration goes, its leaderships move;
+    SIGCONT: a new session, registered again."""
+    all_running(cluster)
+    a = admin(cluster)
+    a.create_topics([NewTopic("paused", 3, 3)])["paused"].result(30)
+    victim = cluster.assignment("paused")[0][0]
+    if cluster.controller() == victim:
+        victim = cluster.assignment("paused")[1][0]
+    cluster.pause(victim)
+    try:
+        cluster.wait_for(lambda: victim not in cluster.live_brokers(), 3 * SESSION_MS / 1000)
+        cluster.wait_for(lambda: all(cluster.leader("paused", p) not in (None, victim) for p in range(3)), 10)
+    finally:
+        cluster.resume(victim)
+    cluster.wait_for(lambda: victim in cluster.live_brokers(), 30, what="registered again")
+    assert "ZooKeeper session expired" in cluster.broker(victim).log_text()
 
 
 def test_controller_failover_when_its_broker_is_killed(cluster):
