@@ -234,6 +234,8 @@ class KafkaController:
                 self._resign()
                 self._events.put(("elect", None))
             except Exception:
+                if self._closed:
+                    return
                 log.exception("controller event failed; retrying")
                 if self.active:
                     threading.Timer(0.5, lambda: self._events.put(("reconcile", None))).start()
