@@ -69,6 +69,7 @@ class ZkBroker:
         self._watched_topics: set[str] = set()
         self._watched_states: set[tuple[str, int]] = set()
         self._watched_configs: set[str] = set()
+        self._unanswered_writes: list = []      # ZooKeeper writes the request being handled made
         self._waiters: list = []        # (predicate, future)
         self._closed = False
         self._registered = False
@@ -332,7 +333,20 @@ class ZkBroker:
     def publish_topic_config(self, name: str, configs: dict[str, str]) -> None:
         """This broker changed a topic's configs: written to /config/topics/<name> with a change
         notification (in the background; the other brokers apply it from their watch)."""
-        self._io.submit(self.zk.set_topic_config, name, dict(configs))
+        self._unanswered_writes.append(self._io.submit(self.zk.set_topic_config, name, dict(configs)))
+
+    def after_writes(self, resp):
+        """``resp`` once the ZooKeeper writes its request made are done (a PendingResponse), or
+        at once when it made none."""
+        writes, self._unanswered_writes = self._unanswered_writes, []
+        if not writes:
+            return resp
+
+        async def wait():
+            for w in writes:
+                await asyncio.wrap_future(w)
+            return resp
+        return self.answer_later(wait())
 
     def _set_state(self, tp, state) -> None:
         old = self.cache.states.get(tp)

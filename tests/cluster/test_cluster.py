@@ -19,6 +19,7 @@ from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 from kgroup.cluster import zk_data as zd
 from kgroup.coordinator.partitioner import group_partition
 from kgroup.protocol.messages.describe_configs import DescribeConfigsRequest
+from kgroup.protocol.messages.describe_topic_partitions import DescribeTopicPartitionsRequest
 from kgroup.testing.cluster import KafkaCluster
 from tests.harness import RawClient
 
@@ -220,6 +221,24 @@ def test_controller_failover_when_its_broker_is_killed(cluster):
     assert sorted(md.brokers) == sorted({1, 2, 3} - {old}) and md.controller_id == cluster.controller()
     for p in range(3):
         assert parts[p].leader != old
+    def described():        # DescribeTopicPartitions to the survivor, as KIP-966 clients ask
+        c = RawClient(cluster.broker(survivor).port)
+        try:
+            R = DescribeTopicPartitionsRequest
+            (t,) = c.request(R(topics=[R.TopicRequest(name="failover")], response_partition_limit=100, cursor=None),
+                             0).topics
+        finally:
+            c.close()
+        return {p.partition_index: (p.leader_id, p.leader_epoch, tuple(p.isr_nodes), tuple(p.offline_replicas),
+                                    tuple(sorted(p.replica_nodes))) for p in t.partitions}
+
+    def in_zookeeper():
+        out = {}
+        for p in range(3):
+            st = cluster.partition_state("failover", p)
+            out[p] = (st.leader, st.leader_epoch, st.isr, (old,), (1, 2, 3))
+        return out
+    cluster.wait_for(lambda: described() == in_zookeeper(), 10, what="DescribeTopicPartitions as ZooKeeper says")
     print(f"controller failover after SIGKILL: {took:.1f} s (zookeeper.session.timeout.ms={SESSION_MS})")
     # it comes back: registered again, a follower with an out-of-sync replica
     cluster.start_broker(old)

@@ -93,8 +93,8 @@ def test_election_and_epoch_fencing(zk, brokers):
     assert zk.get_controller_id() == 1
     old_version = c1.epoch_zk_version
     # another broker wins a later election (the first's session lost): its epoch is higher ...
-    zk.zk.delete(zd.CONTROLLER)
     c1.close()
+    zk.zk.delete(zd.CONTROLLER)
     won = zk.register_controller_and_increment_epoch(2)
     assert won is not None and won[0] == c1.epoch + 1
     # ... and the first's writes, fenced by the epoch znode's version, fail as a whole
@@ -115,7 +115,7 @@ def test_new_topic_broker_death_and_return(zk, brokers):
     brokers.down(2, 3)          # their sessions end
     wait(lambda: state(zk, "t", 0).leader == 1 and state(zk, "t", 1).leader == -1)
     s0 = state(zk, "t", 0)
-    assert (s0.leader, s0.leader_epoch, s0.isr) == (1, 1, (1,))
+    assert (s0.leader, s0.isr) == (1, (1,)) and s0.leader_epoch in (1, 2)   # one bump per death seen
     s1 = state(zk, "t", 1)      # its only replica gone: offline, ISR kept
     assert (s1.leader, s1.isr) == (-1, (3,))
     assert state(zk, "t", 2).isr == (1,)
@@ -175,6 +175,6 @@ def test_deletion_controlled_shutdown_and_preferred_election(zk, brokers):
     wait(lambda: state(zk, "t", 0).leader == 2)
     # deletion
     zk.mark_topic_for_deletion("t")
-    wait(lambda: zk.get_topic("t") is None)
-    assert zk.zk.exists("/config/topics/t") is None and zk.topics_marked_for_deletion() == []
+    wait(lambda: zk.topics_marked_for_deletion() == [])     # the marker goes last
+    assert zk.get_topic("t") is None and zk.zk.exists("/config/topics/t") is None
     c.close()
