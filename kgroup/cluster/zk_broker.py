@@ -117,6 +117,8 @@ class ZkBroker:
     def _on_session_state(self, state) -> None:
         # A new session after the old one expired: its ephemeral registration is gone (Kafka's
         # SessionExpirationHandler re-registers the broker).
+        if self._closed:
+            return
         if state == KazooState.LOST:
             self._registered = False
             log.warning("broker %d: ZooKeeper session expired", self.broker_id)

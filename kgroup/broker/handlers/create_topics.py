@@ -125,6 +125,8 @@ def _from_assignments(broker, assignments):
                          "Partitions should be a consecutive 0-based integer sequence")
     if broker.cluster is not None:
         broker.cluster.check_manual_assignment({a.partition_index: list(a.broker_ids) for a in assignments})
+        if len({len(a.broker_ids) for a in assignments}) != 1:
+            raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "All partitions should have the same number of replicas")
         return len(assignments), len(assignments[0].broker_ids)
     for a in assignments:
         if not a.broker_ids or len(set(a.broker_ids)) != len(a.broker_ids):
