@@ -151,6 +151,7 @@ class ZkBroker:
             log.exception("controlled shutdown request failed")
             return
         done = False
+        req: dict = {}
         while time.monotonic() - started < timeout:
             try:
                 data, _ = await self._in_io(self.zk.zk.get, path)
@@ -161,13 +162,15 @@ class ZkBroker:
                 done = True
                 break
             await asyncio.sleep(0.05)
-        # the leaderships moved in ZooKeeper; wait until this broker saw them go too
+        # the leaderships that could move (another live replica in the ISR) moved in ZooKeeper;
+        # wait until this broker saw them go too. Those that could not (this broker the ISR's
+        # only member) stay until it stops, as Kafka's partitionsRemaining.
         await self.wait_for(lambda: not any(
-            st.leader == self.broker_id and any(r != self.broker_id and r in self.cache.brokers
-                                                for r in self.cache.topics.get(tp[0], (None, {}))[1].get(tp[1], ()))
-            for tp, st in self.cache.states.items()), max(0.5, timeout - (time.monotonic() - started)))
-        log.info("broker %d: controlled shutdown %s in %.0f ms", self.broker_id,
-                 "completed" if done else "gave up", (time.monotonic() - started) * 1000)
+            st.leader == self.broker_id and any(r != self.broker_id and r in self.cache.brokers for r in st.isr)
+            for st in self.cache.states.values()), max(0.5, timeout - (time.monotonic() - started)))
+        log.info("broker %d: controlled shutdown %s in %.0f ms (%s partition(s) it alone could lead)", self.broker_id,
+                 "completed" if done else "gave up", (time.monotonic() - started) * 1000,
+                 req.get("partitions_remaining", "?") if done else "?")
 
     async def close(self) -> None:
         self._closed = True

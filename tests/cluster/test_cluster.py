@@ -198,6 +198,22 @@ def test_paused_broker_loses_its_session_and_rejoins(cluster):
     assert "ZooKeeper session expired" in cluster.broker(victim).log_text()
 
 
+def test_zookeeper_restart_keeps_the_cluster(cluster):
+    """ZooKeeper restarted (same data, same port) within the session timeout: the sessions
+    survive, so do the registrations and the controller, and the cluster goes on."""
+    all_running(cluster)
+    controller, epoch = cluster.controller(), int(cluster.zk.zk.get("/controller_epoch")[0])
+    marks = {n: len(cluster.broker(n).log_text()) for n in (1, 2, 3)}
+    cluster.zookeeper.restart()
+    cluster.wait_for(lambda: cluster.live_brokers() == [1, 2, 3], 30)
+    a = admin(cluster)
+    a.create_topics([NewTopic("after-zk-restart", 2, 3)])["after-zk-restart"].result(60)
+    assert cluster.controller() == controller and int(cluster.zk.zk.get("/controller_epoch")[0]) == epoch
+    assert all(cluster.leader("after-zk-restart", p) is not None for p in range(2))
+    for n in (1, 2, 3):
+        assert "ZooKeeper session expired" not in cluster.broker(n).log_text(marks[n])
+
+
 def test_controller_failover_when_its_broker_is_killed(cluster):
     all_running(cluster)
     a = admin(cluster)
@@ -300,6 +316,7 @@ def test_controlled_shutdown_moves_leadership_before_the_broker_leaves(cluster):
     assert cluster.leader("graceful", 1) not in (None, victim)
     assert "controlled shutdown completed" in cluster.broker(victim).log_text()
     print(f"controlled shutdown (SIGTERM to exit): {took:.2f} s")
+    assert took < 10      # not the controlled shutdown timeout (30 s)
     cluster.start_broker(victim)
 
 
