@@ -37,13 +37,23 @@ def _serve(args) -> int:
         return 1
 
     async def main() -> int:
-        broker = Broker(config)
+        from .cluster.errors import ClusterStartError
+        try:
+            broker = Broker(config)
+        except ClusterStartError as e:
+            print(f"kgroup: {e}", file=sys.stderr)
+            return 1
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         # A log directory failure stops the broker with exit code 1 (Kafka halts with 1), once
         # the answers to the requests in flight have been written.
         broker.log_dir_failure.on_offline = lambda: loop.call_later(0.2, stop.set)
-        await broker.start()
+        try:
+            await broker.start()
+        except ClusterStartError as e:
+            print(f"kgroup: {e}", file=sys.stderr)
+            await broker.stop()
+            return 1
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         await stop.wait()

@@ -28,6 +28,7 @@ from kazoo.protocol.states import KazooState
 from ..protocol.errors import ErrorCode, KafkaError
 from . import zk_data as zd
 from .controller import ControllerConfig, KafkaController
+from .errors import ClusterStartError
 from .metadata_cache import MetadataCache
 from .replica_placement import assign_replicas_to_brokers
 from .zk_client import KafkaZkClient
@@ -58,7 +59,12 @@ class ZkBroker:
         self.broker_id = config.node_id
         self.zk = KafkaZkClient(config["zookeeper.connect"], config["zookeeper.session.timeout.ms"],
                                 config["zookeeper.connection.timeout.ms"])
-        self.zk.start()
+        try:
+            self.zk.start()
+        except Exception as e:      # kazoo's timeout: Kafka's ZooKeeperClientTimeoutException
+            self.zk.close()
+            raise ClusterStartError(f"Timed out waiting for connection to ZooKeeper at {config['zookeeper.connect']} "
+                                    f"({type(e).__name__}: {e})") from None
         self.zk.create_top_level_paths()
         proposed = _read_meta_cluster_id(data_dir) or uuid_to_str(new_uuid())
         self.cluster_id = self.zk.get_or_create_cluster_id(proposed)
@@ -109,7 +115,10 @@ class ZkBroker:
         data = zd.encode_broker(self.endpoints(), self.config["broker.rack"])
         # a registration of this id left by a killed process disappears when its session expires
         wait = self.config["zookeeper.session.timeout.ms"] / 1000.0 * 2 + 5
-        self.broker_epoch = self.zk.register_broker(self.broker_id, data, wait)
+        try:
+            self.broker_epoch = self.zk.register_broker(self.broker_id, data, wait)
+        except RuntimeError as e:
+            raise ClusterStartError(str(e)) from None
         self._registered = True
         log.info("broker %d registered in ZooKeeper at %s (broker epoch %d, cluster id %s)", self.broker_id,
                  zd.broker_path(self.broker_id), self.broker_epoch, self.cluster_id)
@@ -134,7 +143,7 @@ class ZkBroker:
     async def controlled_shutdown(self, timeout: float = CONTROLLED_SHUTDOWN_TIMEOUT_S) -> None:
         """Ask the controller to move this broker's leaderships away, and wait for it
         (KafkaServer.controlledShutdown; the request is a znode here, docs/cluster.md)."""
-        if self._closed or not self.config["controlled.shutdown.enable"]:
+        if self._closed or not self._registered or not self.config["controlled.shutdown.enable"]:
             return
         path = zd.controlled_shutdown_path(self.broker_id)
 
