@@ -120,9 +120,15 @@ def run_workload(bs, producers, seconds, broker_pid=None, tv2=False):
     librdkafka's (transaction version 1)."""
     import asyncio
 
-    from confluent_kafka import Producer
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    # Before the counted seconds, on both brokers: the transaction and group coordinators exist
+    # (kgroup creates __transaction_state and __consumer_offsets on first use).
     warm = Producer({"bootstrap.servers": bs, "transactional.id": "bench-warm"})
-    warm.init_transactions(30)       # both brokers: the transaction/offsets coordinators exist
+    warm.init_transactions(30)
+    warm.begin_transaction()
+    warm.send_offsets_to_transaction([TopicPartition(SRC, 0, 0)], Consumer(
+        {"bootstrap.servers": bs, "group.id": "bench-warm"}).consumer_group_metadata(), 30)
+    warm.abort_transaction(30)
     results, errors = {}, []
     start = time.monotonic() + 3.0          # time to initialize every producer, not counted
     stop_at = (start, start + seconds)
