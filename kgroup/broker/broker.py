@@ -64,6 +64,9 @@ class Broker:
         self.data_path = DataPath(config, self.data_dir,
                                   {t.name: t.configs for t in self.metadata.topics.values()},
                                   max_open_files=log_files_budget(raise_nofile_limit()), clock=self.clock.now_ms)
+        if self.cluster is not None:    # producer ids unique across the brokers (/latest_producer_id_block)
+            from ..cluster.producer_ids import ZkProducerIdManager
+            self.data_path.producer_ids = ZkProducerIdManager(self.cluster.zk, config.node_id)
         for topic in self.metadata.topics.values():  # a crash between the two writes leaves none missing
             if self.cluster is None:    # in a cluster, the partitions this broker hosts: replica_manager
                 self.data_path.create_partitions(topic.name, topic.num_partitions, topic.configs)

@@ -13,6 +13,7 @@ ZooKeeper tools see a familiar tree:
     /config/changes/config_change_<seq>           {"version":2,"entity_path":"topics/<topic>"}
     /admin/delete_topics/<topic>                  a topic marked for deletion
     /isr_change_notification/isr_change_<seq>     {"version":1,"partitions":[{"topic":..,"partition":..}]}
+    /latest_producer_id_block                     {"version":1,"broker":2,"block_start":"1000","block_end":"1999"}
 
 and one kgroup node, for the controlled shutdown that Kafka asks for over its ControlledShutdown
 RPC (docs/cluster.md says why ZooKeeper carries it here):
@@ -39,7 +40,7 @@ ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
 CONTROLLED_SHUTDOWN = "/kgroup/controlled_shutdown"
 # the persistent paths Kafka's KafkaZkClient.createTopLevelPaths creates at start-up
 PERSISTENT_PATHS = ("/consumers", BROKER_IDS, TOPICS, CONFIG_CHANGES, CONFIG_TOPICS, "/config/clients",
-                    "/config/users", "/config/brokers", "/config/ips", DELETE_TOPICS, "/brokers/seqid", ISR_CHANGE_NOTIFICATION, "/latest_producer_id_block",
+                    "/config/users", "/config/brokers", "/config/ips", DELETE_TOPICS, "/brokers/seqid", ISR_CHANGE_NOTIFICATION, "/latest_producer_id_block",  # PRODUCER_ID_BLOCK
                     "/log_dir_event_notification", CONTROLLED_SHUTDOWN)
 
 NO_LEADER = -1          # LeaderAndIsr.NoLeader
@@ -253,3 +254,19 @@ def encode_controlled_shutdown(broker_epoch: int, done: bool = False, remaining:
 
 def decode_controlled_shutdown(data: bytes | None) -> dict:
     return _loads(data) or {}
+
+
+# -- /latest_producer_id_block ---------------------------------------------------------------------
+PRODUCER_ID_BLOCK = "/latest_producer_id_block"
+
+
+def encode_producer_id_block(broker_id: int, first: int, last: int) -> bytes:
+    return _dumps({"version": 1, "broker": broker_id, "block_start": str(first), "block_end": str(last)})
+
+
+def decode_producer_id_block(data: bytes | None) -> tuple[int, int, int] | None:
+    """(broker, first producer id, last producer id), or None for the empty znode."""
+    doc = _loads(data)
+    if doc is None:
+        return None
+    return int(doc["broker"]), int(doc["block_start"]), int(doc["block_end"])

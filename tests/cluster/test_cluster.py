@@ -132,7 +132,7 @@ def test_topic_with_replication_factor_3_created_extended_deleted(cluster):
 def test_produce_consume_and_find_coordinator_on_the_partition_leader(cluster):
     a = admin(cluster)
     a.create_topics([NewTopic("orders", 3, 3)])["orders"].result(30)
-    p = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
+    p = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all", "enable.idempotence": True})
     for i in range(30):
         p.produce("orders", value=b"v%d" % i, partition=i % 3)
     assert p.flush(30) == 0
@@ -150,6 +150,9 @@ def test_produce_consume_and_find_coordinator_on_the_partition_leader(cluster):
         c.commit(asynchronous=False)
     finally:
         c.close()
+    # the idempotent producer's id came from a block claimed in ZooKeeper
+    block = json.loads(cluster.zk.zk.get("/latest_producer_id_block")[0])
+    assert block["version"] == 1 and int(block["block_end"]) - int(block["block_start"]) == 999
     # __consumer_offsets: Kafka's default replication factor 3 (three live brokers)
     offsets = cluster.assignment("__consumer_offsets")
     assert len(offsets) == 5 and all(len(r) == 3 for r in offsets.values())

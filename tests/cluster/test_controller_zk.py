@@ -178,3 +178,21 @@ def test_deletion_controlled_shutdown_and_preferred_election(zk, brokers):
     wait(lambda: zk.topics_marked_for_deletion() == [])     # the marker goes last
     assert zk.get_topic("t") is None and zk.zk.exists("/config/topics/t") is None
     c.close()
+
+
+def test_producer_id_blocks_are_unique_across_brokers(zk):
+    """ZkProducerIdManager: blocks claimed in turn from /latest_producer_id_block, never twice."""
+    import json
+    from kgroup.cluster.producer_ids import ZkProducerIdManager
+    other = KafkaZkClient(zk.connect, 6000)
+    other.start()
+    try:
+        a, b = ZkProducerIdManager(zk, 1, block_size=3), ZkProducerIdManager(other, 2, block_size=3)
+        ids = [m.allocate() for m in (a, b, a, a, a, b, b, b, a)]
+        assert ids == [0, 3, 1, 2, 6, 4, 5, 9, 7]
+        assert json.loads(zk.zk.get(zd.PRODUCER_ID_BLOCK)[0]) == {"version": 1, "broker": 2, "block_start": "9",
+                                                                   "block_end": "11"}
+        # a restarted broker claims a new block
+        assert ZkProducerIdManager(zk, 1, block_size=3).allocate() == 12
+    finally:
+        other.close()
