@@ -44,6 +44,7 @@ from .zk_client import ControllerMovedError, KafkaZkClient
 log = logging.getLogger("kgroup.cluster.controller")
 
 MAX_RETRIES = 10
+CONFIG_CHANGE_EXPIRATION_MS = 15 * 60 * 1000   # ZkNodeChangeNotificationListener's changeExpirationMs
 
 
 class ControllerConfig:
@@ -254,6 +255,8 @@ class KafkaController:
                 self._elect()
         if not self.active:
             return
+        if "config_change" in kinds:
+            self.zk.purge_config_changes(CONFIG_CHANGE_EXPIRATION_MS)
         self._reconcile(preferred="auto_rebalance" in kinds)
 
     def _elect(self) -> None:
@@ -269,6 +272,7 @@ class KafkaController:
         self._children_watch(zd.DELETE_TOPICS, "topic_deletion")
         self._children_watch(zd.ISR_CHANGE_NOTIFICATION, "isr_change")
         self._children_watch(zd.CONTROLLED_SHUTDOWN, "controlled_shutdown")
+        self._children_watch(zd.CONFIG_CHANGES, "config_change")    # a topic's unclean.leader.election.enable
         self._schedule_rebalance()
 
     def _resign(self) -> None:
@@ -299,12 +303,8 @@ class KafkaController:
         ctx.live = self.zk.get_live_brokers()
         names = self.zk.get_all_topics()
         ctx.topics = self.zk.get_topics(names)
-        for t in list(ctx.topic_configs):
-            if t not in ctx.topics:
-                del ctx.topic_configs[t]
+        ctx.topic_configs = self.zk.get_topic_configs(list(ctx.topics))   # a topic's unclean setting may change
         for t in ctx.topics:
-            if t not in ctx.topic_configs:
-                ctx.topic_configs[t] = self.zk.get_topic_config(t)
             self._watch_topic(t)
         ctx.states = self.zk.get_partition_states(list(ctx.all_partitions()))
         ctx.shutting_down = {b: req for b, req in self.zk.controlled_shutdown_requests().items() if b in ctx.live}

@@ -178,6 +178,33 @@ class KafkaZkClient:
             return {}
         return zd.decode_topic_config(data)
 
+    def get_topic_configs(self, topics) -> dict[str, dict[str, str]]:
+        asyncs = [(t, self.zk.get_async(zd.topic_config_path(t))) for t in topics]
+        out = {}
+        for t, a in asyncs:
+            try:
+                data, _ = a.get()
+            except NoNodeError:
+                data = None
+            out[t] = zd.decode_topic_config(data)
+        return out
+
+    def purge_config_changes(self, older_than_ms: int) -> None:
+        """Config change notifications older than ``older_than_ms`` go, as Kafka purges them."""
+        try:
+            children = self.zk.get_children(zd.CONFIG_CHANGES)
+        except NoNodeError:
+            return
+        now_ms = time.time() * 1000
+        for c in children:
+            path = f"{zd.CONFIG_CHANGES}/{c}"
+            stat = self.zk.exists(path)
+            if stat is not None and now_ms - stat.ctime > older_than_ms:
+                try:
+                    self.zk.delete(path)
+                except NoNodeError:
+                    pass
+
     def topics_marked_for_deletion(self) -> list[str]:
         try:
             return sorted(self.zk.get_children(zd.DELETE_TOPICS))

@@ -196,3 +196,21 @@ def test_producer_id_blocks_are_unique_across_brokers(zk):
         assert ZkProducerIdManager(zk, 1, block_size=3).allocate() == 12
     finally:
         other.close()
+
+
+def test_unclean_enabled_on_the_topic_later_elects_at_once(zk, brokers):
+    """A topic's unclean.leader.election.enable turned on while it is offline: the config change
+    notification wakes the controller, which elects the live out-of-sync replica."""
+    brokers.up(1, 2)
+    c = controller(zk, 1)
+    wait(lambda: c.active)
+    zk.create_topic("late", {0: [2, 1]}, b"\x07" * 16, {})
+    wait(lambda: state(zk, "late", 0) is not None)
+    st = state(zk, "late", 0)
+    zk.conditional_update_partition_state("late", 0, zd.LeaderAndIsr(2, st.leader_epoch, (2,), st.controller_epoch),
+                                          st.zk_version)
+    brokers.down(2)
+    wait(lambda: state(zk, "late", 0).leader == -1)
+    zk.set_topic_config("late", {"unclean.leader.election.enable": "true"})
+    wait(lambda: state(zk, "late", 0).leader == 1)
+    c.close()
