@@ -201,6 +201,28 @@ def test_paused_broker_loses_its_session_and_rejoins(cluster):
     assert "ZooKeeper session expired" in cluster.broker(victim).log_text()
 
 
+def test_paused_controller_is_replaced_and_resigns(cluster):
+    """The controller's broker SIGSTOPped past its session: another broker becomes controller
+    with a higher epoch; resumed, the old one resigns, rejoins as a broker, and the new
+    controller stays."""
+    all_running(cluster)
+    old = cluster.controller()
+    epoch = int(cluster.zk.zk.get("/controller_epoch")[0])
+    mark = len(cluster.broker(old).log_text())
+    cluster.pause(old)
+    try:
+        cluster.wait_for(lambda: cluster.controller() not in (None, old), 3 * SESSION_MS / 1000)
+    finally:
+        cluster.resume(old)
+    new = cluster.controller()
+    assert int(cluster.zk.zk.get("/controller_epoch")[0]) > epoch
+    cluster.wait_for(lambda: old in cluster.live_brokers(), 30)
+    cluster.wait_for(lambda: f"broker {old} resigns as controller" in cluster.broker(old).log_text(mark), 10)
+    assert cluster.controller() == new
+    a = admin(cluster)      # the cluster still creates topics (the new controller's work)
+    a.create_topics([NewTopic("after-pause", 1, 3)])["after-pause"].result(60)
+
+
 def test_zookeeper_restart_keeps_the_cluster(cluster):
     """ZooKeeper restarted (same data, same port) within the session timeout: the sessions
     survive, so do the registrations and the controller, and the cluster goes on."""
