@@ -31,12 +31,14 @@ The brokers learn the new states by watching the state znodes (docs/cluster.md: 
 LeaderAndIsr requests)."""
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import queue
 import threading
 
 from kazoo.protocol.states import KazooState
 
+from ..protocol.errors import ErrorCode
 from . import leader_election as le
 from . import zk_data as zd
 from .zk_client import ControllerMovedError, KafkaZkClient
@@ -127,6 +129,36 @@ def plan_changes(ctx: ControllerContext, unclean_of, preferred: bool = False, im
     return changes
 
 
+def plan_elect_leaders(ctx: ControllerContext, tps, unclean: bool) -> tuple[dict, dict]:
+    """ElectLeaders (ReplicationControlManager.electLeader's answers): (state changes,
+    {tp: (error code, message)}). Preferred: NONE when the first replica takes over,
+    ELECTION_NOT_NEEDED when it leads, PREFERRED_LEADER_NOT_AVAILABLE when it is not live and in
+    sync; unclean: ELECTION_NOT_NEEDED while a live leader exists, else the offline election
+    with unclean allowed, ELIGIBLE_LEADERS_NOT_AVAILABLE when no replica is live."""
+    live = set(ctx.live)
+    changes, results = {}, {}
+    for tp in tps:
+        replicas = ctx.replicas(tp)
+        st = ctx.states.get(tp)
+        if tp[0] not in ctx.topics:
+            results[tp] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"No such topic as {tp[0]}")
+            continue
+        if not replicas or st is None:
+            results[tp] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"No such partition as {tp[0]}-{tp[1]}")
+            continue
+        if st.leader in live and (unclean or st.leader == replicas[0]):
+            results[tp] = (ErrorCode.ELECTION_NOT_NEEDED, ErrorCode.ELECTION_NOT_NEEDED.message)
+            continue
+        new = le.elect_offline(replicas, st, live, True) if unclean else le.elect_preferred(replicas, st, live)
+        if new is None:
+            code = ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE if unclean else ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
+            results[tp] = (code, code.message)
+            continue
+        changes[tp] = new
+        results[tp] = (ErrorCode.NONE, None)
+    return changes, results
+
+
 def plan_initial_states(ctx: ControllerContext, controller_epoch: int) -> dict:
     live = set(ctx.live) - set(ctx.shutting_down)
     out = {}
@@ -181,6 +213,14 @@ class KafkaController:
             self._timer.cancel()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(5)
+
+    def elect_leaders(self, tps, unclean: bool) -> concurrent.futures.Future:
+        """ElectLeaders on the controller's thread: a future of (the partitions asked, or every
+        partition for None; {tp: (error code, message)}), or of None when this broker is not
+        the controller (NOT_CONTROLLER)."""
+        fut: concurrent.futures.Future = concurrent.futures.Future()
+        self._events.put(("elect_leaders", (None if tps is None else list(tps), unclean, fut)))
+        return fut
 
     # -- watches (kazoo's thread): only enqueue --------------------------------------------------------
     def _on_controller_znode(self, data, stat):
@@ -253,11 +293,35 @@ class KafkaController:
                 self._resign()
             if current is None and not self.active:
                 self._elect()
+        elections = [e[1] for e in events if e[0] == "elect_leaders"]
         if not self.active:
+            for _tps, _unclean, fut in elections:
+                fut.set_result(None)
             return
         if "config_change" in kinds:
             self.zk.purge_config_changes(CONFIG_CHANGE_EXPIRATION_MS)
         self._reconcile(preferred="auto_rebalance" in kinds)
+        for tps, unclean, fut in elections:
+            try:
+                fut.set_result(self._elect_leaders(tps, unclean))
+            except ControllerMovedError:
+                fut.set_result(None)
+                raise
+            except Exception as e:      # noqa: BLE001 - the request fails, the controller goes on
+                fut.set_exception(e)
+
+    def _elect_leaders(self, tps, unclean: bool):
+        for _attempt in range(MAX_RETRIES):
+            self._load()
+            asked = list(self.ctx.all_partitions()) if tps is None else tps
+            changes, results = plan_elect_leaders(self.ctx, asked, unclean)
+            done, stale = self.zk.update_leader_and_isr(changes, self.epoch, self.epoch_zk_version)
+            for tp, st in done.items():
+                log.info("controller %d: %s election of %s-%d: leader %d epoch %d", self.config.broker_id,
+                         "unclean" if unclean else "preferred", tp[0], tp[1], st.leader, st.leader_epoch)
+            if not stale:
+                return asked, results
+        raise RuntimeError("partition states kept changing during the election")
 
     def _elect(self) -> None:
         won = self.zk.register_controller_and_increment_epoch(self.config.broker_id)

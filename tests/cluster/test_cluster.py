@@ -20,6 +20,7 @@ from kgroup.cluster import zk_data as zd
 from kgroup.coordinator.partitioner import group_partition
 from kgroup.protocol.messages.describe_configs import DescribeConfigsRequest
 from kgroup.protocol.messages.describe_topic_partitions import DescribeTopicPartitionsRequest
+from kgroup.protocol.messages.elect_leaders import ElectLeadersRequest
 from kgroup.testing.cluster import KafkaCluster
 from tests.harness import RawClient
 
@@ -307,6 +308,45 @@ def test_leaders_move_back_to_preferred_replicas(cluster):
             assert cluster.zk.conditional_update_partition_state("preferred", p, new, st.zk_version) == st.zk_version + 1
     cluster.wait_for(lambda: all(cluster.leader("preferred", p) == assignment[p][0] for p in range(3)), 15,
                      what="preferred leaders back")
+
+
+def elect(cluster, n, election_type, partitions):
+    c = RawClient(cluster.broker(n).port)
+    try:
+        R = ElectLeadersRequest
+        resp = c.request(R(election_type=election_type, timeout_ms=30000, topic_partitions=None if partitions is None else [
+            R.TopicPartitions(topic=t, partitions=ps) for t, ps in partitions.items()]), 2)
+    finally:
+        c.close()
+    return resp.error_code, {(t.topic, p.partition_id): p.error_code for t in resp.replica_election_results
+                             for p in t.partition_result}
+
+
+def test_elect_leaders_unclean_and_preferred(cluster):
+    """ElectLeaders (43) on the controller: unclean for an offline partition whose only in-sync
+    replica died, preferred where already preferred; NOT_CONTROLLER from another broker."""
+    all_running(cluster)
+    a = admin(cluster)
+    a.create_topics([NewTopic("elect", 1, 2)])["elect"].result(30)
+    replicas = cluster.assignment("elect")[0]
+    leader, follower = replicas
+    st = cluster.partition_state("elect", 0)        # the leader drops the follower (alter_isr)
+    assert cluster.zk.conditional_update_partition_state(
+        "elect", 0, zd.LeaderAndIsr(leader, st.leader_epoch, (leader,), st.controller_epoch), st.zk_version)
+    cluster.kill(leader)
+    cluster.wait_for(lambda: cluster.partition_state("elect", 0).leader == -1, 3 * SESSION_MS / 1000)
+    controller = cluster.controller()
+    other = next(n for n in (1, 2, 3) if n not in (controller, leader))
+    assert elect(cluster, other, 1, {"elect": [0]}) == (0, {("elect", 0): 41})          # NOT_CONTROLLER
+    assert elect(cluster, controller, 0, {"elect": [0]}) == (0, {("elect", 0): 80})     # preferred not live
+    assert elect(cluster, controller, 1, {"elect": [0], "nope": [0]}) == (0, {("elect", 0): 0, ("nope", 0): 3})
+    st = cluster.partition_state("elect", 0)
+    assert (st.leader, st.isr) == (follower, (follower,))
+    assert elect(cluster, controller, 1, {"elect": [0]}) == (0, {("elect", 0): 84})     # ELECTION_NOT_NEEDED
+    err, results = elect(cluster, controller, 0, None)      # every partition: those already preferred left out
+    assert err == 0 and results[("elect", 0)] == 80 and 84 not in results.values()
+    cluster.start_broker(leader)
+    cluster.wait_for(lambda: leader in cluster.live_brokers(), 30)
 
 
 def test_controlled_shutdown_moves_leadership_before_the_broker_leaves(cluster):

@@ -101,3 +101,22 @@ def test_initial_states_from_live_replicas():
     c = ctx({2, 3}, {"t": {0: (1, 2, 3), 1: (1,)}}, {})
     init = plan_initial_states(c, 4)
     assert init == {("t", 0): LeaderAndIsr(2, 0, (2, 3), 4)}
+
+
+def test_plan_elect_leaders():
+    from kgroup.cluster.controller import plan_elect_leaders
+    from kgroup.protocol.errors import ErrorCode as E
+    c = ctx({1, 2}, {"t": {0: (1, 2), 1: (1, 2), 2: (2, 1), 3: (3, 1)}},
+            {("t", 0): st(2, [2, 1]), ("t", 1): st(1, [1, 2]), ("t", 2): st(1, [1]), ("t", 3): st(3, [3])})
+    changes, results = plan_elect_leaders(c, [("t", 0), ("t", 1), ("t", 2), ("t", 3), ("t", 9), ("u", 0)], False)
+    assert {tp: r[0] for tp, r in results.items()} == {
+        ("t", 0): E.NONE, ("t", 1): E.ELECTION_NOT_NEEDED, ("t", 2): E.PREFERRED_LEADER_NOT_AVAILABLE,
+        ("t", 3): E.PREFERRED_LEADER_NOT_AVAILABLE, ("t", 9): E.UNKNOWN_TOPIC_OR_PARTITION,
+        ("u", 0): E.UNKNOWN_TOPIC_OR_PARTITION}
+    assert results[("u", 0)][1] == "No such topic as u" and results[("t", 9)][1] == "No such partition as t-9"
+    assert list(changes) == [("t", 0)] and changes[("t", 0)].leader == 1
+    changes, results = plan_elect_leaders(c, [("t", 0), ("t", 3)], True)
+    assert results[("t", 0)][0] == E.ELECTION_NOT_NEEDED           # a live leader
+    assert results[("t", 3)][0] == E.NONE and (changes[("t", 3)].leader, changes[("t", 3)].isr) == (1, (1,))
+    c.live = {}
+    assert plan_elect_leaders(c, [("t", 3)], True)[1][("t", 3)][0] == E.ELIGIBLE_LEADERS_NOT_AVAILABLE
