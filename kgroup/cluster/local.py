@@ -113,7 +113,11 @@ def up(args) -> int:
             return 1
     zk_port = (old_zk := (_load(d).get("zookeeper", {}) if os.path.exists(_state_path(d)) else {})).get("port")
     zk = ZooKeeperServer(os.path.join(d, "zookeeper"), port=zk_port, detach=True)
-    zk.start()
+    try:
+        zk.start()
+    except RuntimeError as e:       # not installed, or it would not start: say so in one line
+        print(f"kgroup cluster: {str(e).splitlines()[0]}", file=sys.stderr)
+        return 1
     state = {"zookeeper": {"pid": zk.pid, "port": zk.port, "connect": zk.connect}, "brokers": {}}
     del old_zk
     for i in range(args.brokers):
