@@ -492,7 +492,7 @@ class ShareGroupManager:
         that is not a share group is left out (its deletion is the general path's); a non-empty
         one is NON_EMPTY_GROUP; an empty one moves its initialized and initializing topics (and
         any still deleting, retried) to deleting (record 15)."""
-        out = {}
+        out: dict[str, tuple[dict | None, ErrorCode]] = {}
         image = None
         for group_id in group_ids:
             group = self.share_group(group_id)
