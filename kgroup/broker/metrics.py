@@ -18,7 +18,10 @@ What is measured where:
   derives the rates with rate()), partition load time (group-coordinator-runtime-metrics),
   log size and flush latency (kafka.log Log Size, LogFlushStats), and the consumer-lag series
   of kafka_exporter with its names and labels (kafka_consumergroup_lag{consumergroup,topic,
-  partition}, ...), so its Grafana dashboards work unchanged.
+  partition}, ...), so its Grafana dashboards work unchanged; share groups (KIP-932): group-count
+  {protocol=share} and share-group-count{state}, members per group, and per share-partition
+  SharePartitionMetrics' InFlightMessageCount plus its records by state and delivery count, start
+  offset and lag (``share_groups_snapshot``).
 - coordinator counters are counted where the coordinator runtime appends its records to
   ``__consumer_offsets`` (``write_observer``, called once per written batch, after a successful
   append, so a failed write counts nothing): an offset commit record is a commit, an offset

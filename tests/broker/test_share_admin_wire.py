@@ -159,3 +159,63 @@ def test_share_version_0_turns_them_off(b):
     assert describe(c, "sg").error_code == E.UNSUPPORTED_VERSION
     assert alter(c, "sg", {"t": {0: 1}}).error_code == E.UNSUPPORTED_VERSION
     assert delete_offsets(c, "sg", "t").error_code == E.UNSUPPORTED_VERSION
+
+
+def _failing_share_coordinator(broker, api, error=None):
+    """The share coordinator's ``api`` answers every partition ``error`` (None: the call itself
+    fails); returns the undo."""
+    from kgroup.broker.pending import PendingResponse
+    from kgroup.share_coordinator.shard import delete_answer, initialize_answer
+    rt = broker.share_coordinator
+    real = rt.call
+    answer = {"delete": delete_answer, "initialize": initialize_answer}[api]
+
+    def call(name, req, version=1):
+        if name != api:
+            return real(name, req, version)
+        out = PendingResponse()
+        if error is None:
+            out.fail(RuntimeError("share coordinator down"))
+            return out
+        resp = answer(req.topics[0].topic_id, 0).__class__(results=[])
+        for t in req.topics:
+            part = answer(t.topic_id, 0)
+            part.results[0].partitions = [answer(t.topic_id, p.partition, error, error.message).results[0].partitions[0]
+                                          for p in t.partitions]
+            resp.results.extend(part.results)
+        out.answer(resp)
+        return out
+    rt.call = call
+    return lambda b: setattr(rt, "call", real)
+
+
+def test_a_failing_share_coordinator(b):
+    """Kafka's answers when the persister fails: DeleteGroups keeps the share group and answers the
+    partition's error (its share-partitions stay deleting, retried by the next DeleteGroups);
+    AlterShareGroupOffsets answers each refused partition's error and leaves them initializing;
+    a DeleteShareGroupOffsets whose call fails as a whole is UNKNOWN_SERVER_ERROR."""
+    c = RawClient(b.port)
+    tid = topic_id(b, "t")
+    alter(c, "sg", {"t": {0: 2}})
+    undo = b.call(lambda broker: _failing_share_coordinator(broker, "delete", E.COORDINATOR_LOAD_IN_PROGRESS))
+    r = c.request(DeleteGroupsRequest(groups_names=["sg"]), 2)
+    assert [(x.group_id, x.error_code) for x in r.results] == [("sg", E.COORDINATOR_LOAD_IN_PROGRESS)]
+    deleting = b.call(lambda broker: set(broker.group_coordinator.shards[broker.group_coordinator.shard_for("sg")]
+                                         .share_group_manager.share_group("sg").state_partitions.deleting))
+    assert deleting == {tid}
+    b.call(undo)
+    r = c.request(DeleteGroupsRequest(groups_names=["sg"]), 2)
+    assert [(x.group_id, x.error_code) for x in r.results] == [("sg", 0)]
+    undo = b.call(lambda broker: _failing_share_coordinator(broker, "initialize", E.FENCED_STATE_EPOCH))
+    r = alter(c, "sg2", {"t": {0: 2, 1: 0}})
+    assert r.error_code == 0
+    assert [(p.partition_index, p.error_code) for p in r.responses[0].partitions] == [
+        (0, E.FENCED_STATE_EPOCH), (1, E.FENCED_STATE_EPOCH)]
+    assert describe(c, "sg2").topics == []          # not initialized
+    b.call(undo)
+    alter(c, "sg3", {"t": {0: 1}})
+    undo = b.call(lambda broker: _failing_share_coordinator(broker, "delete", None))
+    r = delete_offsets(c, "sg3", "t")
+    assert (r.error_code, r.error_message, r.responses) == (E.UNKNOWN_SERVER_ERROR, E.UNKNOWN_SERVER_ERROR.message, [])
+    b.call(undo)
+    assert [(t.topic_name, t.error_code) for t in delete_offsets(c, "sg3", "t").responses] == [("t", 0)]
