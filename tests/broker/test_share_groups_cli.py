@@ -58,6 +58,9 @@ def test_list(b):
     assert out(sg(b, "--list", "--state")) == ["GROUP           STATE", "gone            Empty",
                                                "live            Stable", "sg              Empty"]
     assert out(sg(b, "--list", "--state", "stable")) == ["GROUP           STATE", "live            Stable"]
+    # kafka-consumer-groups.sh leaves share groups out (ListGroupsOptions.forConsumerGroups)
+    r = kgroup("groups", "--bootstrap-server", b.bootstrap_servers, "--list")
+    assert r.returncode == 0 and r.stdout == ""
     r = sg(b, "--list", "--state", "Bogus")
     assert r.returncode == 1 and r.stderr.startswith(
         "Invalid state list 'Bogus'. Valid states are: Empty, Stable, Dead\n")
