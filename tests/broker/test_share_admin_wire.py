@@ -219,3 +219,23 @@ def test_a_failing_share_coordinator(b):
     assert (r.error_code, r.error_message, r.responses) == (E.UNKNOWN_SERVER_ERROR, E.UNKNOWN_SERVER_ERROR.message, [])
     b.call(undo)
     assert [(t.topic_name, t.error_code) for t in delete_offsets(c, "sg3", "t").responses] == [("t", 0)]
+
+
+def test_admin_rides_through_coordinator_errors(kafka_broker):
+    """Our Admin retries what Java's share group handlers retry: a DescribeShareGroupOffsets group
+    answered COORDINATOR_LOAD_IN_PROGRESS or NOT_COORDINATOR (injected) is asked again; an
+    AlterShareGroupOffsets answered COORDINATOR_NOT_AVAILABLE too."""
+    import asyncio
+    from kgroup.client.admin import Admin, SharePartitionOffsetInfo
+    from kgroup.client.assignors import TopicPartition as TP
+    kafka_broker.create_topic("t")
+    kafka_broker.produce("t", [b"x"] * 3)
+
+    async def go():
+        async with Admin(bootstrap_servers=kafka_broker.bootstrap_servers) as a:
+            kafka_broker.inject_errors("AlterShareGroupOffsets", ["COORDINATOR_NOT_AVAILABLE"], group="sg")
+            assert await a.alter_share_group_offsets("sg", {TP("t", 0): 1}) == {TP("t", 0): None}
+            kafka_broker.inject_errors("DescribeShareGroupOffsets", ["COORDINATOR_LOAD_IN_PROGRESS", "NOT_COORDINATOR"],
+                                       group="sg")
+            return await a.list_share_group_offsets("sg")
+    assert asyncio.run(go()) == {TP("t", 0): SharePartitionOffsetInfo(1, None, 2)}
