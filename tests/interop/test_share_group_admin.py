@@ -86,6 +86,12 @@ def test_describe_alter_and_delete_offsets_of_a_share_group(broker):
         # confluent-kafka's describe_consumer_groups falls back to DescribeGroups: Dead, as Kafka
         # answers it for a group that is not a classic group
         assert ca.describe_consumer_groups(["sg"])["sg"].result().state == ConsumerGroupState.DEAD
+        assert "sg" not in {g.group_id for g in ca.list_consumer_groups().result().valid}
+        # its deprecated list_groups (ListGroups, then DescribeGroups of each) finds it, Dead
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            assert [(g.id, g.state) for g in ca.list_groups(timeout=10) if g.id == "sg"] == [("sg", "Dead")]
     finally:
         c.close()
     produce(broker.bootstrap, "t", [b"late%d" % i for i in range(5)])
