@@ -26,6 +26,7 @@ from kgroup.protocol.errors import ErrorCode
 from tests.broker.test_cli import kgroup
 from tests.harness import BrokerProcess, free_port
 from tests.interop.test_share_groups import OVERRIDES, consumer, poll_until, setup
+from tests.testing.test_console import dump_dom
 
 pytestmark = pytest.mark.interop
 
@@ -68,7 +69,7 @@ def produce(bootstrap, topic, values):
     p.flush()
 
 
-def test_describe_alter_and_delete_offsets_of_a_share_group(broker):
+def test_describe_alter_and_delete_offsets_of_a_share_group(broker, tmp_path):
     ca = setup(broker.bootstrap, "t", n=10)
     c = consumer(broker.bootstrap, "t")
     try:
@@ -83,6 +84,13 @@ def test_describe_alter_and_delete_offsets_of_a_share_group(broker):
             ca.delete_consumer_groups(["sg"])["sg"].result()
         d = run(lambda a: a.describe_share_groups(["sg"]), broker)["sg"]
         assert d.state == "Stable" and [m.assignment for m in d.members] == [[TP("t", 0)]]
+        # the console's share group page in a real browser: the member, its assignment, the
+        # share-partition with its start offset, everything acknowledged, no lag
+        dom = dump_dom(broker.http + "/share-groups/sg", tmp_path)
+        assert "<h1>Share group sg</h1>" in dom and d.members[0].member_id in dom and "<td>t [0]</td>" in dom
+        row = dom.split("class=\"share-partition\">", 1)[1].split("</tr>", 1)[0]
+        cells = re.findall(r"<td[^>]*>([^<]*)</td>", row)
+        assert cells[:3] == ["t", "0", "10"] and cells[-1] == "0", cells
         # confluent-kafka's describe_consumer_groups falls back to DescribeGroups: Dead, as Kafka
         # answers it for a group that is not a classic group
         assert ca.describe_consumer_groups(["sg"])["sg"].result().state == ConsumerGroupState.DEAD
@@ -141,3 +149,40 @@ def test_describe_alter_and_delete_offsets_of_a_share_group(broker):
     r = kgroup("share-groups", "--bootstrap-server", broker.bootstrap, "--describe", "--group", "sg")
     assert re.search(r"Error: Executing share group command failed due to "
                      r"org\.apache\.kafka\.common\.errors\.GroupIdNotFoundException: Group sg not found\.", r.stdout)
+
+
+def test_metrics_show_acquired_records_and_delivery_counts(broker):
+    """A share consumer in explicit mode holds three records without acknowledging them: /metrics
+    and the console show them acquired, delivered once, in flight and still lagging; once one is
+    rejected and two accepted, they are terminal and the start offset moves past them."""
+    from confluent_kafka import AcknowledgeType
+    setup(broker.bootstrap, "t", n=3)
+    c = consumer(broker.bootstrap, "t", explicit=True)
+    try:
+        held = []
+        poll_until(c, 3, on_message=held.append)
+        assert sorted(m.offset() for m in held) == [0, 1, 2]
+
+        def series(name, **labels):
+            text = urllib.request.urlopen(broker.http + "/metrics").read().decode()
+            want = ",".join(f'{k}="{v}"' for k, v in dict(group="sg", topic="t", partition="0", **labels).items())
+            found = re.search(rf"^{name}\{{{want}\}} (\S+)$", text, re.M)
+            return None if found is None else float(found.group(1))
+        assert series("kgroup_share_partition_records", state="Acquired") == 3
+        assert series("kgroup_share_partition_delivery_count_records", delivery_count="1") == 3
+        assert series("kafka_server_share_partition_metrics_in_flight_message_count") == 3
+        assert series("kgroup_share_partition_lag") == 3
+        shown = json.loads(urllib.request.urlopen(broker.http + "/api/share-groups/sg").read())
+        assert shown["partitions"][0]["records"]["Acquired"] == 3 and shown["partitions"][0]["loaded"]
+        for m in held:
+            c.acknowledge(m, AcknowledgeType.REJECT if m.offset() == 1 else AcknowledgeType.ACCEPT)
+        c.commit_sync()
+        import time
+        deadline = time.monotonic() + 20
+        while series("kgroup_share_partition_start_offset") != 3 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert series("kgroup_share_partition_start_offset") == 3
+        assert series("kgroup_share_partition_lag") == 0
+        assert series("kgroup_share_partition_records", state="Acquired") == 0
+    finally:
+        c.close()
