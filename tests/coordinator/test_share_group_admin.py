@@ -222,3 +222,22 @@ def test_a_failed_write_answers_the_error():
     assert c.initiate_delete("g", "a").error_code == E.NOT_COORDINATOR
     c.fail_writes = None
     assert c.sp() == ({}, {A: {0}}, set())           # nothing changed
+
+
+def test_classic_protocol_requests_for_a_share_group_id():
+    """Kafka's getOrMaybeCreateClassicGroup: a share group is not a classic group, so a JoinGroup
+    (new member or not), SyncGroup, Heartbeat or LeaveGroup for its id answers UNKNOWN_MEMBER_ID and
+    the share group stays as it was."""
+    from .support import Ctx
+    c = AdminCtx({"a": 1})
+    c.stable()
+    before = c.sg("g").durable_view()
+    n = len(c.log)
+    for member in ("", "m1"):
+        r = c.answer(c.join("g", member))
+        assert (r.error_code, r.member_id) == (E.UNKNOWN_MEMBER_ID, member)
+    assert c.answer(c.sync("g", "m1", 1)).error_code == E.UNKNOWN_MEMBER_ID
+    assert c.heartbeat("g", "m1", 1) == E.UNKNOWN_MEMBER_ID
+    r = Ctx.leave(c, "g", "m1")
+    assert (r.error_code, [(m.member_id, m.error_code) for m in r.members]) == (0, [("m1", E.UNKNOWN_MEMBER_ID)])
+    assert len(c.log) == n and c.sg("g").durable_view() == before
