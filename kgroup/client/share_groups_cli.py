@@ -12,7 +12,8 @@ checks, messages and column layouts, over our Admin (``kgroup.client.admin``):
 ``--to-offset`` and ``--by-duration`` are kafka-consumer-groups.sh's scenarios (Kafka's
 OffsetsUtils, a new offset outside the log clamped to it), which Kafka 4.3's share tool does not
 offer; the others are the share tool's own. Takes ``argv`` without the program name and returns
-the exit status.
+the exit status: 1 when anything failed (Kafka's tool prints the same error and exits 0, except for
+usage errors), as ``kgroup groups`` does.
 """
 from __future__ import annotations
 
