@@ -3,7 +3,8 @@
 ``kgroup serve [--config FILE] [--override key=value ...]`` mirrors ``kafka-server-start.sh
 config/server.properties --override key=value``; ``topics``, ``groups``, ``produce`` and
 ``consume`` mirror kafka-topics.sh, kafka-consumer-groups.sh and the console producer/consumer
-(their options are parsed by ``kgroup.client.cli``); ``cluster`` runs a local cluster over ZooKeeper
+(their options are parsed by ``kgroup.client.cli``), ``share-groups`` kafka-share-groups.sh
+(``kgroup.client.share_groups_cli``); ``cluster`` runs a local cluster over ZooKeeper
 (``kgroup.cluster.local``).
 """
 from __future__ import annotations
@@ -80,6 +81,10 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] == "cluster":
         from .cluster import local
         return local.main(argv[1:])
+    if argv and argv[0] == "share-groups":
+        from .client import share_groups_cli
+        logging.basicConfig(level="WARNING", format="%(levelname)s %(name)s: %(message)s")
+        return share_groups_cli.main_share_groups(argv[1:])
     if argv and argv[0] == "acls":
         from .client import acls_cli
         logging.basicConfig(level="WARNING", format="%(levelname)s %(name)s: %(message)s")
@@ -103,6 +108,8 @@ def main(argv: list[str] | None = None) -> int:
                        ("transactions", "list, describe, find hanging, abort transactions (like kafka-transactions.sh)"),
                        ("acls", "add, remove, list ACLs (like kafka-acls.sh)"),
                        ("groups", "list, describe, delete groups, reset offsets (like kafka-consumer-groups.sh)"),
+                       ("share-groups", "list, describe, delete share groups, reset or delete their offsets "
+                                        "(like kafka-share-groups.sh)"),
                        ("produce", "console producer"), ("consume", "console consumer"),
                        ("cluster", "a local cluster over ZooKeeper: up, down, kill/stop/pause/resume/start N"),
                        ("inject", "fault injection into a broker that enables it (kgroup.fault.injection.enable)"),
