@@ -51,7 +51,11 @@ class Broker:
         # (kgroup/cluster/, docs/cluster.md); without it this broker is a single node.
         self.cluster = None
         if config["zookeeper.connect"]:
-            from ..cluster.zk_broker import ZkBroker
+            try:
+                from ..cluster.zk_broker import ZkBroker
+            except ImportError as e:
+                from ..cluster.errors import ClusterStartError
+                raise ClusterStartError(f"zookeeper.connect needs kazoo ({e}): pip install 'kgroup[cluster]'") from None
             os.makedirs(self.data_dir, exist_ok=True)
             self.cluster = ZkBroker(self, self.data_dir)
         self.metadata = TopicRegistry(self.data_dir, config,
