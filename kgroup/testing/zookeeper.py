@@ -30,6 +30,8 @@ admin.enableServer=false
 maxClientCnxns=200
 autopurge.purgeInterval=0
 minSessionTimeout={min_session_ms}
+# the brokers' zookeeper.session.timeout.ms holds up to 2 minutes (ZooKeeper's default cap is 20 ticks)
+maxSessionTimeout=120000
 """
 
 
