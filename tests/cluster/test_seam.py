@@ -57,6 +57,8 @@ def two_brokers(tmp_path):
                 brokers.append(b.start())
             for b in brokers:
                 b.call(lambda broker: setattr(broker, "replica_manager", Recorder(broker.replica_manager)))
+            for b in brokers:       # each has seen the other register
+                wait(lambda b=b: b.call(lambda broker: sorted(broker.cluster.cache.brokers)) == [1, 2])
             yield brokers
         finally:
             for b in brokers:
