@@ -14,6 +14,7 @@ The ``kafka_cluster`` pytest fixture is one of these with 3 brokers."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import tempfile
@@ -55,7 +56,19 @@ class KafkaCluster:
         for b in self.brokers.values():
             b.start()
         self.wait_for(lambda: len(self.zk.get_broker_ids()) == self.size and self.controller() is not None)
+        self.wait_until_brokers_see_each_other()
         return self
+
+    def wait_until_brokers_see_each_other(self, timeout: float = 30.0) -> None:
+        """Every running broker's metadata cache has exactly the running brokers (each logs its
+        live brokers when they change), so any of them can place replicas on all."""
+        running = sorted(n for n, b in self.brokers.items() if b.running)
+
+        def sees_all(n):
+            seen = re.findall(rf"broker {n}: live brokers (\[[0-9, ]*\])", self.brokers[n].log_text())
+            return bool(seen) and seen[-1] == str(running)
+        self.wait_for(lambda: all(sees_all(n) for n in running), timeout,
+                      what=f"every broker to see brokers {running}")
 
     def close(self) -> None:
         try:
@@ -107,7 +120,9 @@ class KafkaCluster:
     def start_broker(self, n: int) -> KafkaBroker:
         """Start broker ``n`` again on its data and port (after a SIGKILL it waits out the old
         session's registration)."""
-        return self.brokers[n].start()
+        b = self.brokers[n].start()
+        self.wait_until_brokers_see_each_other()
+        return b
 
     # -- ZooKeeper's view -------------------------------------------------------------------------------
     @property
