@@ -368,12 +368,16 @@ class TransactionCoordinatorShard:
         self._queue_markers(res, new)
 
     # == AddPartitionsToTxn / AddOffsetsToTxn =====================================================
-    def _producers_transaction(self, tid, pid, epoch):
+    def _producers_transaction(self, tid, pid, epoch, pending_first: bool = False):
         """The checks AddPartitionsToTxn and EndTxn begin with (Kafka repeats them in each
-        handler): (the producer's transaction metadata, None), or (None, the error to answer)."""
+        handler): (the producer's transaction metadata, None), or (None, the error to answer).
+        AddPartitionsToTxn checks a pending transition first (``pending_first``: under TV2 the
+        producer may already use the id still pending), EndTxn v0-4 after the id and epoch."""
         if not tid:
             return None, E.INVALID_REQUEST
         m = self.transactions.get(tid)
+        if pending_first and m is not None and m.pending_transition_in_progress:
+            return None, E.CONCURRENT_TRANSACTIONS
         if m is None or m.producer_id != pid:
             return None, E.INVALID_PRODUCER_ID_MAPPING
         if m.producer_epoch != epoch:
@@ -388,7 +392,7 @@ class TransactionCoordinatorShard:
         ``transaction_version`` 2: a broker adding a TV2 producer's partition (AddPartitionsToTxn
         v4+, from Produce v12 or TxnOffsetCommit v5), recorded with the transaction (0 from a
         client's AddPartitionsToTxn v0-3 or AddOffsetsToTxn)."""
-        m, error = self._producers_transaction(tid, pid, epoch)
+        m, error = self._producers_transaction(tid, pid, epoch, pending_first=True)
         if m is None:
             return error
         if m.state is S.ONGOING and partitions <= m.partitions:

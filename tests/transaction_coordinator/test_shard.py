@@ -220,11 +220,13 @@ def test_new_producer_fences_the_old_one_and_aborts_its_transaction():
     assert markers.partitions == (("t", 0), ("t", 1))
     # The old producer is fenced whatever it tries.
     assert c.end("tx", pid, epoch, True) == E.PRODUCER_FENCED
-    assert c.add_partitions("tx", pid, epoch, [("t", 2)]) == {("t", 2): E.PRODUCER_FENCED}
+    # AddPartitionsToTxn checks the pending transition first (the markers being written)
+    assert c.add_partitions("tx", pid, epoch, [("t", 2)]) == {("t", 2): E.CONCURRENT_TRANSACTIONS}
     # Until the abort markers are written the new instance is told to retry.
     assert c.init("tx").error_code == E.CONCURRENT_TRANSACTIONS
     c.complete_all()
     assert c.txn("tx").state is S.COMPLETE_ABORT
+    assert c.add_partitions("tx", pid, epoch, [("t", 2)]) == {("t", 2): E.PRODUCER_FENCED}
     r = c.init("tx")
     assert (r.error_code, r.producer_id, r.producer_epoch) == (E.NONE, pid, epoch + 2)
     assert c.end("tx", pid, epoch + 1, False) == E.PRODUCER_FENCED
@@ -667,3 +669,17 @@ def test_timed_out_transaction_under_transaction_version_2_is_aborted_as_one():
     [markers] = c.complete_all()
     assert (markers.committed, markers.producer_epoch, markers.transaction_version) == (False, epoch + 1, 2)
     assert c.txn("slow").state is S.COMPLETE_ABORT
+
+
+def test_add_partitions_checks_a_pending_transition_before_the_producer():
+    """handleAddPartitionsToTransaction: CONCURRENT_TRANSACTIONS while markers are written comes
+    before the producer id and epoch checks (with TV2 the producer may use the id still
+    pending); EndTxn v0-4 checks the id and epoch first."""
+    c = Ctx()
+    pid, epoch = c.ongoing("tx")
+    assert c.end("tx", pid, epoch, True) == E.NONE
+    assert c.txn("tx").state is S.PREPARE_COMMIT
+    assert c.add_partitions("tx", pid + 1, epoch, [("t", 5)]) == {("t", 5): E.CONCURRENT_TRANSACTIONS}
+    assert c.add_partitions("tx", pid, epoch + 3, [("t", 5)]) == {("t", 5): E.CONCURRENT_TRANSACTIONS}
+    assert c.end("tx", pid + 1, epoch, True) == E.INVALID_PRODUCER_ID_MAPPING
+    assert c.end("tx", pid, epoch, True) == E.CONCURRENT_TRANSACTIONS
