@@ -193,3 +193,31 @@ def test_one_failure_policy_on_every_write_path(tmp_path, failure):
         assert tshard.transactions["tx"].producer_epoch == init.producer_epoch
         assert tshard.transactions["tx"].state.kafka_name == "Ongoing"
     inproc(tmp_path, scenario)
+
+
+def test_txn_offset_commit_below_v2_answers_loading_as_coordinator_not_available(tmp_path):
+    """KafkaApis.handleTxnOffsetCommitRequest: while the group's offsets partition loads, v2+ is
+    answered COORDINATOR_LOAD_IN_PROGRESS and v0-1 COORDINATOR_NOT_AVAILABLE (clients before 2.0
+    do not know the former)."""
+    async def scenario(b):
+        gc = b.group_coordinator
+        await answer_of(submit(b, commit_request(GROUP, {0: 1}), 8))
+        init = await answer_of(submit(b, InitProducerIdRequest(transactional_id="tx", transaction_timeout_ms=60000), 4))
+        added = await answer_of(submit(b, AddOffsetsToTxnRequest(transactional_id="tx", producer_id=init.producer_id,
+                                                                 producer_epoch=init.producer_epoch, group_id=GROUP), 3))
+        assert added.error_code == 0
+        T = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
+
+        async def txn_commit(version):
+            return _errors(await answer_of(submit(b, TxnOffsetCommitRequest(
+                transactional_id="tx", group_id=GROUP, producer_id=init.producer_id,
+                producer_epoch=init.producer_epoch, generation_id=-1, member_id="", topics=[T(name="t", partitions=[
+                    T.TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=7)])]), version)))
+        gc.runtime.states[P] = CoordinatorState.LOADING       # the partition's log being replayed
+        assert await txn_commit(0) == [E.COORDINATOR_NOT_AVAILABLE]
+        assert await txn_commit(1) == [E.COORDINATOR_NOT_AVAILABLE]
+        assert await txn_commit(2) == [E.COORDINATOR_LOAD_IN_PROGRESS]
+        assert await txn_commit(3) == [E.COORDINATOR_LOAD_IN_PROGRESS]
+        gc.runtime.states[P] = CoordinatorState.ACTIVE
+        assert await txn_commit(1) == [0]
+    inproc(tmp_path, scenario)
