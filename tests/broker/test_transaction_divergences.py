@@ -144,4 +144,3 @@ def test_idle_producer_ids_expire(tmp_path):
         assert produce(c, "t", idempotent(6)).error_code == 0      # known again, in sequence
     finally:
         b.stop()
-
