@@ -221,3 +221,45 @@ def test_txn_offset_commit_below_v2_answers_loading_as_coordinator_not_available
         gc.runtime.states[P] = CoordinatorState.ACTIVE
         assert await txn_commit(1) == [0]
     inproc(tmp_path, scenario)
+
+
+def test_markers_carry_the_transaction_coordinator_epoch(tmp_path):
+    """The COMMIT/ABORT markers carry the epoch at which this broker leads the transaction's
+    __transaction_state partition (TransactionMarkerChannelManager: coordinatorEpoch), so a
+    partition refuses the markers of an older coordinator (TRANSACTION_COORDINATOR_FENCED)."""
+    from kgroup.protocol.messages.end_txn import EndTxnRequest
+    from kgroup.protocol.records import read_end_txn_marker_batch
+    from kgroup.storage.errors import TransactionCoordinatorFencedError
+    from kgroup.storage.producer_state import AppendOrigin
+
+    async def scenario(b):
+        tc = b.transaction_coordinator
+        tp = transaction_partition("tx-epoch", 50)
+        init = await answer_of(submit(b, InitProducerIdRequest(transactional_id="tx-epoch",
+                                                               transaction_timeout_ms=60000), 4))
+        tc.unload_partition(tp)
+        tc.load_partition(tp, epoch=7)
+        for _ in range(200):
+            if tc.runtime.is_active(tp):
+                break
+            await asyncio.sleep(0.01)
+        added = await answer_of(submit(b, AddOffsetsToTxnRequest(transactional_id="tx-epoch", producer_id=init.producer_id,
+                                                                 producer_epoch=init.producer_epoch, group_id=GROUP), 3))
+        assert added.error_code == 0
+        ended = await answer_of(submit(b, EndTxnRequest(transactional_id="tx-epoch", producer_id=init.producer_id,
+                                                        producer_epoch=init.producer_epoch, committed=True), 4))
+        assert ended.error_code == 0
+        offsets_log = b.data_path.log("__consumer_offsets", P)
+        for _ in range(200):
+            markers = [read_end_txn_marker_batch(bytes(batch), h) for h, batch in offsets_log.iter_batches()
+                       if h.is_control]
+            if markers:
+                break
+            await asyncio.sleep(0.01)
+        assert [(m.control_type, m.coordinator_epoch) for m in markers] == [(1, 7)]
+        # a marker of an older coordinator epoch for this producer is fenced
+        from kgroup.protocol.records import build_end_txn_marker_batch
+        with pytest.raises(TransactionCoordinatorFencedError):
+            offsets_log.append(build_end_txn_marker_batch(init.producer_id, init.producer_epoch, False, 6, 0),
+                               origin=AppendOrigin.COORDINATOR)
+    inproc(tmp_path, scenario)
