@@ -263,3 +263,27 @@ def test_markers_carry_the_transaction_coordinator_epoch(tmp_path):
             offsets_log.append(build_end_txn_marker_batch(init.producer_id, init.producer_epoch, False, 6, 0),
                                origin=AppendOrigin.COORDINATOR)
     inproc(tmp_path, scenario)
+
+
+def test_a_transaction_state_partition_holding_markers_loads(tmp_path):
+    """A COMMIT/ABORT marker in __transaction_state (the clients' AddPartitionsToTxn refuses internal
+    topics, but a log may hold one) settles nothing there: the partition loads, with its
+    transactions, instead of staying in loading."""
+    from kgroup.protocol.records import build_end_txn_marker_batch
+    from kgroup.storage.producer_state import AppendOrigin
+
+    async def scenario(b):
+        tc = b.transaction_coordinator
+        tp = transaction_partition("tx-m", 50)
+        init = await answer_of(submit(b, InitProducerIdRequest(transactional_id="tx-m", transaction_timeout_ms=60000), 4))
+        plog = b.data_path.log("__transaction_state", tp)
+        plog.append(build_end_txn_marker_batch(77, 0, False, 0, 0), origin=AppendOrigin.COORDINATOR)
+        tc.unload_partition(tp)
+        tc.load_partition(tp, epoch=1)
+        for _ in range(300):
+            if tc.runtime.states.get(tp) is not CoordinatorState.LOADING:
+                break
+            await asyncio.sleep(0.01)
+        assert tc.runtime.is_active(tp)
+        assert tc.runtime.shards[tp].transactions["tx-m"].producer_id == init.producer_id
+    inproc(tmp_path, scenario)
