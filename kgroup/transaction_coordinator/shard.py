@@ -356,7 +356,6 @@ class TransactionCoordinatorShard:
         abortTimedOutTransactions and handleInitProducerId."""
         if self.transaction_version() >= 2:
             self._prepare_end_v2(res, m, S.PREPARE_ABORT, now_ms)
-            self._set_last_epoch(res, m.transactional_id, NO_PRODUCER_EPOCH)
             return
         if m.producer_epoch == SHORT_MAX:
             raise AssertionError("cannot fence a producer at epoch Short.MaxValue")
@@ -549,13 +548,15 @@ class TransactionCoordinatorShard:
                         no_partition_added: bool = False) -> tuple[ErrorCode, int, int]:
         """TransactionMetadata.prepareAbortOrCommit under transaction version 2: the epoch bumped
         (the next producer id allocated when the current epoch is exhausted; the bump itself may
-        still reach Short.MaxValue), the markers queued; answers the id and epoch to use next."""
+        still reach Short.MaxValue), the last epoch the one before (an InitProducerId naming it is
+        a retry), the markers queued; answers the id and epoch to use next."""
         nxt = self._new_producer_id() if is_epoch_exhausted(m.producer_epoch) else NO_PRODUCER_ID
         bumped = m.producer_epoch if m.producer_epoch == SHORT_MAX else m.producer_epoch + 1
         new = m.transit(state, now_ms=now_ms, producer_epoch=bumped, next_producer_id=nxt,
                         client_transaction_version=2,
                         txn_start_timestamp=now_ms if no_partition_added else m.txn_start_timestamp)
         self._write(res, new)
+        self._set_last_epoch(res, m.transactional_id, m.producer_epoch)
         self._queue_markers(res, new)
         return E.NONE, (nxt if nxt != NO_PRODUCER_ID else m.producer_id), (0 if nxt != NO_PRODUCER_ID else bumped)
 

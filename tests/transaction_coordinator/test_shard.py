@@ -683,3 +683,28 @@ def test_add_partitions_checks_a_pending_transition_before_the_producer():
     assert c.add_partitions("tx", pid, epoch + 3, [("t", 5)]) == {("t", 5): E.CONCURRENT_TRANSACTIONS}
     assert c.end("tx", pid + 1, epoch, True) == E.INVALID_PRODUCER_ID_MAPPING
     assert c.end("tx", pid, epoch, True) == E.CONCURRENT_TRANSACTIONS
+
+
+def test_init_producer_id_after_a_v5_end_txn_with_the_epoch_before_it_is_a_retry():
+    """prepareAbortOrCommit under TV2 keeps the epoch before the bump as lastProducerEpoch, so an
+    InitProducerId naming it (a producer that missed the EndTxn answer) is a retry answered with
+    the current epoch, not PRODUCER_FENCED; naming the current epoch bumps (KIP-360)."""
+    c = Ctx()
+    pid, epoch = c.ongoing("tx")
+    assert _end_v5(c, "tx", pid, epoch, True) == (E.NONE, pid, epoch + 1)
+    c.complete_all()
+    r = c.init("tx", producer_id=pid, producer_epoch=epoch)
+    assert (r.error_code, r.producer_id, r.producer_epoch) == (E.NONE, pid, epoch + 1)
+    r = c.init("tx", producer_id=pid, producer_epoch=epoch + 1)
+    assert (r.error_code, r.producer_id, r.producer_epoch) == (E.NONE, pid, epoch + 2)
+    r = c.init("tx", producer_id=pid, producer_epoch=epoch)
+    assert r.error_code == E.PRODUCER_FENCED
+
+
+def test_init_producer_id_after_a_rotation_retries_with_the_exhausted_epoch():
+    c = exhausted_ctx()
+    assert add_v4(c, ("tx", 77, 32766, [("t", 0)], False)) == {"tx": {("t", 0): E.NONE}}
+    assert _end_v5(c, "tx", 77, 32766, True) == (E.NONE, 1000, 0)
+    c.complete_all()
+    r = c.init("tx", producer_id=77, producer_epoch=32766)
+    assert (r.error_code, r.producer_id, r.producer_epoch) == (E.NONE, 1000, 0)
