@@ -230,6 +230,9 @@ class KafkaShareConsumer:
     def __init__(self, config=None, **configs):
         self._loop = _LoopThread("kgroup-share-consumer")
         self._requests: queue.Queue = queue.Queue()
+        self._guard = threading.Lock()
+        self._owner: int | None = None
+        self._depth = 0
         try:
             self._core: ShareConsumer = self._loop.run(_call(ShareConsumer, config=config, **configs))
         except BaseException:
@@ -242,7 +245,24 @@ class KafkaShareConsumer:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    _drive = KafkaConsumer._drive
+    def _drive(self, coro, timeout: float | None = None):
+        """KafkaConsumer._drive, for one thread at a time (Java's ConcurrentModificationException:
+        calls from two threads would take each other's completions)."""
+        me = threading.get_ident()
+        with self._guard:
+            if self._owner not in (None, me):
+                coro.close()
+                raise IllegalStateError("KafkaShareConsumer is not safe for multi-threaded access")
+            self._owner = me
+            self._depth += 1
+        try:
+            return KafkaConsumer._drive(self, coro, timeout)
+        finally:
+            with self._guard:
+                self._depth -= 1
+                if not self._depth:
+                    self._owner = None
+
     _sync = KafkaConsumer._sync
 
     @property
