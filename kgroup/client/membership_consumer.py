@@ -319,7 +319,8 @@ class ConsumerGroupMembership(GroupMembership):
             self._reconcile(now, out)
 
     def _join(self) -> None:
-        log.info("Member %s joining group %s (consumer protocol)", self.member_id, self.config.group_id)
+        log.info("Member %s joining group %s (%s protocol)", self.member_id, self.config.group_id,
+                 self.config.group_protocol)
         self.state = ConsumerMemberState.JOINING
         self._set_epoch(0)
         self.target = None

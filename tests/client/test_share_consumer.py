@@ -357,3 +357,24 @@ def test_config_errors_are_javas():
         ShareConsumer(bootstrap_servers="127.0.0.1:1", group_id="g", share_acknowledgement_mode="sometimes")
     with pytest.raises(ConfigError, match="Unknown share consumer configuration 'no.such.key'"):
         ShareConsumer({"bootstrap.servers": "127.0.0.1:1", "group.id": "g", "no.such.key": 1})
+
+
+def test_unsubscribe_leaves_and_subscribe_joins_again(broker):
+    topic, group = name("t"), name("g")
+
+    async def go():
+        await setup(broker.bootstrap_servers, topic, group, n=2)
+        async with ShareConsumer(bootstrap_servers=broker.bootstrap_servers, group_id=group) as c:
+            c.subscribe([topic])
+            assert len(await poll_until(c, 2)) == 2
+            epoch = c._machine.member_epoch
+            await c.unsubscribe()
+            assert c.assignment() == set() and c.subscription() == set() and c._machine.member_epoch == 0
+            with pytest.raises(IllegalStateError, match="not subscribed"):
+                await c.poll(0)
+            c.subscribe([topic])
+            await produce(broker.bootstrap_servers, topic, 1, start=2)
+            got = await poll_until(c, 1)
+            # 0-1 stay acquired by this member across the re-join and are ACCEPTed with its next fetch
+            assert got == [(0, 2, 1)] and c._machine.member_epoch > epoch
+    run(go())
