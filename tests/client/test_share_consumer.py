@@ -378,3 +378,40 @@ def test_unsubscribe_leaves_and_subscribe_joins_again(broker):
             # 0-1 stay acquired by this member across the re-join and are ACCEPTed with its next fetch
             assert got == [(0, 2, 1)] and c._machine.member_epoch > epoch
     run(go())
+
+
+def test_renew_keeps_the_lock_and_returns_the_record_again(broker):
+    """RENEW (ShareAcknowledge v2, KIP-1222): the next poll returns the same record, and it stays
+    this member's past its first lock; ACCEPT then succeeds."""
+    topic, group = name("t"), name("g")
+
+    async def go():
+        await setup(broker.bootstrap_servers, topic, group, n=1, **{"share.record.lock.duration.ms": 15000})
+        c = ShareConsumer(bootstrap_servers=broker.bootstrap_servers, group_id=group,
+                          share_acknowledgement_mode="explicit")
+        other = ShareConsumer(bootstrap_servers=broker.bootstrap_servers, group_id=group)
+        completed = []
+        try:
+            c.set_acknowledgement_commit_callback(lambda offsets, error: completed.append((offsets, error)))
+            c.subscribe([topic])
+            records = []
+            while not records:
+                records = await c.poll(200)
+            other.subscribe([topic])
+            await joined(other)
+            await asyncio.to_thread(broker.advance_time, 10)
+            c.acknowledge(records[0], AcknowledgeType.RENEW)
+            again = await c.poll(0)
+            assert [(r.offset, r.delivery_count) for r in again] == [(0, 1)]
+            while not completed:                    # the RENEW answered
+                assert await c.commit_sync() == {}
+                await asyncio.sleep(0.05)
+            assert completed == [({TP(topic, 0): {0}}, None)]
+            await asyncio.to_thread(broker.advance_time, 10)     # past the first lock, not the renewed one
+            assert await poll_until(other, 1, timeout=1) == []
+            c.acknowledge(again[0], AcknowledgeType.ACCEPT)
+            assert await c.commit_sync() == {TP(topic, 0): None}
+        finally:
+            await c.close()
+            await other.close()
+    run(go())
