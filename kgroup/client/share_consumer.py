@@ -21,7 +21,9 @@ one request in flight per node, as Java's ``nodesWithPendingRequests``:
   a ShareAcknowledge. With nothing buffered they ride on the next ShareFetch instead, which is
   sent to every leader of an assigned partition and long-polls up to ``fetch.max.wait.ms``.
   Fetching stops as soon as records arrive and starts again when the application polls with the
-  buffer empty, so nothing is acquired (and locked) ahead of the application.
+  buffer empty, so nothing is acquired (and locked) ahead of the application, as in Java
+  (librdkafka's mock cluster relies on it: a ShareFetch sent while the member still holds
+  unacknowledged records it delivered gets them again).
 * ``commit_sync()`` / ``commit_async()`` send the acknowledgements made so far in a
   ShareAcknowledge to each node (after any fetch in flight there), with the results per partition;
   the acknowledgement commit callback sees every completed acknowledgement, called from
@@ -100,6 +102,7 @@ class ShareConsumer:
         self._assignment: set[TopicPartition] = set()
         self._nodes: dict[int, _Node] = {}
         self._buffer: deque[ShareCompletedFetch] = deque()
+        self._decoded: dict = {}            # partition -> its last decoded batch (ShareCompletedFetch)
         self._current = InFlightRecords()
         self._fetch_acks: dict[int, Acks] = {}          # acknowledgements waiting for the next ShareFetch
         self._fetch_more = False
@@ -507,7 +510,7 @@ class ShareConsumer:
                     node.retry_at = now_ms() + self.config["retry.backoff.ms"]
                 if p.acquired_records and tp is not None:
                     self._buffer.append(ShareCompletedFetch(node.handler.node_id, tp, tip, p.records,
-                                                            p.acquired_records))
+                                                            p.acquired_records, self._decoded))
                     got = True
         for tip, mine in acks.items():      # the broker did not answer for them
             self._complete_acks(tip, mine, KafkaError(ErrorCode.INVALID_RECORD_STATE, "Invalid response"), node)
@@ -590,6 +593,8 @@ class ShareConsumer:
             log.info("Assigned partitions: %s", ", ".join(map(str, sorted(self._assignment))))
         elif isinstance(event, (PartitionsRevoked, PartitionsLost)):
             self._assignment.difference_update(event.partitions)
+            for tp in event.partitions:
+                self._decoded.pop(tp, None)
             for cf in [cf for cf in self._buffer if cf.tp in event.partitions]:
                 self._buffer.remove(cf)
                 self._release_buffered(cf)

@@ -19,6 +19,8 @@ acknowledged as GAP by the client, as Java's ShareCompletedFetch does.
 from __future__ import annotations
 
 import logging
+from bisect import bisect_left
+from operator import attrgetter
 from typing import Iterable
 
 from kgroup.protocol.errors import ErrorCode
@@ -40,6 +42,9 @@ SESSION_ERRORS = (ErrorCode.SHARE_SESSION_NOT_FOUND, ErrorCode.INVALID_SHARE_SES
                   ErrorCode.SHARE_SESSION_LIMIT_REACHED)
 
 TopicIdPartition = tuple[bytes, int]     # (topic id, partition): how share requests name a partition
+
+
+_offset = attrgetter("offset")
 
 
 def next_epoch(epoch: int) -> int:
@@ -176,8 +181,13 @@ class ShareSessionHandler:
 class ShareCompletedFetch:
     """One partition's ShareFetch answer, decoded lazily batch by batch."""
 
-    def __init__(self, node_id: int, tp: TopicPartition, tip: TopicIdPartition, records, acquired):
+    def __init__(self, node_id: int, tp: TopicPartition, tip: TopicIdPartition, records, acquired,
+                 decoded: dict | None = None):
         self.node_id = node_id
+        # The broker answers the batches as stored: a big batch comes back with every ShareFetch
+        # that acquires a slice of it. ``decoded`` keeps the last decoded batch per partition
+        # (the consumer's), so each is decoded once, not once per fetch.
+        self._decoded = decoded
         self.tp = tp
         self.tip = tip
         self._records = records
@@ -217,7 +227,10 @@ class ShareCompletedFetch:
             epoch = header.partition_leader_epoch
             epoch = None if epoch < 0 else epoch
             tstype = int(header.timestamp_type)
-            for rec in decode_records(batch, header):
+            decoded = self._decode(header, batch)
+            start = bisect_left(decoded, acquired[self._next][0], key=_offset)
+            for i in range(start, len(decoded)):
+                rec = decoded[i]
                 o = rec.offset
                 while self._next < len(acquired) and acquired[self._next][0] < o:
                     gaps.append(acquired[self._next][0])
@@ -245,6 +258,18 @@ class ShareCompletedFetch:
         if self._next >= len(acquired):
             self.consumed = True
         return out, gaps
+
+    def _decode(self, header, batch) -> list:
+        cache = self._decoded
+        if cache is None:
+            return decode_records(batch, header)
+        key = (header.base_offset, header.batch_length, header.crc)
+        hit = cache.get(self.tp)
+        if hit is not None and hit[0] == key:
+            return hit[1]
+        records = decode_records(batch, header)
+        cache[self.tp] = (key, records)
+        return records
 
     def remaining(self) -> list[int]:
         """The acquired offsets not yet returned (to release when the partition goes away)."""
