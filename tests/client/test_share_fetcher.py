@@ -215,3 +215,24 @@ def test_a_broker_without_share_groups_is_fatal():
     mb.m.on_failure(join.token, UnsupportedVersionError("node 1 does not support API SHARE_GROUP_HEARTBEAT"), mb.now)
     assert isinstance(mb.m.fatal_error, UnsupportedVersionError)
     assert "ShareGroupHeartbeat API version 1" in str(mb.m.fatal_error)
+
+
+def test_a_stored_batch_is_decoded_once_across_fetches(monkeypatch):
+    """Each ShareFetch answer carries the whole stored batch; the consumer's cache decodes it once."""
+    from kgroup.client import share_fetcher
+    calls = []
+    real = share_fetcher.decode_records
+    monkeypatch.setattr(share_fetcher, "decode_records", lambda b, h: calls.append(h.base_offset) or real(b, h))
+    records, cache = batch(0, 10), {}
+    out = []
+    for first in (0, 4, 8):
+        cf = ShareCompletedFetch(1, TP("t", 0), (T1, 0), records,
+                                 [Acquired(first_offset=first, last_offset=min(first + 3, 9), delivery_count=1)], cache)
+        got, gaps = cf.take(500)
+        assert gaps == []
+        out += [r.offset for r in got]
+    assert out == list(range(10)) and calls == [0]
+    other = batch(10, 2)          # another batch replaces it
+    cf = ShareCompletedFetch(1, TP("t", 0), (T1, 0), other, [Acquired(first_offset=10, last_offset=11,
+                                                                       delivery_count=1)], cache)
+    assert [r.offset for r in cf.take(500)[0]] == [10, 11] and calls == [0, 10]
