@@ -21,7 +21,7 @@ from kgroup.client.admin import Admin, NewTopic
 from kgroup.client.config import ConfigError
 from kgroup.client.errors import IllegalStateError
 from kgroup.client.producer import Producer
-from kgroup.protocol.errors import ErrorCode
+from kgroup.protocol.errors import ErrorCode, KafkaError
 from kgroup.testing import rdkafka_mock
 from kgroup.testing.broker import KafkaBroker
 
@@ -414,4 +414,58 @@ def test_renew_keeps_the_lock_and_returns_the_record_again(broker):
         finally:
             await c.close()
             await other.close()
+    run(go())
+
+
+@pytest.mark.kafka_broker_config({"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                                  "super.users": "User:admin", **OVERRIDES})
+def test_over_sasl_ssl_and_not_authorized(kafka_broker_secure):
+    """The security settings every client takes; a user without READ on the group gets
+    GROUP_AUTHORIZATION_FAILED from poll (fatal, as Java)."""
+    b = kafka_broker_secure
+    admin = b.security_config("SASL_SSL", "admin", "SCRAM-SHA-512")
+    alice = b.security_config("SASL_SSL", "alice", "SCRAM-SHA-256")
+
+    async def go():
+        await setup_with(admin, "t", "g", n=2)
+        async with ShareConsumer(config={**admin, "group.id": "g"}) as c:
+            c.subscribe(["t"])
+            assert sorted(o for _, o, _ in await poll_until(c, 2)) == [0, 1]
+        async with ShareConsumer(config={**alice, "group.id": "g"}) as c:
+            c.subscribe(["t"])
+            with pytest.raises(KafkaError) as e:
+                deadline = time.monotonic() + 10
+                while time.monotonic() < deadline:
+                    await c.poll(100)
+            assert e.value.code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+    run(go())
+
+
+async def setup_with(config, topic, group, n=0):
+    async with Admin(config=config) as a:
+        errors = await a.create_topics([NewTopic(topic, 1, 1)])
+        assert all(e is None for e in errors.values()), errors
+        await a.incremental_alter_configs(GROUP_RESOURCE, group, [("share.auto.offset.reset", 0, "earliest")])
+    async with Producer(config=config) as p:
+        await asyncio.gather(*[await p.send(topic, b"v%d" % i, partition=0) for i in range(n)])
+
+
+def test_commit_async_reports_through_the_callback(broker):
+    topic, group = name("t"), name("g")
+
+    async def go():
+        await setup(broker.bootstrap_servers, topic, group, n=3)
+        async with ShareConsumer(bootstrap_servers=broker.bootstrap_servers, group_id=group) as c:
+            completed = []
+            c.set_acknowledgement_commit_callback(lambda offsets, error: completed.append((offsets, error)))
+            c.subscribe([topic])
+            got = await poll_until(c, 3)
+            assert len(got) == 3
+            completed.clear()
+            future = c.commit_async()               # implicit: every record of the last poll ACCEPTed
+            assert await future == {TP(topic, 0): None}
+            assert completed == []                  # the callback runs inside a consumer call
+            assert await c.poll(0) == []
+            assert acknowledged(completed) == ({TP(topic, 0): {0, 1, 2}}, {None})
+            assert await c.commit_async() == {}     # nothing left to acknowledge
     run(go())
