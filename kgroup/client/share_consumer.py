@@ -189,6 +189,16 @@ class ShareConsumer:
         if len(self._current):              # RENEWed: the same records again, their locks renewed
             self._send_acknowledge_async(acks)
             return list(self._current.records)
+        try:
+            return await self._fetch_records(timeout_ms, acks)
+        except BaseException:
+            for node, by_tip in acks.items():   # not sent yet: they go with the next fetch
+                self._add_fetch_acks(node, by_tip)
+            raise
+
+    async def _fetch_records(self, timeout_ms: int, acks: dict) -> list[ConsumerRecord]:
+        """Buffered records, else fetch (``acks`` riding along), waiting up to ``timeout_ms``;
+        ``acks`` is emptied once they are handed on."""
         deadline = now_ms() + timeout_ms
         ask_fetch = True
         while True:
@@ -201,19 +211,19 @@ class ShareConsumer:
             if len(fetch):
                 self._current = fetch
                 self._send_acknowledge_async(acks)
+                acks.clear()
                 await self._handle_completed_acknowledgements()
                 return list(fetch.records)
             gaps = fetch.take_acknowledged()    # only GAPs: acknowledge them like the rest
             if ask_fetch or gaps:
                 for node, by_tip in list(acks.items()) + list(gaps.items()):
                     self._add_fetch_acks(node, by_tip)
-                acks = {}
+                acks.clear()
                 ask_fetch = False
                 self._fetch_more = True     # ShareConsumeRequestManager.fetch()
             self._kick()
             remaining = deadline - now_ms()
             if remaining <= 0:
-                self._send_acknowledge_async(acks)
                 await self._handle_completed_acknowledgements()
                 return []
             wait = remaining

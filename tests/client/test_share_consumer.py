@@ -103,6 +103,10 @@ def cluster(request):
     return mc.bootstrap_servers, "mt", name("g")
 
 
+async def send(p, topic, n):
+    await asyncio.gather(*[await p.send(topic, b"v%d" % i, partition=0) for i in range(n)])
+
+
 async def joined(c, timeout=20.0):
     """Poll until the member has its assignment and has fetched once (its share session open)."""
     deadline = time.monotonic() + timeout
@@ -116,11 +120,14 @@ def test_implicit_acknowledgement_each_record_once(cluster):
     bootstrap, topic, group = cluster
 
     async def go():
-        async with ShareConsumer(bootstrap_servers=bootstrap, group_id=group) as c:
+        # One producer throughout: librdkafka's mock closes every share session on a broker when
+        # any connection to it closes (a short-lived producer's would end the consumer's).
+        async with Producer(bootstrap_servers=bootstrap, linger_ms=1) as p, \
+                ShareConsumer(bootstrap_servers=bootstrap, group_id=group) as c:
             c.subscribe([topic])
             await joined(c)
             assert c.assignment() == {TP(topic, 0)} and c.subscription() == {topic}
-            await produce(bootstrap, topic, 10)
+            await send(p, topic, 10)
             got = await poll_until(c, 10)
             assert sorted(o for _, o, _ in got) == list(range(10)) and {d for _, _, d in got} == {1}
             assert await poll_until(c, 1, timeout=2) == []      # ACCEPTed by the next poll: never again
@@ -135,13 +142,13 @@ def test_explicit_release_redelivers_reject_never_again(cluster):
     bootstrap, topic, group = cluster
 
     async def go():
-        async with ShareConsumer(bootstrap_servers=bootstrap, group_id=group,
-                                 share_acknowledgement_mode="explicit") as c:
+        async with Producer(bootstrap_servers=bootstrap, linger_ms=1) as p, \
+                ShareConsumer(bootstrap_servers=bootstrap, group_id=group, share_acknowledgement_mode="explicit") as c:
             completed = []
             c.set_acknowledgement_commit_callback(lambda offsets, error: completed.append((offsets, error)))
             c.subscribe([topic])
             await joined(c)
-            await produce(bootstrap, topic, 4)
+            await send(p, topic, 4)
             kinds = {0: AcknowledgeType.RELEASE, 1: AcknowledgeType.REJECT}
             first = await poll_until(c, 4, on_record=lambda r: c.acknowledge(r, kinds.get(r.offset,
                                                                                            AcknowledgeType.ACCEPT)))
