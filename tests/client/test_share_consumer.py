@@ -476,3 +476,25 @@ def test_commit_async_reports_through_the_callback(broker):
             assert acknowledged(completed) == ({TP(topic, 0): {0, 1, 2}}, {None})
             assert await c.commit_async() == {}     # nothing left to acknowledge
     run(go())
+
+
+def test_rides_through_a_broker_kill(tmp_path):
+    """kill -9 and restart of the broker under a consumer: it reconnects, opens a new share
+    session and goes on; what it acknowledged is never delivered again."""
+    with KafkaBroker(tmp_path / "data", OVERRIDES, process=True) as b:
+        topic, group = "t", "g"
+        run(setup(b.bootstrap_servers, topic, group, n=6))
+
+        async def go():
+            async with ShareConsumer(bootstrap_servers=b.bootstrap_servers, group_id=group) as c:
+                c.subscribe([topic])
+                assert sorted(o for _, o, _ in await poll_until(c, 6)) == list(range(6))
+                assert await c.commit_sync() == {TP(topic, 0): None}    # durable before it is answered
+                port = b.port_of("PLAINTEXT")
+                await asyncio.to_thread(b.kill_and_restart)
+                assert b.port_of("PLAINTEXT") == port
+                await produce(b.bootstrap_servers, topic, 3, start=6)
+                got = await poll_until(c, 3, timeout=40)
+                assert sorted((o, d) for _, o, d in got) == [(6, 1), (7, 1), (8, 1)]
+                assert await poll_until(c, 1, timeout=2) == []
+        run(go(), timeout=120)
