@@ -445,6 +445,7 @@ class ShareConsumer:
             if node.busy or now < node.retry_at:
                 continue
             handler = node.handler
+            handler.member_id = self._machine.member_id     # a pre-KIP-1082 coordinator may pick it
             waiting = self._fetch_acks.pop(node_id, {})
             for tip, tp in by_node.get(node_id, ()):
                 acks = waiting.pop(tip, None)
