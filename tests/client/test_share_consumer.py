@@ -103,6 +103,13 @@ def cluster(request):
     return mc.bootstrap_servers, "mt", name("g")
 
 
+def share_members(broker, group):
+    """The member ids of a share group, from its coordinator shard."""
+    gc = broker.group_coordinator
+    g = gc.shards[gc.shard_for(group)].groups.get(group)
+    return list(g.members) if g is not None else []
+
+
 async def send(p, topic, n):
     await asyncio.gather(*[await p.send(topic, b"v%d" % i, partition=0) for i in range(n)])
 
@@ -268,7 +275,10 @@ def test_a_consumer_closed_with_records_acquired_hands_them_over(broker):
         first.subscribe([topic])
         got = await poll_until(first, 5)
         assert sorted(o for _, o, _ in got) == list(range(5))
+        assert broker.call(share_members, group) == [first.member_id]
         await first.close()             # implicit mode: the last poll's records are released, not accepted
+        assert broker.call(share_members, group) == []          # left with epoch -1
+        assert broker.call(lambda br: br.share_partitions.sessions.get(group, first.member_id)) is None
         async with ShareConsumer(bootstrap_servers=broker.bootstrap_servers, group_id=group) as second:
             second.subscribe([topic])
             again = await poll_until(second, 5)
