@@ -199,12 +199,12 @@ class GroupRuntime:
         rt.write_transactional(p, result, req.producer_id, req.producer_epoch)
         return token.response if token.answered else token
 
-    def write_txn_markers(self, p: int, markers: list):
+    def write_txn_markers(self, p: int, markers: list, transaction_version: int = 0):
         """Transactions' COMMIT/ABORT markers on ``__consumer_offsets``-``p`` (the transaction
         coordinator's marker path): the producers' pending offsets settle. Returns the log to
         fsync; raises CoordinatorAppendError."""
         self.ensure_offsets_topic()
-        return self.runtime.write_markers(p, markers)
+        return self.runtime.write_markers(p, markers, transaction_version)
 
     def fire_due_timers(self, rearm: bool = True) -> int | None:
         return self.runtime.fire_due_timers(rearm)

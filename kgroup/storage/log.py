@@ -295,10 +295,12 @@ class PartitionLog:
     # --- appends ---------------------------------------------------------------------------
 
     def append(self, records, *, origin: AppendOrigin = AppendOrigin.CLIENT,
-               leader_epoch: int | None = None) -> AppendResult:
+               leader_epoch: int | None = None, transaction_version: int = 0) -> AppendResult:
         """Validate, assign offsets and append one produce partition's records (one or more
         batches). A duplicate idempotent batch is answered with its original offsets and not
-        written. Raises the ``kgroup.storage.errors`` / ``records`` exceptions."""
+        written. ``transaction_version``: the one the coordinator wrote these markers with
+        (UnifiedLog.appendAsLeader's). Raises the ``kgroup.storage.errors`` / ``records``
+        exceptions."""
         self.check_open()
         cfg = self.config
         now = self._clock()
@@ -359,7 +361,7 @@ class PartitionLog:
         for (pos, _), header in zip(found, headers):
             if header.has_producer_id:
                 control = memoryview(buf)[pos:pos + header.size] if header.is_control else None
-                duplicate = psm.check(header, origin, pending, control)
+                duplicate = psm.check(header, origin, pending, control, transaction_version)
                 if duplicate is not None:
                     # Kafka answers with the original batch's offsets and its timestamp.
                     return AppendResult(duplicate.first_offset, duplicate.last_offset, duplicate.timestamp,
