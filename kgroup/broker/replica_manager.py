@@ -357,10 +357,11 @@ class ReplicaManager:
                 self.fetchers.remove_partition(partition.tp)
                 if state.leader != NO_LEADER:
                     self.fetchers.add_partition(partition)
+                # (a coordinator partition hosted here is unloaded even when this broker did
+                # not know it led it: it loaded it as the single node it was)
+                self._on_leadership_change(partition, leader=False)
             log.info("follower of %s-%d (leader %d, epoch %d)", partition.topic, partition.partition,
                      partition.leader, partition.leader_epoch)
-            if was_leader:
-                self._on_leadership_change(partition, leader=False)
             self._try_complete(partition.tp)        # its acks=all produces: NOT_LEADER_OR_FOLLOWER
             self._wake_fetches(partition.tp)
         self._ensure_isr_task()
