@@ -391,8 +391,10 @@ class PartitionLog:
                                         self.log_start_offset, duplicate.timestamp,
                                         duplicate.offset_delta + 1, 0, duplicate=True)
 
-        if epoch != self.leader_epoch_cache.latest_epoch and epoch >= 0:
-            self.leader_epoch_cache.assign(epoch, first_offset)      # UnifiedLog.maybeAssignEpochStartOffset
+        if self._hw is not None and epoch != self.leader_epoch_cache.latest_epoch and epoch >= 0:
+            # UnifiedLog.maybeAssignEpochStartOffset (a replicated log; one node's log has one
+            # epoch since its start and keeps no checkpoint: no fsync on its produce path)
+            self.leader_epoch_cache.assign(epoch, first_offset)
         try:
             segment.append(buf, headers)
         except OSError as e:

@@ -80,8 +80,16 @@ def _batch(n: int, epoch: int = -1, base_offset: int = 0) -> bytes:
     return bytes(data)
 
 
+def test_a_single_nodes_log_keeps_no_checkpoint(tmp_path):
+    plog = PartitionLog(str(tmp_path / "t-0"))
+    plog.append(_batch(3))
+    assert plog.leader_epoch_cache.entries == []
+    assert not (tmp_path / "t-0" / CHECKPOINT_FILE).exists()
+
+
 def test_log_assigns_epochs_on_leader_appends_and_truncates(tmp_path):
     plog = PartitionLog(str(tmp_path / "t-0"))
+    plog.set_high_watermark(0)          # replicated
     plog.append(_batch(3))
     assert plog.leader_epoch_cache.entries == [(0, 0)]
     plog.leader_epoch = 2
@@ -94,12 +102,14 @@ def test_log_assigns_epochs_on_leader_appends_and_truncates(tmp_path):
     reopened = PartitionLog(str(tmp_path / "t-0"))
     assert reopened.leader_epoch_cache.entries == [(0, 0)]
     assert reopened.log_end_offset == 3
+    reopened.set_high_watermark(3)
     reopened.delete_records_before(2)
     assert reopened.leader_epoch_cache.entries == [(0, 2)]
 
 
 def test_follower_append_keeps_offsets_and_epochs(tmp_path):
     leader = PartitionLog(str(tmp_path / "l-0"))
+    leader.set_high_watermark(0)
     leader.append(_batch(2))
     leader.leader_epoch = 4
     leader.append(_batch(3))
