@@ -216,7 +216,7 @@ class ReplicaFetcher:
 
     async def _process(self, conn, tp, fs: FetchState, pd) -> None:
         from .replica_manager import truncation_offset
-        partition, plog = fs.partition, fs.partition.log
+        plog = fs.partition.log
         error = pd.error_code
         if error == ErrorCode.OFFSET_OUT_OF_RANGE:
             await self._handle_out_of_range(conn, tp, fs)

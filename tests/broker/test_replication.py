@@ -65,7 +65,7 @@ def test_followers_hold_the_leaders_bytes_and_the_high_watermark_follows(cluster
     assert c.offsets(1, T) == (50, 50)
     leader_bytes = c.log_bytes(1, T)
     for i in (2, 3):
-        c.wait(lambda: c.offsets(i, T) == (50, 50), what=f"broker {i} at the leader's high watermark")
+        c.wait(lambda i=i: c.offsets(i, T) == (50, 50), what=f"broker {i} at the leader's high watermark")
         assert c.log_bytes(i, T) == leader_bytes          # byte for byte: offsets, epochs, CRCs
     assert c.brokers[2].call(lambda b: b.data_path.log(T, 0).leader_epoch_cache.entries) == [(0, 0)]
 
@@ -154,12 +154,12 @@ def test_errors_and_kip951_hints_on_a_follower(cluster3):
     lo = request(c.brokers[3], L(replica_id=-1, isolation_level=0, topics=[L.ListOffsetsTopic(
         name=T, partitions=[L.ListOffsetsPartition(partition_index=0, timestamp=-1, current_leader_epoch=1)])]))
     assert lo.topics[0].partitions[0].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
-    O = OffsetForLeaderEpochRequest
+    E = OffsetForLeaderEpochRequest
     for kb, current, code in ((c.brokers[1], 2, ErrorCode.UNKNOWN_LEADER_EPOCH),
                               (c.brokers[1], 0, ErrorCode.FENCED_LEADER_EPOCH),
                               (c.brokers[2], 1, ErrorCode.NOT_LEADER_OR_FOLLOWER)):
-        r = request(kb, O(replica_id=-1, topics=[O.OffsetForLeaderTopic(topic=T, partitions=[
-            O.OffsetForLeaderPartition(partition=0, current_leader_epoch=current, leader_epoch=1)])]))
+        r = request(kb, E(replica_id=-1, topics=[E.OffsetForLeaderTopic(topic=T, partitions=[
+            E.OffsetForLeaderPartition(partition=0, current_leader_epoch=current, leader_epoch=1)])]))
         assert r.topics[0].partitions[0].error_code == code
 
 
@@ -266,7 +266,7 @@ def test_offsets_partition_moves_with_its_leadership():
     c = Cluster(2, overrides={"offsets.topic.num.partitions": "1"})
     try:
         c.create_topic(T)
-        for i, kb in c.brokers.items():     # the offsets topic on both, with one topic id
+        for kb in c.brokers.values():     # the offsets topic on both, with one topic id
             kb.call(lambda b: b.group_coordinator.ensure_offsets_topic())
         offsets_id = c.topic_id("__consumer_offsets")
         for kb in list(c.brokers.values())[1:]:
@@ -328,4 +328,4 @@ def test_confluent_kafka_acks_all(cluster3):
     leader = c.log_bytes(1, T)
     assert c.offsets(1, T) == (2000, 2000)
     for i in (2, 3):
-        c.wait(lambda: c.log_bytes(i, T) == leader, what=f"broker {i} has every record")
+        c.wait(lambda i=i: c.log_bytes(i, T) == leader, what=f"broker {i} has every record")

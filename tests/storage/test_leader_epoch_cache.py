@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kgroup.protocol.records import Record, build_batch, read_batch_header
+from kgroup.protocol.records import InvalidRecordError, Record, build_batch, read_batch_header
 from kgroup.storage.leader_epoch_cache import (CHECKPOINT_FILE, EpochEntry, LeaderEpochCheckpointError,
                                                LeaderEpochFileCache, read_checkpoint)
 from kgroup.storage.log import PartitionLog
@@ -123,7 +123,7 @@ def test_follower_append_keeps_offsets_and_epochs(tmp_path):
     tail = bytes(leader.read(5, 1 << 20).records)
     assert follower.append_as_follower(tail[:-3]) == 5
     assert follower.append_as_follower(tail) == 6
-    with pytest.raises(Exception):
+    with pytest.raises(InvalidRecordError, match="Out of order offsets"):
         follower.append_as_follower(tail)       # offsets before the follower's end
 
 
