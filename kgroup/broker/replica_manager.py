@@ -315,7 +315,8 @@ class ReplicaManager:
     def apply_partition_states(self, states: list[PartitionState]) -> None:
         """Kafka's becomeLeaderOrFollower: each state this broker is a replica in makes it the
         leader or a follower; a state older than the one known (leader epoch, then partition
-        epoch) is ignored."""
+        epoch) is ignored. Called on the broker's event loop (from a ZooKeeper client's thread:
+        ``loop.call_soon_threadsafe``), as every method here."""
         self.enabled = True
         now = self.now_ms()
         leaders, followers = [], []

@@ -329,3 +329,24 @@ def test_confluent_kafka_acks_all(cluster3):
     assert c.offsets(1, T) == (2000, 2000)
     for i in (2, 3):
         c.wait(lambda i=i: c.log_bytes(i, T) == leader, what=f"broker {i} has every record")
+
+
+def test_older_states_are_ignored_and_stop_replicas(cluster3):
+    from kgroup.cluster.partition_state import PartitionState
+    c = cluster3
+    topic_id = c.create_topic(T)
+    c.elect(T, leader=1, isr=(1, 2, 3))
+    c.elect(T, leader=1, isr=(1, 2, 3))                 # leader epoch 1
+    stale = [PartitionState(T, 0, topic_id, 2, 0, (2,), (1, 2, 3), 9)]
+    for kb in c.brokers.values():
+        kb.call(lambda b: b.replica_manager.apply_partition_states(stale))
+    assert c.brokers[1].call(lambda b: (b.replica_manager.partitions[(T, 0)].leader,
+                                        b.replica_manager.partitions[(T, 0)].leader_epoch)) == (1, 1)
+    _, pr = produce(c.brokers[1], batch(["a"]))
+    assert pr.error_code == 0
+    c.brokers[3].call(lambda b: b.replica_manager.stop_replicas([(T, 0)], delete=True))
+    assert c.brokers[3].call(lambda b: b.data_path.log(T, 0)) is None
+    c.brokers[1].call(lambda b: b.replica_manager.stop_replicas([(T, 0)], delete=False))
+    _, pr = produce(c.brokers[1], batch(["b"]))
+    assert pr.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert c.offsets(1, T)[0] == 1                        # the log is kept
