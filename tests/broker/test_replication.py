@@ -350,3 +350,24 @@ def test_older_states_are_ignored_and_stop_replicas(cluster3):
     _, pr = produce(c.brokers[1], batch(["b"]))
     assert pr.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
     assert c.offsets(1, T)[0] == 1                        # the log is kept
+
+
+def test_delete_records_on_the_leader_moves_the_followers_log_start(cluster3):
+    from kgroup.protocol.messages.delete_records import DeleteRecordsRequest as D
+    c = cluster3
+    c.create_topic(T)
+    c.elect(T, leader=1, isr=(1, 2, 3))
+    for _ in range(3):
+        produce(c.brokers[1], batch(["a", "b"]))
+
+    def delete(kb):
+        r = request(kb, D(timeout_ms=5000, topics=[D.DeleteRecordsTopic(name=T, partitions=[
+            D.DeleteRecordsPartition(partition_index=0, offset=4)])]))
+        return r.topics[0].partitions[0]
+    assert delete(c.brokers[2]).error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    r = delete(c.brokers[1])
+    assert r.error_code == 0 and r.low_watermark == 4
+    produce(c.brokers[1], batch(["c"]))
+    for i in (2, 3):
+        c.wait(lambda i=i: c.brokers[i].call(lambda b: b.data_path.log(T, 0).log_start_offset) == 4,
+               what=f"broker {i}'s log start")
