@@ -191,6 +191,8 @@ CONFIG_DEFS: dict[str, ConfigDef] = {c.name: c for c in (
     _d("replica.fetch.response.max.bytes", "int", 10485760, "The bytes a follower fetches per request."),
     _d("replica.fetch.backoff.ms", "int", 1000, "The wait after a follower's fetch failed."),
     _d("replica.socket.timeout.ms", "int", 30000, "The time a follower's request may take."),
+    _d("replica.high.watermark.checkpoint.interval.ms", "long", 5000,
+       "How often the high watermarks are written to replication-offset-checkpoint."),
     _d("replica.selector.class", "string", None,
        "KIP-392: org.apache.kafka.common.replica.RackAwareReplicaSelector sends consumers to a replica "
        "in their rack (PreferredReadReplica); unset: consumers read from leaders."),

@@ -81,7 +81,7 @@ KAFKA_KEYS_NOT_APPLIED = frozenset({
     "remote.log.storage.manager.class.name", "remote.log.storage.manager.class.path",
     "remote.log.storage.manager.impl.prefix", "remote.log.storage.system.enable",
     "replica.alter.log.dirs.io.max.bytes.per.second",
-    "replica.high.watermark.checkpoint.interval.ms", "replica.socket.receive.buffer.bytes", "replication.quota.window.num",
+    "replica.socket.receive.buffer.bytes", "replication.quota.window.num",
     "replication.quota.window.size.seconds", "request.timeout.ms", "sasl.client.callback.handler.class",
     "sasl.jaas.config", "sasl.kerberos.kinit.cmd", "sasl.kerberos.min.time.before.relogin",
     "sasl.kerberos.principal.to.local.rules", "sasl.kerberos.service.name",

@@ -36,17 +36,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from typing import Callable
 
 from ..cluster.partition_state import PartitionState
 from ..protocol.errors import ErrorCode, KafkaError
 from ..storage.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+from ..storage.manager import read_checkpoint, write_checkpoint
 from .pending import PendingResponse
 
 log = logging.getLogger("kgroup.replica_manager")
 
 NO_LEADER = -1
 RACK_AWARE_SELECTOR = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+HW_CHECKPOINT = "replication-offset-checkpoint"
 UNKNOWN_OFFSET = -1
 
 
@@ -301,6 +304,11 @@ class ReplicaManager:
         self.rack_aware = selector == RACK_AWARE_SELECTOR
         self._delayed: dict[tuple[str, int], list[_DelayedProduce]] = {}
         self._isr_task: asyncio.Task | None = None
+        self._hw_task: asyncio.Task | None = None
+        # the high watermarks written at the previous checkpoint (Kafka's
+        # replication-offset-checkpoint), read when the first partition is made replicated
+        self.hw_checkpoint_path = os.path.join(broker.data_dir, HW_CHECKPOINT)
+        self._checkpointed: dict[tuple[str, int], int] | None = None
         self._wake_scheduled: set[tuple[str, int]] = set()
         from .replica_fetcher import ReplicaFetcherManager
         self.fetchers = ReplicaFetcherManager(self)
@@ -339,6 +347,10 @@ class ReplicaManager:
             else:
                 plog = self.broker.data_path.logs.get_or_create(state.topic, state.partition)
                 partition = self.partitions[tp] = Partition(self, state, plog)
+                if not plog.replicated:     # where the high watermark was at the last checkpoint
+                    if self._checkpointed is None:
+                        self._checkpointed = read_checkpoint(self.hw_checkpoint_path)
+                    plog.set_high_watermark(self._checkpointed.get(tp, plog.log_start_offset))
             if state.leader == self.broker_id:
                 leaders.append((partition, state))
             else:
@@ -563,8 +575,32 @@ class ReplicaManager:
 
     # -- ISR changes --------------------------------------------------------------------------
     def _ensure_isr_task(self) -> None:
+        loop = asyncio.get_running_loop()
         if self._isr_task is None or self._isr_task.done():
-            self._isr_task = asyncio.get_running_loop().create_task(self._isr_expiration())
+            self._isr_task = loop.create_task(self._isr_expiration())
+        if self._hw_task is None or self._hw_task.done():
+            self._hw_task = loop.create_task(self._checkpoint_high_watermarks())
+
+    def high_watermarks(self) -> dict[tuple[str, int], int]:
+        return {tp: p.log.high_watermark for tp, p in self.partitions.items() if not p.log.closed}
+
+    async def _checkpoint_high_watermarks(self) -> None:
+        """Kafka's highwatermark-checkpoint task: every replica.high.watermark.checkpoint.interval.ms
+        the replicated partitions' high watermarks go to replication-offset-checkpoint (on a
+        thread), read back when a restarted broker makes them replicated again."""
+        interval = self.broker.config["replica.high.watermark.checkpoint.interval.ms"] / 1000.0
+        loop = asyncio.get_running_loop()
+        written: dict = {}
+        while True:
+            await asyncio.sleep(interval)
+            offsets = self.high_watermarks()
+            if offsets == written:
+                continue
+            try:
+                await loop.run_in_executor(None, write_checkpoint, self.hw_checkpoint_path, offsets)
+                written = offsets
+            except Exception:
+                log.exception("cannot write %s", self.hw_checkpoint_path)
 
     async def _isr_expiration(self) -> None:
         """Kafka's isr-expiration task: every half replica.lag.time.max.ms, each led partition
@@ -645,6 +681,13 @@ class ReplicaManager:
     async def close(self) -> None:
         if self._isr_task is not None:
             self._isr_task.cancel()
+        if self._hw_task is not None:
+            self._hw_task.cancel()
+            if self.partitions and not self.broker.log_dir_failure.offline:
+                try:
+                    write_checkpoint(self.hw_checkpoint_path, self.high_watermarks())
+                except OSError:
+                    log.exception("cannot write %s", self.hw_checkpoint_path)
         for delayed in {d for ds in self._delayed.values() for d in ds}:
             for w in delayed.waits:
                 if not w[4]:

@@ -87,7 +87,7 @@ class Cluster:
                 kb.call(lambda b: b.replica_manager.apply_partition_states(states))
 
     def topic_id(self, topic: str) -> bytes:
-        return next(iter(self.brokers.values())).call(lambda b: b.metadata.get(topic).topic_id)
+        return next(kb for kb in self.brokers.values() if kb.running).call(lambda b: b.metadata.get(topic).topic_id)
 
     # -- looking at brokers ---------------------------------------------------------------------
     def log_bytes(self, i: int, topic: str, partition: int = 0) -> bytes:

@@ -371,3 +371,23 @@ def test_delete_records_on_the_leader_moves_the_followers_log_start(cluster3):
     for i in (2, 3):
         c.wait(lambda i=i: c.brokers[i].call(lambda b: b.data_path.log(T, 0).log_start_offset) == 4,
                what=f"broker {i}'s log start")
+
+
+def test_high_watermarks_are_checkpointed_and_read_back():
+    c = Cluster(2)
+    try:
+        c.create_topic(T)
+        c.elect(T, leader=1, isr=(1, 2))
+        produce(c.brokers[1], batch(["a", "b"]))
+        c.wait(lambda: c.offsets(2, T) == (2, 2), what="broker 2 at the high watermark")
+        c.brokers[2].stop()                 # a clean stop writes the checkpoint
+        text = open(f"{c.brokers[2].data_dir}/replication-offset-checkpoint").read()
+        assert text == f"0\n1\n{T} 0 2\n"
+        c.brokers[1].stop()
+        c.brokers[2].start()
+        c.wire(2)
+        c.down.add(1)
+        c.elect(T, leader=1, isr=(1, 2))    # following a leader that is gone: nothing fetched
+        assert c.offsets(2, T) == (2, 2)     # the high watermark from the checkpoint, not the log start
+    finally:
+        c.close()
