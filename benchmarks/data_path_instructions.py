@@ -13,7 +13,7 @@ start-up cancelled.
 
 Usage (needs valgrind; a few minutes)::
 
-    python benchmarks/data_path_instructions.py --baseline-src /path/to/other/tree [--n 1000]
+    python benchmarks/data_path_instructions.py --baseline-src /path/to/other/tree [--n 1000] [--workload fetch]
 """
 from __future__ import annotations
 
@@ -98,6 +98,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=1000)
     ap.add_argument("--baseline-src", required=False, help="the other source tree (e.g. a git worktree of main)")
     ap.add_argument("--child", choices=("produce", "fetch"))
+    ap.add_argument("--workload", choices=("produce", "fetch", "both"), default="both")
     args = ap.parse_args()
     if args.child:
         child(args.n, args.child)
@@ -105,7 +106,7 @@ def main() -> None:
     trees = {"this tree": _ROOT}
     if args.baseline_src:
         trees["baseline"] = os.path.abspath(args.baseline_src)
-    for workload in ("produce", "fetch"):
+    for workload in ("produce", "fetch") if args.workload == "both" else (args.workload,):
         per = {}
         for name, src in trees.items():
             few, many = instructions(src, args.n, workload), instructions(src, 6 * args.n, workload)

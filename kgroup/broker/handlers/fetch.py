@@ -20,6 +20,8 @@ the consumer's rack as PreferredReadReplica); the current leader epoch is checke
 last fetched epoch that diverges from the leader's log is answered with the diverging epoch (v12+);
 NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH carry KIP-951's CurrentLeader and NodeEndpoints (v16+).
 """
+import functools
+
 from ...protocol.errors import ErrorCode
 from ...protocol.messages.fetch import FetchResponse
 from ...storage.errors import OffsetOutOfRangeError
@@ -51,12 +53,13 @@ def handle(broker, ctx, req, version):
             plan = [(ft, name, None if name in denied else topic) for ft, name, topic in plan]
     partitions = [(name, p.partition) for ft, name, topic in plan if topic for p in ft.partitions]
 
-    replica_id = -1
+    read = _read
     if broker.replica_manager.enabled:
-        replica_id = req.replica_state.replica_id if version >= 15 else req.replica_id
+        read = functools.partial(_read_cluster, replica_id=req.replica_state.replica_id if version >= 15
+                                 else req.replica_id)
 
     def evaluate(force):
-        resp, size, error = _read(broker, req, version, plan, denied, replica_id)
+        resp, size, error = read(broker, req, version, plan, denied)
         if force or error or size >= req.min_bytes or req.max_wait_ms <= 0 or size >= req.max_bytes:
             return resp
         return None
@@ -69,10 +72,59 @@ def handle(broker, ctx, req, version):
     return waiter.pending
 
 
-def _read(broker, req, version, plan, denied=None, replica_id=-1):
+def _read(broker, req, version, plan, denied=None):
+    dp = broker.data_path
+    resp = FetchResponse(throttle_time_ms=0, error_code=0, session_id=0, responses=[])
+    budget = req.max_bytes
+    total = 0
+    error = False
+    read_committed = req.isolation_level == 1
+    for ft, name, topic in plan:
+        tr = TopicResponse(topic=ft.topic if version < 13 else name or "", topic_id=ft.topic_id, partitions=[])
+        resp.responses.append(tr)
+        for fp in ft.partitions:
+            # Records are never null, errors included: Kafka sends MemoryRecords.EMPTY, and
+            # librdkafka fails the whole response on a null (size -1) record set.
+            pd = PartitionData(partition_index=fp.partition, high_watermark=-1, last_stable_offset=-1,
+                               log_start_offset=-1, aborted_transactions=None, records=b"")
+            tr.partitions.append(pd)
+            if topic is None:
+                pd.error_code = (ErrorCode.TOPIC_AUTHORIZATION_FAILED if denied and name in denied else
+                                 ErrorCode.UNKNOWN_TOPIC_ID if version >= 13 else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                error = True
+                continue
+            plog = dp.log(name, fp.partition) if 0 <= fp.partition < topic.num_partitions else None
+            if plog is None:
+                pd.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                error = True
+                continue
+            pd.high_watermark = plog.high_watermark
+            pd.last_stable_offset = plog.last_stable_offset
+            pd.log_start_offset = plog.log_start_offset
+            try:
+                limit = min(fp.partition_max_bytes, budget)
+                if read_committed:
+                    got, aborted = plog.read_committed(fp.fetch_offset, limit, min_one_batch=total == 0)
+                    pd.aborted_transactions = [AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
+                                               for a in aborted]
+                else:
+                    got = plog.read(fp.fetch_offset, limit, min_one_batch=total == 0)
+            except OffsetOutOfRangeError:
+                pd.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
+                error = True
+                continue
+            pd.error_code = 0
+            n = len(got.records)
+            pd.records = got.records if n else b""
+            total += n
+            budget = max(0, budget - n)
+    return resp, total, error
+
+
+def _read_cluster(broker, req, version, plan, denied=None, *, replica_id=-1):
+    """``_read`` in a cluster: leadership, epochs, the high watermark, follower fetches."""
     dp = broker.data_path
     rm = broker.replica_manager
-    cluster = rm.enabled
     resp = FetchResponse(throttle_time_ms=0, error_code=0, session_id=0, responses=[])
     budget = req.max_bytes
     total = 0
@@ -98,46 +150,43 @@ def _read(broker, req, version, plan, denied=None, replica_id=-1):
                 error = True
                 continue
             max_offset = None
-            if cluster:
-                part, code = _replica_read(rm, name, fp, version, replica_id)
-                if code is not None:
-                    pd.error_code = code
-                    if code in _HINTED and version >= 16:
-                        _leader_hint(rm, name, fp.partition, pd, resp)
-                    error = True
-                    continue
-                if not _check_epoch(part, plog, fp, pd, version):
-                    error = True        # diverging (or unknown) last fetched epoch: answered now
-                    continue
-                if replica_id < 0:
-                    max_offset = plog.high_watermark
-                    if version >= 11 and req.rack_id:
-                        preferred = rm.preferred_read_replica(part, fp.fetch_offset, req.rack_id)
-                        if preferred >= 0:
-                            pd.preferred_read_replica = preferred
-                            pd.high_watermark = plog.high_watermark
-                            pd.last_stable_offset = plog.last_stable_offset
-                            pd.log_start_offset = plog.log_start_offset
-                            error = True
-                            continue
+            part, code = _replica_read(rm, name, fp, version, replica_id)
+            if code is not None:
+                pd.error_code = code
+                if code in _HINTED and version >= 16:
+                    _leader_hint(rm, name, fp.partition, pd, resp)
+                error = True
+                continue
+            if not _check_epoch(part, plog, fp, pd, version):
+                error = True        # diverging (or unknown) last fetched epoch: answered now
+                continue
+            if replica_id < 0:
+                max_offset = plog.high_watermark
+                if version >= 11 and req.rack_id:
+                    preferred = rm.preferred_read_replica(part, fp.fetch_offset, req.rack_id)
+                    if preferred >= 0:
+                        pd.preferred_read_replica = preferred
+                        pd.high_watermark = plog.high_watermark
+                        pd.last_stable_offset = plog.last_stable_offset
+                        pd.log_start_offset = plog.log_start_offset
+                        error = True
+                        continue
             pd.high_watermark = plog.high_watermark
             pd.last_stable_offset = plog.last_stable_offset
             pd.log_start_offset = plog.log_start_offset
             try:
                 limit = min(fp.partition_max_bytes, budget)
-                if max_offset is not None and not read_committed:
-                    got = plog.read(fp.fetch_offset, limit, min_one_batch=total == 0, max_offset=max_offset)
-                elif read_committed:
+                if read_committed:      # the last stable offset is never past the high watermark
                     got, aborted = plog.read_committed(fp.fetch_offset, limit, min_one_batch=total == 0)
                     pd.aborted_transactions = [AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
                                                for a in aborted]
-                else:
-                    got = plog.read(fp.fetch_offset, limit, min_one_batch=total == 0)
+                else:                   # a consumer below the high watermark, a follower up to the end
+                    got = plog.read(fp.fetch_offset, limit, min_one_batch=total == 0, max_offset=max_offset)
             except OffsetOutOfRangeError:
                 pd.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
                 error = True
                 continue
-            if cluster and replica_id >= 0:
+            if replica_id >= 0:
                 rm.on_follower_fetch(part, replica_id, fp.fetch_offset, fp.log_start_offset)
                 pd.high_watermark = plog.high_watermark
             pd.error_code = 0
