@@ -190,8 +190,12 @@ class TransactionRuntime:
                 token.answer(response)
             out = []
             plog = self.broker.data_path.log(self.topic, shard.partition)
-        self.broker.data_path.wait_flushed({plog}).listen(
-            lambda flushed: self._prepared(shard, markers, out, flushed))
+        flushed = self.broker.data_path.wait_flushed({plog})
+        rm = self.broker.replica_manager
+        if rm.enabled:      # in a cluster the Prepare records reach the ISR before any marker is written
+            flushed = rm.after_replicated((self.topic, shard.partition), plog, flushed,
+                                          self.broker.config["offsets.commit.timeout.ms"])
+        flushed.listen(lambda flushed: self._prepared(shard, markers, out, flushed))
 
     def _drain_markers(self, shard) -> list:
         markers = shard.drain_markers()

@@ -391,3 +391,58 @@ def test_high_watermarks_are_checkpointed_and_read_back():
         assert c.offsets(2, T) == (2, 2)     # the high watermark from the checkpoint, not the log start
     finally:
         c.close()
+
+
+def test_transactions_survive_a_failover_with_confluent_kafka():
+    """A librdkafka transactional producer commits, aborts and leaves one transaction open on
+    broker 1, which leads the data partition and __transaction_state; both move to broker 2: a
+    read_committed consumer there reads exactly the committed records, stopped before the open
+    transaction, and broker 2's transaction coordinator has it Ongoing."""
+    from confluent_kafka import Consumer, Producer
+    c = Cluster(2, overrides={"transaction.state.log.num.partitions": "1"})
+    try:
+        c.create_topic(T)
+        for kb in c.brokers.values():
+            kb.call(lambda b: b.transaction_coordinator.ensure_topic())
+        txn_id = c.topic_id("__transaction_state")
+        c.brokers[2].call(_set_topic_id, "__transaction_state", txn_id)
+        c.elect(T, leader=1, isr=(1, 2))
+        c.elect("__transaction_state", leader=1, isr=(1, 2))
+        p = Producer({"bootstrap.servers": c.brokers[1].bootstrap_servers, "transactional.id": "tx", "linger.ms": 0})
+        p.init_transactions(30)
+        for values, commit in ((range(10), True), (range(100, 105), False)):
+            p.begin_transaction()
+            for v in values:
+                p.produce(T, value=b"%d" % v, partition=0)
+            p.commit_transaction(30) if commit else p.abort_transaction(30)
+        p.begin_transaction()
+        for v in range(200, 203):
+            p.produce(T, value=b"%d" % v, partition=0)
+        assert p.flush(30) == 0
+        end = c.offsets(1, T)[0]
+        c.wait(lambda: c.offsets(2, T) == (end, end), what="broker 2 has every record")
+        c.wait(lambda: c.offsets(2, "__transaction_state")[0] == c.offsets(1, "__transaction_state")[0],
+               what="broker 2 has the transaction log")
+        c.elect(T, leader=2, isr=(1, 2))
+        c.elect("__transaction_state", leader=2, isr=(1, 2))
+        assert c.brokers[2].call(lambda b: b.data_path.log(T, 0).last_stable_offset) == end - 3
+        consumer = Consumer({"bootstrap.servers": c.brokers[2].bootstrap_servers, "group.id": "reader",
+                             "isolation.level": "read_committed", "auto.offset.reset": "earliest",
+                             "enable.auto.commit": False})
+        from confluent_kafka import TopicPartition
+        consumer.assign([TopicPartition(T, 0, 0)])
+        got, deadline = [], time.monotonic() + 20
+        while time.monotonic() < deadline and len(got) < 10:
+            m = consumer.poll(0.5)
+            if m is not None and not m.error():
+                got.append(int(m.value()))
+        time.sleep(1.0)
+        m = consumer.poll(0.5)
+        assert m is None or m.error()
+        consumer.close()
+        assert got == list(range(10))
+        states = c.wait(lambda: [t for t in c.brokers[2].transactions() if t.get("transactional_id") == "tx"],
+                        what="broker 2's coordinator has the transaction")
+        assert states[0]["state"] == "Ongoing", states
+    finally:
+        c.close()
