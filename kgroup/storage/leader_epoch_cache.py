@@ -76,12 +76,17 @@ class LeaderEpochFileCache:
 
     __slots__ = ("path", "_epochs", "_offsets", "latest_epoch")
 
-    def __init__(self, directory: str):
+    def __init__(self, directory: str, read: bool = True):
         self.path = os.path.join(directory, CHECKPOINT_FILE)
         self._epochs: list[int] = []
         self._offsets: list[int] = []
         # the latest epoch, or UNDEFINED_EPOCH when empty: read on every append
         self.latest_epoch = UNDEFINED_EPOCH
+        if read:
+            self.load()
+
+    def load(self) -> None:
+        """Read the checkpoint file (the log knows from its directory listing whether there is one)."""
         for entry in read_checkpoint(self.path):
             self._assign(entry.epoch, entry.start_offset)
 

@@ -42,7 +42,7 @@ from kgroup.protocol.records import (
     validate_batch,
 )
 from kgroup.storage.config import LogConfig
-from kgroup.storage.leader_epoch_cache import LeaderEpochFileCache
+from kgroup.storage.leader_epoch_cache import CHECKPOINT_FILE, LeaderEpochFileCache
 from kgroup.storage.errors import (
     InvalidTimestampError,
     KafkaStorageError,
@@ -153,11 +153,9 @@ class PartitionLog:
         self._truncations = 0       # a sync mark taken before a truncation moves no recovery point
         # None: the high watermark is the log end offset (one node); else set by replication
         self._hw: int | None = None
-        self.leader_epoch_cache = LeaderEpochFileCache(self.directory)
+        # read below if the directory has a leader-epoch-checkpoint (a replicated log's)
+        self.leader_epoch_cache = LeaderEpochFileCache(self.directory, read=False)
         self._load(recovery_point, log_start_offset, had_clean_shutdown)
-        # entries past the recovered end or before the start are gone (UnifiedLog's load)
-        self.leader_epoch_cache.truncate_from_end(self._leo)
-        self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
         # LogCleaner's checkpoint for this log: offsets before it have been compacted
         self.cleaner_checkpoint = self.log_start_offset
         self._last_flush_ms = self._clock()
@@ -238,7 +236,10 @@ class PartitionLog:
 
     def _load(self, recovery_point: int, log_start_offset: int, clean: bool) -> None:
         bases = []
-        for name in os.listdir(self.directory):
+        names = os.listdir(self.directory)
+        if CHECKPOINT_FILE in names:
+            self.leader_epoch_cache.load()
+        for name in names:
             path = os.path.join(self.directory, name)
             if name.endswith((CLEANED_SUFFIX, DELETED_SUFFIX, ".tmp")):
                 os.unlink(path)  # an interrupted compaction, deletion or checkpoint
@@ -290,6 +291,9 @@ class PartitionLog:
             start = self.log_start_offset
             self._truncate_fully_and_start_at(start)
         self.recovery_point = self._leo if clean else min(recovery_point, self._leo)
+        if self.leader_epoch_cache:     # entries past the recovered end or before the start go (UnifiedLog's load)
+            self.leader_epoch_cache.truncate_from_end(self._leo)
+            self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
         if txn_rebuild_from is not None and txn_rebuild_from < self._leo:
             # Replay from a snapshot at or before the first recovered segment, through it.
             for offset in [o for o in self.producer_state.snapshots if o > txn_rebuild_from]:
