@@ -345,7 +345,9 @@ class ReplicaManager:
                              partition.partition_epoch)
                     continue
             else:
-                plog = self.broker.data_path.logs.get_or_create(state.topic, state.partition)
+                topic = self.broker.metadata.get(state.topic)
+                plog = self.broker.data_path.logs.get_or_create(state.topic, state.partition,
+                                                                topic.configs if topic is not None else None)
                 partition = self.partitions[tp] = Partition(self, state, plog)
                 if not plog.replicated:     # where the high watermark was at the last checkpoint
                     if self._checkpointed is None:
