@@ -38,12 +38,13 @@ EARLIEST_TIMESTAMP, LATEST_TIMESTAMP = -2, -1
 
 
 class FetchState:
-    __slots__ = ("partition", "state", "leader_epoch")
+    __slots__ = ("partition", "state", "leader_epoch", "delayed_until")
 
     def __init__(self, partition):
         self.partition = partition
         self.state = TRUNCATING
         self.leader_epoch = partition.leader_epoch
+        self.delayed_until = 0.0        # loop time before which it is not asked for (a retriable error)
 
 
 class ReplicaFetcher:
@@ -86,6 +87,10 @@ class ReplicaFetcher:
             self.connection = None
 
     # -- the loop -------------------------------------------------------------------------------
+    def _ready(self, state: str) -> dict:
+        now = asyncio.get_running_loop().time()
+        return {tp: fs for tp, fs in self.partitions.items() if fs.state == state and fs.delayed_until <= now}
+
     async def _run(self) -> None:
         while True:
             if not any(s.state != FAILED for s in self.partitions.values()):
@@ -94,12 +99,14 @@ class ReplicaFetcher:
                 continue
             try:
                 conn = await self._connect()
-                if any(s.state == TRUNCATING for s in self.partitions.values()):
-                    await self._truncate(conn)
-                if any(s.state == FETCHING for s in self.partitions.values()):
-                    await self._fetch(conn)
+                truncating = self._ready(TRUNCATING)
+                if truncating:
+                    await self._truncate(conn, truncating)
+                fetching = self._ready(FETCHING)
+                if fetching:
+                    await self._fetch(conn, fetching)
                 else:
-                    await asyncio.sleep(self.backoff_s)
+                    await asyncio.sleep(self.backoff_s if not truncating else 0)
             except asyncio.CancelledError:
                 raise
             except (KafkaConnectionError, KafkaTimeoutError, OSError) as e:
@@ -133,10 +140,9 @@ class ReplicaFetcher:
                 and p.leader == self.source_id and p.leader_epoch == fs.leader_epoch)
 
     # -- truncation -----------------------------------------------------------------------------
-    async def _truncate(self, conn: BrokerConnection) -> None:
+    async def _truncate(self, conn: BrokerConnection, asked: dict) -> None:
         """OffsetForLeaderEpoch for each truncating partition's latest epoch, then truncate."""
         from .replica_manager import truncation_offset
-        asked = {tp: fs for tp, fs in self.partitions.items() if fs.state == TRUNCATING}
         empty = [tp for tp, fs in asked.items() if fs.partition.log.leader_epoch_cache.latest_epoch < 0]
         for tp in empty:    # nothing epoch-stamped here: fetch from the log end
             asked.pop(tp).state = FETCHING
@@ -175,8 +181,7 @@ class ReplicaFetcher:
             plog.truncate_to(offset)
 
     # -- fetching -------------------------------------------------------------------------------
-    async def _fetch(self, conn: BrokerConnection) -> None:
-        fetching = {tp: fs for tp, fs in self.partitions.items() if fs.state == FETCHING}
+    async def _fetch(self, conn: BrokerConnection, fetching: dict) -> None:
         by_id = all(fs.partition.topic_id and any(fs.partition.topic_id) for fs in fetching.values())
         version = conn.api_version(ApiKey.FETCH, None if by_id else 12)
         R = FetchRequest
@@ -277,11 +282,16 @@ class ReplicaFetcher:
             plog.truncate_fully_and_start_at(leader_start)
 
     def _on_partition_error(self, tp, fs: FetchState, error: ErrorCode) -> None:
-        if error in (ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.OFFSET_NOT_AVAILABLE):
-            return      # the leader has not caught up with the controller yet: ask again
-        log.info("fetching %s-%d from broker %d: %s; waiting for a new state", tp[0], tp[1], self.source_id,
-                 error.name)
-        fs.state = FAILED
+        """AbstractFetcherThread: a fenced epoch waits for the next state from the controller;
+        anything else (the leader not knowing the topic, the partition or the epoch yet, not
+        leading it yet) is asked again after replica.fetch.backoff.ms."""
+        if error == ErrorCode.FENCED_LEADER_EPOCH:
+            log.info("fetching %s-%d from broker %d: %s; waiting for a new state", tp[0], tp[1],
+                     self.source_id, error.name)
+            fs.state = FAILED
+            return
+        log.info("fetching %s-%d from broker %d: %s; retrying", tp[0], tp[1], self.source_id, error.name)
+        fs.delayed_until = asyncio.get_running_loop().time() + self.backoff_s
 
 
 class ReplicaFetcherManager:

@@ -339,7 +339,7 @@ class ReplicaManager:
                 if state.leader_epoch < partition.leader_epoch or (
                         state.leader_epoch == partition.leader_epoch
                         and state.partition_epoch <= partition.partition_epoch):
-                    log.info("ignoring the state of %s-%d at leader epoch %d (partition epoch %d): "
+                    log.debug("ignoring the state of %s-%d at leader epoch %d (partition epoch %d): "
                              "it has leader epoch %d (partition epoch %d)", state.topic, state.partition,
                              state.leader_epoch, state.partition_epoch, partition.leader_epoch,
                              partition.partition_epoch)
