@@ -446,3 +446,26 @@ def test_transactions_survive_a_failover_with_confluent_kafka():
         assert states[0]["state"] == "Ongoing", states
     finally:
         c.close()
+
+
+def test_a_follower_behind_the_leaders_log_start_starts_over_there():
+    c = Cluster(2, overrides={"replica.lag.time.max.ms": "60000"})
+    try:
+        c.create_topic(T, configs={"segment.bytes": "1024"})
+        c.elect(T, leader=1, isr=(1, 2))
+        produce(c.brokers[1], batch(["a"]))
+        c.wait(lambda: c.offsets(2, T)[0] == 1, what="broker 2 has the first record")
+        c.stop_fetching(2, T)
+        for i in range(20):
+            produce(c.brokers[1], batch([b"x" * 200]), acks=1)
+        c.brokers[1].call(lambda b: b.data_path.log(T, 0).set_high_watermark(21))    # as if the ISR had it
+        c.brokers[1].call(lambda b: b.data_path.log(T, 0).delete_records_before(15))
+        c.brokers[1].call(lambda b: b.data_path.log(T, 0).delete_old_segments())
+        start = c.brokers[1].call(lambda b: b.data_path.log(T, 0).log_start_offset)
+        assert start == 15
+        c.resume_fetching(2, T)
+        c.wait(lambda: c.offsets(2, T)[0] == 21, what="broker 2 caught up")
+        assert c.brokers[2].call(lambda b: b.data_path.log(T, 0).log_start_offset) == 15
+        assert c.log_bytes(2, T) == c.log_bytes(1, T)
+    finally:
+        c.close()
