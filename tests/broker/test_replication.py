@@ -456,7 +456,7 @@ def test_a_follower_behind_the_leaders_log_start_starts_over_there():
         produce(c.brokers[1], batch(["a"]))
         c.wait(lambda: c.offsets(2, T)[0] == 1, what="broker 2 has the first record")
         c.stop_fetching(2, T)
-        for i in range(20):
+        for _ in range(20):
             produce(c.brokers[1], batch([b"x" * 200]), acks=1)
         c.brokers[1].call(lambda b: b.data_path.log(T, 0).set_high_watermark(21))    # as if the ISR had it
         c.brokers[1].call(lambda b: b.data_path.log(T, 0).delete_records_before(15))
