@@ -289,6 +289,10 @@ def delete_records(broker, name: str, partition: int, offset: int) -> int:
     if topic.is_internal:
         # ReplicaManager.deleteRecordsOnLocalLog refuses internal topics before the policy check
         raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot delete records of internal topic {name}")
+    if broker.replica_manager.enabled:      # in a cluster only the leader deletes; followers follow its log start
+        _, error = broker.replica_manager.leader_partition(name, partition)
+        if error is not None:
+            raise KafkaError(error, f"this broker does not lead {name}-{partition}")
     if not plog.config.delete:
         # Partition.deleteRecordsOnLeader: compacted-only topics keep their records
         raise KafkaError(ErrorCode.POLICY_VIOLATION, f"Records of partition {name}-{partition} can not be deleted "

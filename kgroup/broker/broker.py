@@ -27,6 +27,7 @@ from .connections import ConnectionQuotas, log_files_budget, raise_nofile_limit
 from .log_dir_failure import LogDirFailure, is_io_error
 from .metadata import OFFSETS_TOPIC, TopicRegistry, Topic
 from .pending import PendingResponse
+from .replica_manager import ReplicaManager
 from .security_setup import BrokerSecurity
 from .server import RECEIVE_BUFFER_SIZE, KafkaConnection, Listener
 from .transaction_runtime import TransactionRuntime
@@ -90,16 +91,13 @@ class Broker:
         # Listeners' TLS and SASL, SCRAM credentials, the authorizer (None: every request allowed).
         self.security = BrokerSecurity(config, self.data_dir)
         self.authorizer = self.security.authorizer
+        # replication (cluster mode only: apply_partition_states makes partitions led or followed)
+        self.replica_manager = ReplicaManager(self)
         self.group_coordinator = GroupRuntime(self)
         self.transaction_coordinator = TransactionRuntime(self)
         # share groups (KIP-932): the share coordinator (__share_group_state) and the share-partitions
         self.share_coordinator = ShareCoordinatorRuntime(self)
         self.share_partitions = SharePartitionManager(self)
-        # Replication's seam (kgroup/cluster/partition_state.py): partition states from the cluster
-        self.replica_manager = None
-        if self.cluster is not None:
-            from ..cluster.log_replicas import LogReplicas
-            self.replica_manager = LogReplicas(self)
         # Fault injection, metrics, rebalance timelines (ops.py): self.faults, .metrics,
         # .timelines, each None unless configured, and .request_hook (None when all are off).
         attach_operations(self)
@@ -200,6 +198,7 @@ class Broker:
         for steps in list(self._in_slices):
             steps.close()               # a topic creation under way is undone
         self._in_slices.clear()
+        await self.replica_manager.close()      # fetchers stop; acks=all waits are answered
         self.group_coordinator.close()
         self.transaction_coordinator.close()
         self.share_partitions.close()

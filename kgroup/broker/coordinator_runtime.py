@@ -92,6 +92,14 @@ def append_records(broker, topic: str, partition: int, batch, transaction_versio
         plog = broker.data_path.log(topic, partition)
         if plog is None:
             raise LookupError(f"{topic}-{partition} does not exist")
+        rm = broker.replica_manager
+        if rm.enabled:      # in a cluster only the partition's leader writes it
+            part, error = rm.leader_partition(topic, partition)
+            if error is not None:
+                raise KafkaError(error, f"this broker does not lead {topic}-{partition}")
+            plog.append(batch, origin=AppendOrigin.COORDINATOR, transaction_version=transaction_version)
+            rm.leader_appended(part)
+            return plog
         plog.append(batch, origin=AppendOrigin.COORDINATOR, transaction_version=transaction_version)
         return plog
     except Exception as e:      # nothing was written
@@ -443,8 +451,12 @@ class CoordinatorRuntime:
             # when it parked; the server reads this flag only when a handler returns.)
             token.flush_only = True
         if out:
-            self.broker.data_path.wait_flushed({plog}).listen(
-                lambda flushed: answer_flushed(out, flushed, results))
+            flushed = self.broker.data_path.wait_flushed({plog})
+            rm = self.broker.replica_manager
+            if rm.enabled:      # and, in a cluster, once the partition's ISR has them
+                flushed = rm.after_replicated((self.topic, shard.partition), plog, flushed,
+                                              self.broker.config["offsets.commit.timeout.ms"])
+            flushed.listen(lambda flushed: answer_flushed(out, flushed, results))
 
     # -- timers -------------------------------------------------------------------------------------
     def _reschedule(self, shard) -> None:

@@ -62,6 +62,8 @@ class GroupRuntime:
         topic = self.broker.metadata.get(self.topic)
         if topic is not None:
             self._set_partitions(topic.num_partitions)
+            if self.broker.replica_manager.enabled:
+                return      # in a cluster: loaded by the partitions this broker leads (replica_manager)
             for p in range(topic.num_partitions):
                 self.runtime.load(p)
 

@@ -94,6 +94,8 @@ class TransactionRuntime:
         topic = self.broker.metadata.get(self.topic)
         if topic is not None:
             self.num_partitions = topic.num_partitions
+            if self.broker.replica_manager.enabled:
+                return      # in a cluster: loaded by the partitions this broker leads (replica_manager)
             for p in range(topic.num_partitions):
                 self.runtime.load(p)
 
@@ -218,8 +220,12 @@ class TransactionRuntime:
                 token.answer(response)
             out = []
             plog = self.broker.data_path.log(self.topic, shard.partition)
-        self.broker.data_path.wait_flushed({plog}).listen(
-            lambda flushed: self._prepared(shard, markers, out, flushed))
+        flushed = self.broker.data_path.wait_flushed({plog})
+        rm = self.broker.replica_manager
+        if rm.enabled:      # in a cluster the Prepare records reach the ISR before any marker is written
+            flushed = rm.after_replicated((self.topic, shard.partition), plog, flushed,
+                                          self.broker.config["offsets.commit.timeout.ms"])
+        flushed.listen(lambda flushed: self._prepared(shard, markers, out, flushed))
 
     def _drain_markers(self, shard) -> list:
         markers = shard.drain_markers()
