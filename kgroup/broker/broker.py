@@ -166,6 +166,7 @@ class Broker:
     async def stop(self, timeout: float = 10.0) -> None:
         if self.cluster is not None:
             # KafkaServer.controlledShutdown: leaderships move away while this broker still serves
+            self.replica_manager.begin_controlled_shutdown()
             await self.cluster.controlled_shutdown()
         if self.server is not None:
             for listener in self.listeners:

@@ -310,6 +310,8 @@ class ReplicaManager:
         self.hw_checkpoint_path = os.path.join(broker.data_dir, HW_CHECKPOINT)
         self._checkpointed: dict[tuple[str, int], int] | None = None
         self._wake_scheduled: set[tuple[str, int]] = set()
+        # in a controlled shutdown: this broker follows no partition any more
+        self.shutting_down = False
         from .replica_fetcher import ReplicaFetcherManager
         self.fetchers = ReplicaFetcherManager(self)
 
@@ -370,7 +372,7 @@ class ReplicaManager:
             was_leader = partition.is_leader
             if partition.make_follower(state) or was_leader:
                 self.fetchers.remove_partition(partition.tp)
-                if state.leader != NO_LEADER:
+                if state.leader != NO_LEADER and not self.shutting_down:
                     self.fetchers.add_partition(partition)
                 # (a coordinator partition hosted here is unloaded even when this broker did
                 # not know it led it: it loaded it as the single node it was)
@@ -380,6 +382,17 @@ class ReplicaManager:
             self._try_complete(partition.tp)        # its acks=all produces: NOT_LEADER_OR_FOLLOWER
             self._wake_fetches(partition.tp)
         self._ensure_isr_task()
+
+    def begin_controlled_shutdown(self) -> None:
+        """The StopReplica (deletePartitions=false) that KafkaController.doControlledShutdown
+        sends the broker shutting down for the partitions it follows: its fetchers stop, and no
+        later state starts them again. Were it to go on fetching, its leaders would add it back to
+        the ISRs the controller takes it out of (Kafka's controller refuses that expansion as
+        INELIGIBLE_REPLICA, KIP-841), each round a new leader epoch."""
+        self.shutting_down = True
+        for partition in self.partitions.values():
+            if not partition.is_leader:
+                self.fetchers.remove_partition(partition.tp)
 
     def stop_replicas(self, tps: list[tuple[str, int]], delete: bool) -> None:
         """Kafka's stopReplicas: stop following or leading; the logs are deleted with ``delete``."""

@@ -385,6 +385,45 @@ def test_controlled_shutdown_moves_leadership_before_the_broker_leaves(cluster):
     cluster.start_broker(victim)
 
 
+def test_controlled_shutdown_under_replication_settles(cluster):
+    """SIGTERM while acks=all produce keeps the followers fetching: the broker shutting down
+    stops following (KafkaController.doControlledShutdown's StopReplica), so the leaders do not
+    add it back to the ISRs the controller takes it out of, and it exits."""
+    all_running(cluster)
+    a = admin(cluster)
+    a.create_topics([NewTopic("graceful-busy", 3, 3)])["graceful-busy"].result(30)
+    cluster.wait_for(lambda: all(len(cluster.partition_state("graceful-busy", p).isr) == 3 for p in range(3)), 30)
+    stop = threading.Event()
+
+    def produce():
+        p = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all", "linger.ms": 1})
+        n = 0
+        while not stop.is_set():
+            p.produce("graceful-busy", value=b"%d" % n, partition=n % 3)
+            n += 1
+            p.poll(0.002)
+        p.flush(30)
+    t = threading.Thread(target=produce, daemon=True)
+    t.start()
+    try:
+        time.sleep(1.0)
+        victim = cluster.leader("graceful-busy", 0)
+        before = {p: cluster.partition_state("graceful-busy", p).leader_epoch for p in range(3)}
+        t0 = time.monotonic()
+        cluster.stop(victim)          # SIGTERM
+        took = time.monotonic() - t0
+        time.sleep(2.0)               # a flapping ISR would keep raising the leader epochs meanwhile
+        after = {p: cluster.partition_state("graceful-busy", p).leader_epoch for p in range(3)}
+    finally:
+        stop.set()
+        t.join(60)
+    print(f"controlled shutdown under produce (SIGTERM to exit): {took:.2f} s, leader epochs {before} -> {after}")
+    assert took < 10
+    assert all(after[p] - before[p] <= 2 for p in range(3)), (before, after)
+    assert all(victim not in cluster.partition_state("graceful-busy", p).isr for p in range(3))
+    cluster.start_broker(victim)
+
+
 def test_single_node_broker_needs_no_zookeeper(tmp_path):
     """Without zookeeper.connect nothing of the cluster mode (nor kazoo) is loaded."""
     import subprocess
