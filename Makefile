@@ -80,3 +80,4 @@ bench: install-test
 	$(PY) benchmarks/footprint_bench.py
 	$(PY) benchmarks/cleaner_stall_bench.py $(if $(BASELINE_REV),--baseline-rev $(BASELINE_REV))
 	$(PY) benchmarks/security_bench.py
+	$(PY) benchmarks/cluster_failover_bench.py
