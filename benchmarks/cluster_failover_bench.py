@@ -297,7 +297,9 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--session-timeouts", default="6000,18000",
                     type=lambda s: [int(x) for x in s.split(",")])
-    ap.add_argument("--signals", default="SIGKILL,SIGTERM", type=lambda s: s.split(","))
+    ap.add_argument("--signals", default="SIGTERM,SIGKILL", type=lambda s: s.split(","),
+                    help="in this order on the first session timeout's cluster (SIGTERM first: on a cluster "
+                         "where no broker has been SIGKILLed yet)")
     ap.add_argument("--keep", help="a directory for the clusters' data and logs (removed at the end)")
     ap.add_argument("--records", type=int, default=50000)
     ap.add_argument("--size", type=int, default=1024)
