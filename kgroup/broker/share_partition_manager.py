@@ -188,28 +188,40 @@ class SharePartitionManager:
         limit = plog.last_stable_offset if read_committed else plog.high_watermark
         if offset >= limit:
             return b"", []
+        # Nothing past the end offset + what may still be acquired can be acquired: the read
+        # stops at the batch holding that offset rather than at max_bytes of the log.
+        room = max(0, min(max_records, sp.max_record_locks - sp.in_flight()))
         try:
-            got = plog.read(offset, max_bytes, min_one_batch=True, max_offset=limit)
+            got = plog.read(offset, max_bytes, min_one_batch=True, max_offset=min(limit, sp.end_offset + room))
         except OffsetOutOfRangeError:
             return b"", []
         records = got.records
         if not len(records):
             return b"", []
-        ranges, archive = [], []
+        ranges, archive, positions = [], [], []
         aborted: dict = {}
         if read_committed:
             for a in plog.collect_aborted_transactions(offset, limit):
                 aborted.setdefault(a.producer_id, []).append(a.first_offset)
-        for _pos, h, _view in iter_batches(records):
+        for pos, h, _view in iter_batches(records):
             if h.is_control or (h.is_transactional and any(f <= h.base_offset for f in aborted.get(h.producer_id, ()))):
                 archive.append((h.base_offset, h.last_offset))
             ranges.append((h.base_offset, h.last_offset))
+            positions.append(pos)
         now = self.timer.now = self.now_ms()
         acquired = sp.acquire(member_id, ranges, max_records, now, limit, archive_ranges=archive)
         self._arm()
         if not acquired:
             return b"", []
-        return bytes(records), acquired
+        # Only the batches holding acquired records go back (Kafka's maybeSliceFetchRecords).
+        first, last = acquired[0][0], acquired[-1][1]
+        i = 0
+        while ranges[i][1] < first:
+            i += 1
+        j = i
+        while j + 1 < len(ranges) and ranges[j + 1][0] <= last:
+            j += 1
+        return bytes(records[positions[i]:positions[j + 1] if j + 1 < len(ranges) else len(records)]), acquired
 
     # -- sessions -------------------------------------------------------------------------------------------
     def release_session(self, group_id: str, member_id: str, partitions) -> list[PendingResponse]:

@@ -264,6 +264,7 @@ class SharePartition:
                 else:
                     if new is not None and new.last == lo - 1:
                         new.last = hi2
+                        self.end_offset = hi2 + 1
                         pieces[-1] = (new, new.first, hi2)
                     else:
                         new = InFlightBatch(lo, hi2, ACQUIRED, 1, member_id, a)
