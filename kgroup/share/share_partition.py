@@ -206,6 +206,7 @@ class SharePartition:
         room = self.max_record_locks - (self.end_offset - self.start_offset)
         held = 0
         new = None                      # the batch of new records made by this acquisition
+        end_before = self.end_offset
         for first, last in ranges:
             if left <= 0:
                 break
@@ -253,6 +254,9 @@ class SharePartition:
                 new = None
             stop = False
             for lo, hi, archived in _segments(first, last, aborted):
+                if left <= 0:
+                    stop = True
+                    break
                 n = min(hi - lo + 1, room) if archived else min(hi - lo + 1, room, left)
                 if n <= 0:
                     stop = True
@@ -280,6 +284,8 @@ class SharePartition:
             if stop:
                 break
         if not out:
+            if self.end_offset != end_before:
+                self.dirty = True       # gaps or aborted records archived
             self._advance_start()
             return []
         self._acquisitions = a
@@ -369,6 +375,12 @@ class SharePartition:
         member, INVALID_REQUEST for a malformed batch."""
         plan = []
         start, end = self.start_offset, self.end_offset
+        batches = list(batches)
+        spans = sorted((b[0], b[1]) for b in batches if b[1] >= b[0])
+        if any(spans[i][0] <= spans[i - 1][1] for i in range(1, len(spans))):
+            # an offset acknowledged twice: the second finds it no longer acquired (as Kafka's
+            # acknowledge, batch after batch, would)
+            raise KafkaError(ErrorCode.INVALID_RECORD_STATE)
         for first, last, types in batches:
             n = last - first + 1
             if last < first or not types or (len(types) != 1 and len(types) != n):
