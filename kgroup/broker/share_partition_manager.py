@@ -171,8 +171,10 @@ class SharePartitionManager:
             self._write(sp, waiting)
 
     # -- acquire -------------------------------------------------------------------------------------------
-    def acquire(self, sp: SharePartition, member_id: str, max_records: int, max_bytes: int):
-        """(records bytes, AcquiredRecords ranges) for ``member_id`` from ``sp``'s next fetch offset."""
+    def acquire(self, sp: SharePartition, member_id: str, max_records: int, max_bytes: int,
+                whole_batches: bool = True):
+        """(records bytes, AcquiredRecords ranges) for ``member_id`` from ``sp``'s next fetch offset;
+        ``whole_batches``: the request's ShareAcquireMode is BATCH_OPTIMIZED (0, the default)."""
         if not sp.can_acquire():
             return b"", []
         topic = self.broker.metadata.by_id(sp.topic_id)
@@ -209,7 +211,8 @@ class SharePartitionManager:
             ranges.append((h.base_offset, h.last_offset))
             positions.append(pos)
         now = self.timer.now = self.now_ms()
-        acquired = sp.acquire(member_id, ranges, max_records, now, limit, archive_ranges=archive)
+        acquired = sp.acquire(member_id, ranges, max_records, now, limit, archive_ranges=archive,
+                              whole_batches=whole_batches)
         self._arm()
         if not acquired:
             return b"", []
@@ -245,7 +248,6 @@ class SharePartitionManager:
             sp = self.partitions.pop(key)
             sp.on_released = None
             sp.clear()
-            self._next_writes.pop(sp, None)
 
     def on_connection_closed(self, connection) -> None:
         """Kafka's ShareSessionCache connection listener: a closed connection's sessions go."""

@@ -17,8 +17,9 @@ by offset - first, changed by slices). A whole-batch acquisition, acknowledgemen
 one update whatever the number of records.
 
 A fetch acquires, from the fetch offset on, the AVAILABLE records and the records past the end
-offset (new ones), at most ``max_records`` and never more than ``share.partition.max.record.locks``
-in flight; each acquisition counts a delivery and starts a lock of share.record.lock.duration.ms
+offset (new ones), at most ``max_records`` and no more than ``share.partition.max.record.locks`` in
+flight - in the batch-optimized mode new records in whole log batches, so a limit reached inside
+one takes the rest of it (its bytes go out once); each acquisition counts a delivery and starts a lock of share.record.lock.duration.ms
 (one timer per acquisition, cancelled once nothing it locked is still held). An acknowledgement
 (ACCEPT, RELEASE, REJECT, GAP for an offset with no record, RENEW to extend the lock) applies only
 to records the member holds (else INVALID_RECORD_STATE), all or nothing; a released or expired
@@ -190,12 +191,16 @@ class SharePartition:
     # -- acquire (Kafka's SharePartition.acquire) -------------------------------------------------
     def acquire(self, member_id: str, ranges: Iterable[tuple[int, int]], max_records: int, now_ms: int,
                 last_offset_limit: int | None = None, archive: Iterable[int] = (),
-                archive_ranges: Iterable[tuple[int, int]] = ()) -> list[tuple[int, int, int]]:
+                archive_ranges: Iterable[tuple[int, int]] = (), whole_batches: bool = False
+                ) -> list[tuple[int, int, int]]:
         """Acquire for ``member_id`` the acquirable records among the offsets of ``ranges`` (the
         fetched batches' [first, last], ascending), up to ``max_records``; ``last_offset_limit``:
         nothing at or past it (read_committed's last stable offset); ``archive_ranges`` (or
         ``archive``, offsets): aborted transactions' records, ARCHIVED when they come in, never
-        delivered. Returns AcquiredRecords ranges ``(first, last, delivery count)``."""
+        delivered. ``whole_batches`` (ShareAcquireMode BATCH_OPTIMIZED): new records in whole log
+        batches, a limit reached inside one taking the rest of it, as Kafka's
+        lastOffsetFromBatchWithRequestOffset (else RECORD_LIMIT: never past ``max_records``).
+        Returns AcquiredRecords ranges ``(first, last, delivery count)``."""
         aborted = sorted(archive_ranges)
         if archive:
             aborted = sorted(aborted + [(o, o) for o in archive])
@@ -254,31 +259,30 @@ class SharePartition:
                 new = None
             stop = False
             for lo, hi, archived in _segments(first, last, aborted):
-                if left <= 0:
+                if left <= 0 or room <= 0:
                     stop = True
                     break
-                n = min(hi - lo + 1, room) if archived else min(hi - lo + 1, room, left)
-                if n <= 0:
-                    stop = True
-                    break
-                hi2 = lo + n - 1
+                n = hi - lo + 1
+                if not whole_batches:
+                    n = min(n, room) if archived else min(n, room, left)
+                    hi = lo + n - 1
                 if archived:
-                    self._append(InFlightBatch(lo, hi2, ARCHIVED, 0))
+                    self._append(InFlightBatch(lo, hi, ARCHIVED, 0))
                     new = None
                 else:
                     if new is not None and new.last == lo - 1:
-                        new.last = hi2
-                        self.end_offset = hi2 + 1
-                        pieces[-1] = (new, new.first, hi2)
+                        new.last = hi
+                        self.end_offset = hi + 1
+                        pieces[-1] = (new, new.first, hi)
                     else:
-                        new = InFlightBatch(lo, hi2, ACQUIRED, 1, member_id, a)
+                        new = InFlightBatch(lo, hi, ACQUIRED, 1, member_id, a)
                         self._append(new)
-                        pieces.append((new, lo, hi2))
-                    _append_run(out, lo, hi2, 1)
+                        pieces.append((new, lo, hi))
+                    _append_run(out, lo, hi, 1)
                     left -= n
                     held += n
                 room -= n
-                if hi2 < hi:
+                if left <= 0 or room <= 0:
                     stop = True
                     break
             if stop:

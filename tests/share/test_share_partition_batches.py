@@ -97,6 +97,19 @@ def test_renew_moves_records_to_a_new_lock():
     assert [v[0] for v in p.view().values()] == ["AVAILABLE"] * 4
 
 
+def test_batch_optimized_acquisition_takes_whole_log_batches():
+    c, p = sp(max_record_locks=30)
+    # max_records 5 ends inside the log batch 0-9: the rest of it comes too (its bytes go out once)
+    assert p.acquire("m1", [(0, 9), (10, 19)], 5, 0, whole_batches=True) == [(0, 9, 1)]
+    assert p.acquire("m2", [(10, 19), (20, 39)], 5, 0, whole_batches=True) == [(10, 19, 1)]
+    # the in-flight limit (30) is reached inside 20-39: the batch is taken whole, then nothing new
+    assert p.acquire("m3", [(20, 39)], 500, 0, whole_batches=True) == [(20, 39, 1)]
+    assert p.in_flight() == 40 and not p.can_acquire()
+    # RECORD_LIMIT: never past max_records
+    c, q = sp()
+    assert q.acquire("m1", [(0, 9)], 5, 0) == [(0, 4, 1)]
+
+
 def test_gaps_and_aborted_ranges_are_archived_batches():
     c, p = sp()
     got = p.acquire("m1", [(0, 3), (6, 9), (10, 14)], 500, 0, archive_ranges=[(6, 9)])
@@ -136,15 +149,16 @@ class Model:
             del self.r[self.start]
             self.start += 1
 
-    def acquire(self, m, ranges, max_records, last_limit, aborted, now):
+    def acquire(self, m, ranges, max_records, last_limit, aborted, now, whole_batches):
         a = self.acquisitions + 1
         got = []
         room = self.max_locks - (self.end - self.start)
         stop = False
         for first, last in ranges:
             last = min(last, last_limit - 1)
+            whole = False           # new records of this log batch taken: the rest of it comes too
             for o in range(max(first, self.start), last + 1):
-                if len(got) >= max_records:
+                if len(got) >= max_records and not whole:
                     stop = True
                     break
                 if o < self.end:
@@ -154,9 +168,10 @@ class Model:
                         x[1] += 1
                         got.append(o)
                     continue
-                if room <= 0:
+                if room <= 0 and not whole:
                     stop = True
                     break
+                whole = whole_batches
                 for g in range(self.end, o):
                     self.r[g] = [ARCHIVED, 0, None, 0]
                 room -= 1
@@ -262,8 +277,9 @@ def test_batches_behave_as_the_per_offset_rules(seed):
             ranges = [r for r in log if r[1] >= off][:6]
             aborted = [r for r in ranges if rnd.random() < 0.1]
             max_records = rnd.choice([1, 3, 7, 50])
-            got = p.acquire(m, ranges, max_records, c.timer.now, hw, archive_ranges=aborted)
-            assert got == model.acquire(m, ranges, max_records, hw, aborted, c.timer.now), step
+            whole = rnd.random() < 0.5
+            got = p.acquire(m, ranges, max_records, c.timer.now, hw, archive_ranges=aborted, whole_batches=whole)
+            assert got == model.acquire(m, ranges, max_records, hw, aborted, c.timer.now, whole), step
             held[m] += [(a, b) for a, b, _ in got]
         elif op < 0.85:
             m = rnd.choice("abc")

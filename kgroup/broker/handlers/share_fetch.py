@@ -104,6 +104,7 @@ def respond(broker, req, version, member_id, lock_ms, requested, acked, sps, ans
     response whatever happens)."""
     spm = broker.share_partitions
     max_records = req.max_records if version >= 1 and req.max_records > 0 else 500
+    whole_batches = version < 2 or req.share_acquire_mode == 0      # BATCH_OPTIMIZED (else RECORD_LIMIT)
     md = broker.metadata
 
     def evaluate(force):
@@ -129,7 +130,7 @@ def respond(broker, req, version, member_id, lock_ms, requested, acked, sps, ans
                     include = True
                 elif left > 0 and budget > 0:
                     try:
-                        records, acquired = spm.acquire(sp, member_id, left, budget)
+                        records, acquired = spm.acquire(sp, member_id, left, budget, whole_batches)
                     except KafkaError as e:
                         pd.error_code = int(e.code)
                         records, acquired = b"", []
