@@ -3,7 +3,8 @@
 ``kgroup serve [--config FILE] [--override key=value ...]`` mirrors ``kafka-server-start.sh
 config/server.properties --override key=value``; ``topics``, ``groups``, ``produce`` and
 ``consume`` mirror kafka-topics.sh, kafka-consumer-groups.sh and the console producer/consumer
-(their options are parsed by ``kgroup.client.cli``).
+(their options are parsed by ``kgroup.client.cli``), ``share-groups`` kafka-share-groups.sh
+(``kgroup.client.share_groups_cli``).
 """
 from __future__ import annotations
 
@@ -66,6 +67,10 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] == "inject":
         from .client import fault_injection
         return fault_injection.main(argv[1:])
+    if argv and argv[0] == "share-groups":
+        from .client import share_groups_cli
+        logging.basicConfig(level="WARNING", format="%(levelname)s %(name)s: %(message)s")
+        return share_groups_cli.main_share_groups(argv[1:])
     if argv and argv[0] == "acls":
         from .client import acls_cli
         logging.basicConfig(level="WARNING", format="%(levelname)s %(name)s: %(message)s")
@@ -89,6 +94,8 @@ def main(argv: list[str] | None = None) -> int:
                        ("transactions", "list, describe, find hanging, abort transactions (like kafka-transactions.sh)"),
                        ("acls", "add, remove, list ACLs (like kafka-acls.sh)"),
                        ("groups", "list, describe, delete groups, reset offsets (like kafka-consumer-groups.sh)"),
+                       ("share-groups", "list, describe, delete share groups, reset or delete their offsets "
+                                        "(like kafka-share-groups.sh)"),
                        ("produce", "console producer"), ("consume", "console consumer"),
                        ("inject", "fault injection into a broker that enables it (kgroup.fault.injection.enable)"),
                        ("dump-log", "print a segment's batches (--offsets-decoder for __consumer_offsets)")):

@@ -23,7 +23,7 @@ import logging
 from ..coordinator.timer import CoordinatorTimer, TimerQueue
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.records import iter_batches
-from ..share.share_partition import SharePartition
+from ..share.share_partition import SharePartition, delivery_complete_count
 from ..share.share_session import ShareSessionCache
 from ..storage.errors import OffsetOutOfRangeError
 from . import group_configs
@@ -123,8 +123,9 @@ class SharePartitionManager:
         return self._group_setting(group_id, "share.isolation.level", "read_uncommitted") == "read_committed"
 
     def _persist(self, sp: SharePartition) -> PendingResponse:
+        batches = sp.state_batches()
         return self.broker.share_coordinator.write(sp.group_id, sp.topic_id, sp.partition, sp.state_epoch, 0,
-                                                   sp.start_offset, sp.state_batches())
+                                                   sp.start_offset, batches, delivery_complete_count(batches))
 
     # -- acquire -------------------------------------------------------------------------------------------
     def acquire(self, sp: SharePartition, member_id: str, max_records: int, max_bytes: int):

@@ -23,6 +23,8 @@ retry.backoff.ms, 100 ms, for AddOffsetsToTxn). Here such a request waits in the
 without the backoff; if the transaction has not completed within ``COMPLETION_WAIT_S`` (its
 markers cannot be written), it is answered CONCURRENT_TRANSACTIONS as Kafka would answer it,
 and the client retries. Requests waiting when the partition is unloaded get NOT_COORDINATOR.
+Transaction version 2's first requests of the next transaction (Produce v12, TxnOffsetCommit v5,
+which add their partitions themselves) wait the same way (``completion``) before adding them.
 The shard itself still answers CONCURRENT_TRANSACTIONS in a Prepare state
 (the runtime does not ask it then).
 """
@@ -47,6 +49,10 @@ MARKER_RETRY_S = 0.1        # a marker that could not be written is retried (Kaf
 # How long a request waits for its transaction to complete before it is answered
 # CONCURRENT_TRANSACTIONS (what Kafka answers at once; clients retry it after a backoff)
 COMPLETION_WAIT_S = 1.0
+# How long a TV2 produce waits for its producer's previous transaction to complete before its
+# partition is added (Kafka's ReplicaManager retries CONCURRENT_TRANSACTIONS for
+# add.partitions.to.txn.retry.backoff.max.ms, default 100 ms, then answers it)
+PRODUCE_COMPLETION_WAIT_S = 0.1
 _DURABLE = PendingResponse(flush_only=True)     # an answered flush wait: nothing to wait for
 _DURABLE.answer(None)
 
@@ -108,7 +114,7 @@ class TransactionRuntime:
         """Requests waiting for a transaction of the unloaded partition get NOT_COORDINATOR."""
         for tid in [t for t in self._completing if self.shard_for(t) == p]:
             for handle, req, version, _extra, token in self._completing.pop(tid):
-                token.answer(handle.error_response(req, version, ErrorCode.NOT_COORDINATOR))
+                token.answer(None if handle is None else handle.error_response(req, version, ErrorCode.NOT_COORDINATOR))
 
     def shard_for(self, transactional_id: str) -> int:
         return transaction_partition(transactional_id, self.num_partitions)
@@ -127,6 +133,20 @@ class TransactionRuntime:
         self.ensure_topic()
         return self.runtime.execute(self.shard_for(transactional_id), handle, req, version, *extra)
 
+    def completion(self, transactional_id: str, max_wait_s: float = PRODUCE_COMPLETION_WAIT_S):
+        """None when no transaction of ``transactional_id`` is completing; else a PendingResponse
+        answered (with None) once it has completed, or after ``max_wait_s``, or when its
+        partition is unloaded, whichever comes first (a TV2 produce waits for it, as Kafka's
+        ReplicaManager retries the implicit add on CONCURRENT_TRANSACTIONS)."""
+        waiting = self._completing.get(transactional_id)
+        if waiting is None:
+            return None
+        token = PendingResponse()
+        entry = (None, None, None, (), token)
+        waiting.append(entry)
+        asyncio.get_running_loop().call_later(max_wait_s, self._give_up, transactional_id, entry)
+        return token
+
     def execute_split(self, req, field: str | None, handle, version: int, merge, group_id_of=None, extra=()):
         """A request naming several transactional ids (``req.<field>``, or entries whose
         ``group_id_of(item)`` is one), split by partition; ``field`` None: every partition."""
@@ -144,12 +164,15 @@ class TransactionRuntime:
         if waiting is not None and entry in waiting:
             waiting.remove(entry)
             handle, req, version, _extra, token = entry
-            token.answer(handle.error_response(req, version, ErrorCode.CONCURRENT_TRANSACTIONS))
+            token.answer(None if handle is None else handle.error_response(req, version, ErrorCode.CONCURRENT_TRANSACTIONS))
 
     def _resume(self, transactional_id: str, error=None) -> None:
         """The transaction of ``transactional_id`` completed (or ``error``: never will, the log
         directory failed): run the requests that waited for it, in arrival order."""
         for handle, req, version, extra, token in self._completing.pop(transactional_id, ()):
+            if handle is None:      # a wait for the completion only (``completion``)
+                token.answer(None)
+                continue
             if error is not None:
                 token.fail(error)
                 continue

@@ -48,6 +48,13 @@ class AcknowledgeType(enum.IntEnum):
 _TERMINAL = (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
 
 
+def delivery_complete_count(batches) -> int:
+    """Kafka's SharePartition.deliveryCompleteCount over persisted state batches ``(first, last,
+    state, count)``: the records in flight that are ACKNOWLEDGED or ARCHIVED (what the lag of
+    DescribeShareGroupOffsets leaves out)."""
+    return sum(b[1] - b[0] + 1 for b in batches if b[2] in _TERMINAL)
+
+
 class InFlightRecord:
     __slots__ = ("state", "delivery_count", "member_id", "acquisition")
 

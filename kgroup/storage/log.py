@@ -24,6 +24,7 @@ from kgroup.protocol.primitives import INT32
 from kgroup.protocol.records import (
     LOG_OVERHEAD,
     NO_TIMESTAMP,
+    TIMESTAMP_TYPE_MASK,
     BatchHeader,
     Compression,
     InvalidRecordError,
@@ -304,8 +305,9 @@ class PartitionLog:
         view = memoryview(records)
         found: list[tuple[int, BatchHeader]] = []
         valid = 0
+        client = origin is _CLIENT     # (an Enum's == costs a Python call)
         for pos, header, batch in iter_batches(view):
-            if origin == AppendOrigin.CLIENT and header.base_offset != 0:
+            if client and header.base_offset != 0:
                 raise InvalidRecordError(
                     f"The baseOffset of the record batch in the append should be 0, but it is {header.base_offset}")
             if header.size > cfg.max_message_bytes:
@@ -318,7 +320,7 @@ class PartitionLog:
         if not found:
             raise InvalidRecordError("Produce requests must have at least one record batch per partition")
         target = _TOPIC_CODECS.get(cfg.compression_type)
-        if (target is not None and origin == AppendOrigin.CLIENT
+        if (target is not None and client
                 and any(header.compression != target for _, header in found)):
             view, found, valid = _recompressed(view, found, target)
 
@@ -393,7 +395,7 @@ class PartitionLog:
         """LogValidator's per-batch checks; returns the batch's max record timestamp."""
         cfg = self.config
         batch = memoryview(buf)[pos:pos + header.size]
-        if origin == AppendOrigin.CLIENT:
+        if origin is _CLIENT:
             if header.is_control:
                 raise InvalidRecordError("Clients are not allowed to write control records")
             if header.has_producer_id and header.base_sequence < 0:
@@ -401,14 +403,15 @@ class PartitionLog:
                     f"Invalid sequence number {header.base_sequence} in record batch with producerId "
                     f"{header.producer_id}")
         summary = check_batch_records(header, batch)
-        if summary is not None and header.timestamp_type != TimestampType.LOG_APPEND_TIME:
+        log_append_time_batch = header.attributes & TIMESTAMP_TYPE_MASK
+        if summary is not None and not log_append_time_batch:
             lo, hi, null_key = summary.min_timestamp, summary.max_timestamp, summary.has_null_key
         elif summary is not None:  # records of a LogAppendTime batch all read as its maxTimestamp
             lo = hi = header.max_timestamp
             null_key = summary.has_null_key
         else:  # compressed: the header stands in for the records (no decompression here)
             lo, hi, null_key = header.base_timestamp, header.max_timestamp, cfg.compact
-        suspicious = (null_key and cfg.compact) or header.timestamp_type == TimestampType.LOG_APPEND_TIME
+        suspicious = (null_key and cfg.compact) or log_append_time_batch
         if not cfg.log_append_time:
             suspicious = suspicious or now - lo > cfg.message_timestamp_before_max_ms \
                 or hi - now > cfg.message_timestamp_after_max_ms
@@ -447,8 +450,9 @@ class PartitionLog:
 
     def _maybe_roll(self, size: int, max_timestamp: int, last_offset: int, now: int) -> LogSegment:
         seg, cfg = self._segments[-1], self.config
-        if (seg.size > cfg.segment_bytes - size
-                or (seg.size > 0 and seg.time_waited_for_roll(now, max_timestamp) > self._max_segment_ms)
+        seg_size = seg.size
+        if (seg_size > cfg.segment_bytes - size
+                or (seg_size > 0 and seg.time_waited_for_roll(now, max_timestamp) > self._max_segment_ms)
                 or seg.index.is_full() or seg.time_index.is_full()
                 or not seg.index.can_append_offset(last_offset)):
             return self.roll()
@@ -827,6 +831,7 @@ class PartitionLog:
 
 
 # A topic's compression.type other than "producer": the codec every client batch is stored with.
+_CLIENT = AppendOrigin.CLIENT
 _TOPIC_CODECS = {"uncompressed": Compression.NONE, "gzip": Compression.GZIP, "snappy": Compression.SNAPPY,
                  "lz4": Compression.LZ4, "zstd": Compression.ZSTD}
 

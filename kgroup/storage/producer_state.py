@@ -219,7 +219,7 @@ class ProducerAppendInfo:
     def append_data_batch(self, epoch: int, first_seq: int, last_seq: int, last_timestamp: int,
                           first_offset: int, last_offset: int, is_transactional: bool) -> None:
         self._check_producer_epoch(epoch, first_offset)
-        if self.origin == AppendOrigin.CLIENT:
+        if self.origin is AppendOrigin.CLIENT:
             self._check_sequence(epoch, first_seq, first_offset)
         self.updated.add_batch(epoch, last_seq, last_offset, last_offset - first_offset, last_timestamp)
         txn_first = self.updated.current_txn_first_offset
@@ -292,7 +292,7 @@ class ProducerStateManager:
               pending: dict[int, ProducerAppendInfo] | None = None, batch=None) -> BatchMetadata | None:
         """Return the original batch metadata if ``header`` is a duplicate (clients only);
         otherwise validate it into ``pending`` (raising Kafka's errors) and return None."""
-        if origin == AppendOrigin.CLIENT:
+        if origin is AppendOrigin.CLIENT:
             dup = self.find_duplicate(header)
             if dup is not None:
                 return dup

@@ -183,9 +183,12 @@ class LogSegment:
         return ts if ts is not None and ts >= 0 else LONG_MAX
 
     def time_waited_for_roll(self, now: int, message_timestamp: int) -> int:
-        self._load_first_batch_timestamp()
-        if self._rolling_ts is not None and self._rolling_ts >= 0:
-            return message_timestamp - self._rolling_ts
+        ts = self._rolling_ts
+        if ts is None:
+            self._load_first_batch_timestamp()
+            ts = self._rolling_ts
+        if ts is not None and ts >= 0:
+            return message_timestamp - ts
         return now - self.created_ms
 
     def load(self) -> bool:

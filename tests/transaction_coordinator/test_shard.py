@@ -580,3 +580,31 @@ def test_end_txn_v5_at_an_exhausted_epoch_moves_to_a_new_producer_id():
         S.COMPLETE_COMMIT, 1000, 77, 0, -1)
     assert _end_v5(c, "tx", 77, 32766, True) == (E.NONE, 1000, 0)              # a retry after the rotation
     assert c.allocated == [1000]
+
+
+@pytest.mark.parametrize("timeouts", [[15000], [15000, 42000], [], [95000]])
+def test_time_travel_skips_only_abort_scans_that_find_nothing(timeouts):
+    """During a time-travel jump (no request can arrive) the abort scans before the earliest
+    Ongoing deadline are skipped: every transaction is aborted at the same scan time as when
+    each scan runs, and the scans after the jump keep their phase."""
+    def run(travel: bool):
+        c = Ctx()
+        for i, timeout in enumerate(timeouts):
+            c.ongoing(f"tx{i}", timeout=timeout)
+        target = c.now + 100000
+        c.shard.time_travel_target_ms = target if travel else None
+        aborted_at, fired = {}, 0
+        while (deadline := c.shard.next_deadline()) is not None and deadline <= target:
+            c.advance(deadline - c.now)          # from one deadline to the next, as time travel
+            fired += 1
+            for i in range(len(timeouts)):
+                m = c.txn(f"tx{i}")
+                if m.state is not S.ONGOING:
+                    aborted_at.setdefault(i, m.txn_last_update_timestamp)
+        c.shard.time_travel_target_ms = None
+        return aborted_at, fired, c.shard.next_deadline()
+
+    normal, travelled = run(False), run(True)
+    assert travelled[0] == normal[0] and len(normal[0]) == sum(t < 100000 for t in timeouts)
+    assert travelled[2] == normal[2]             # the scan after the jump: same time
+    assert travelled[1] < normal[1] == 10        # ten scans in 100 s, fewer when skipped

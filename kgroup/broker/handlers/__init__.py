@@ -7,6 +7,7 @@ from __future__ import annotations
 from ...protocol.api import ApiKey
 from . import consumer_group_describe, consumer_group_heartbeat
 from . import share_acknowledge, share_fetch, share_group_describe, share_group_heartbeat, share_group_state
+from . import alter_share_group_offsets, delete_share_group_offsets, describe_share_group_offsets
 from . import (api_versions, create_topics, delete_groups, delete_topics, describe_cluster,
                describe_configs, describe_groups, fetch, find_coordinator, heartbeat, init_producer_id,
                join_group, leave_group, list_groups, list_offsets, metadata, offset_commit, offset_delete,
@@ -60,6 +61,9 @@ HANDLERS = {
     ApiKey.WRITE_SHARE_GROUP_STATE: (share_group_state.write, 0, 1),
     ApiKey.DELETE_SHARE_GROUP_STATE: (share_group_state.delete, 0, 0),
     ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: (share_group_state.read_summary, 0, 1),
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: (describe_share_group_offsets.handle, 0, 1),
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: (alter_share_group_offsets.handle, 0, 0),
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: (delete_share_group_offsets.handle, 0, 0),
     # transactions (the transaction coordinator, broker/transaction_runtime.py)
     ApiKey.ADD_PARTITIONS_TO_TXN: (add_partitions_to_txn.handle, 0, 5),
     ApiKey.ADD_OFFSETS_TO_TXN: (add_offsets_to_txn.handle, 0, 4),

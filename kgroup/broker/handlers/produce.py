@@ -22,12 +22,14 @@ PartitionResponse = ProduceResponse.PartitionProduceResponse
 RecordError = ProduceResponse.BatchIndexAndErrorMessage
 
 
-def handle(broker, ctx, req, version, _added=False):
+def handle(broker, ctx, req, version, _added=False, _waited=False):
     """Checks in Kafka's order: unknown topic/partition and ProduceRequest.validateRecords
     (KafkaApis), then acks, then the internal-topic check and the append (ReplicaManager).
     From v12 a transactional batch's partition not yet in its transaction is added to it first
     (KIP-890 part 2, transaction version 2: AddPartitionsToTxnManager's ADD_PARTITION), then the
-    request is handled as if it had been added by the producer."""
+    request is handled as if it had been added by the producer. While the producer's previous
+    transaction completes (its markers), the request first waits for that, as Kafka's
+    ReplicaManager retries the add on CONCURRENT_TRANSACTIONS (for up to 100 ms)."""
     by_id = version >= 13
     verify = req.transactional_id is not None and broker.config["transaction.partition.verification.enable"]
     if broker.control_topics and len(req.topic_data) == 1 and not by_id:
@@ -46,6 +48,9 @@ def handle(broker, ctx, req, version, _added=False):
         return _error_response(ctx, req, version, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     # (with or without transaction.partition.verification.enable: TV2 producers never add themselves)
     if version >= 12 and not _added and req.transactional_id is not None:
+        completing = None if _waited else broker.transaction_coordinator.completion(req.transactional_id)
+        if completing is not None:
+            return chain(completing, lambda: handle(broker, ctx, req, version, _waited=True))
         added = _add_partitions_implicitly(broker, req, version)
         if added is not None:
             return chain(added, lambda: handle(broker, ctx, req, version, _added=True))
@@ -285,6 +290,10 @@ def _verify_transaction(broker, transactional_id, topic, pd, version) -> int:
         transactional_id, header.producer_id, header.producer_epoch, (tp,))[tp]
     if error == ErrorCode.TRANSACTION_ABORTABLE and version < 11:
         return ErrorCode.INVALID_TXN_STATE
+    if error == ErrorCode.CONCURRENT_TRANSACTIONS and version >= 12:
+        # ReplicaManager keeps it for transaction version 2 (Produce v12+), where it is common
+        # while the previous transaction completes
+        return error
     if error in _RETRY_AS_NOT_ENOUGH_REPLICAS:
         return ErrorCode.NOT_ENOUGH_REPLICAS
     if error == ErrorCode.PRODUCER_FENCED:
