@@ -12,8 +12,10 @@ found by comparing a strided slice of the buffer (C speed). Fixed-layout records
 producer output) form long runs; irregular ones fall back to one step per record for the start
 position only. Every other field -- timestamp and offset deltas, key and value lengths, header
 counts and headers -- is then cut out of the buffer with numpy over all records at once, field
-after field (a varint is read byte column by byte column). Keys and values become Arrow
-``binary_view`` arrays pointing into the buffer, cast to ``binary`` by Arrow (one memcpy each).
+after field (a varint is read byte column by byte column). Keys and values that come in runs of
+one length and one spacing (fixed-layout records) are copied into Arrow ``binary`` arrays run by
+run, each from a strided matrix view; others become ``binary_view`` arrays pointing into the
+buffer, cast to ``binary`` by Arrow (one memcpy each).
 
 Any inconsistency (a length past its record, a record not ending where its length says, a count
 mismatch) makes the batch go through :func:`records.decode_records`, which raises the reference
