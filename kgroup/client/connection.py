@@ -47,8 +47,7 @@ STREAM_LIMIT = 4 * 1024 * 1024
 #: the versions that name topics by id only (Produce v13, OffsetCommit/OffsetFetch v10), which
 #: this client's producer and committer do not build, and InitProducerId v6 (KIP-939, unstable)
 CLIENT_MAX_VERSIONS: dict[int, int] = {key: api.request.VERSIONS[1] for key, api in API_BY_KEY.items()}
-CLIENT_MAX_VERSIONS.update({ApiKey.PRODUCE: 12, ApiKey.OFFSET_COMMIT: 9, ApiKey.OFFSET_FETCH: 9,
-                            ApiKey.INIT_PRODUCER_ID: 5})
+CLIENT_MAX_VERSIONS.update({ApiKey.INIT_PRODUCER_ID: 5})
 
 
 # The client's timers run on monotonic time; record timestamps use the wall clock.
