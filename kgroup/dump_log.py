@@ -1,7 +1,7 @@
 """``kgroup dump-log``: print what a partition's files hold, like Kafka's ``kafka-dump-log.sh``.
 
     kgroup dump-log [--files] PATH... [--print-data-log] [--deep-iteration]
-                    [--offsets-decoder] [--skip-record-metadata]
+                    [--offsets-decoder | --share-group-state-decoder] [--skip-record-metadata]
 
 For a segment (``.log``) one line per batch, in Kafka's wording::
 
@@ -16,7 +16,10 @@ both) decodes ``__consumer_offsets`` records as Kafka's OffsetsMessageParser doe
 ``{"type":"<record type>","data":{...}}``, the value as ``{"version":"<v>","data":{...}}`` with
 Kafka's camelCase field names, a consumer group's member subscriptions and assignments
 decoded, a tombstone as ``<DELETE>``, an unknown record type as ``Unknown record type N at
-offset O, skipping.``; KIP-848's consumer group records (types 3-8, 16) print the same way.
+offset O, skipping.``; KIP-848's consumer group records (types 3-8, 16) and KIP-932's share
+group records (types 10-15) print the same way. ``--share-group-state-decoder`` decodes
+``__share_group_state`` records (ShareSnapshot 0, ShareUpdate 1) the same way, as Kafka's
+ShareGroupStateMessageParser.
 Bytes that do not form a batch at the end of the file are reported as ``Found N invalid bytes
 at the end of FILE``. Offset (``.index``) and time (``.timeindex``) indexes print their entries,
 aborted transaction indexes (``.txnindex``) their aborted transactions. Only reads: safe to run
@@ -32,7 +35,7 @@ import struct
 import sys
 
 from .protocol.consumer_protocol import ConsumerProtocolAssignment, ConsumerProtocolSubscription
-from .protocol.offsets_records import RECORD_SCHEMAS, GroupMetadataValue
+from .protocol.offsets_records import RECORD_SCHEMAS, SHARE_STATE_RECORDS, GroupMetadataValue
 from .protocol.records import (CONTROL_ABORT, CONTROL_COMMIT, Compression,
                                RecordBatchError, TimestampType, decode_records, increment_sequence,
                                iter_batches, read_end_transaction_marker, validate_batch)
@@ -102,16 +105,19 @@ def _embedded(raw: bytes, cls):
         return None
 
 
-def offsets_key_and_payload(key: bytes | None, value: bytes | None, offset: int) -> tuple[str, str | None]:
-    """What ``--offsets-decoder`` prints for one ``__consumer_offsets`` record."""
+def offsets_key_and_payload(key: bytes | None, value: bytes | None, offset: int,
+                            schemas=RECORD_SCHEMAS) -> tuple[str, str | None]:
+    """What ``--offsets-decoder`` prints for one ``__consumer_offsets`` record (with
+    ``schemas=SHARE_STATE_RECORDS``, what ``--share-group-state-decoder`` prints for one
+    ``__share_group_state`` record: Kafka's CoordinatorRecordMessageParser for either)."""
     if key is None:
         return f"Error at offset {offset}, skipping. Failed to decode message using offset topic decoder " \
                f"(message had a missing key)", None
     try:
         record_type = _H.unpack_from(key, 0)[0]
-        if record_type not in RECORD_SCHEMAS:
+        if record_type not in schemas:
             return f"Unknown record type {record_type} at offset {offset}, skipping.", None
-        key_cls, value_cls = RECORD_SCHEMAS[record_type]
+        key_cls, value_cls = schemas[record_type]
         key_obj, _ = key_cls.decode(memoryview(key), record_type, 2)     # the key's version is its type
         key_json = _dumps({"type": str(record_type), "data": to_json(key_obj, record_type)})
         if value is None:
@@ -141,7 +147,7 @@ def _bool(b: bool) -> str:
 
 
 def dump_log(path: str, out, *, deep: bool, print_data: bool, offsets_decoder: bool,
-             skip_metadata: bool = False) -> None:
+             skip_metadata: bool = False, schemas=RECORD_SCHEMAS) -> None:
     name = os.path.basename(path)
     with open(path, "rb") as f:
         data = f.read()
@@ -169,7 +175,7 @@ def dump_log(path: str, out, *, deep: bool, print_data: bool, offsets_decoder: b
                       f"crc: {h.crc} isvalid: {_bool(is_valid)}\n")
             valid = pos + h.size
             if deep:
-                _dump_records(h, batch, ts_type, out, print_data, offsets_decoder, skip_metadata)
+                _dump_records(h, batch, ts_type, out, print_data, offsets_decoder, skip_metadata, schemas)
     except RecordBatchError:
         pass   # what follows the last whole batch is reported as invalid bytes
     trailing = len(data) - valid
@@ -177,7 +183,7 @@ def dump_log(path: str, out, *, deep: bool, print_data: bool, offsets_decoder: b
         out.write(f"Found {trailing} invalid bytes at the end of {name}\n")
 
 
-def _dump_records(h, batch, ts_type, out, print_data, offsets_decoder, skip_metadata) -> None:
+def _dump_records(h, batch, ts_type, out, print_data, offsets_decoder, skip_metadata, schemas=RECORD_SCHEMAS) -> None:
     try:
         records = decode_records(batch, h)
     except RecordBatchError as e:
@@ -195,7 +201,7 @@ def _dump_records(h, batch, ts_type, out, print_data, offsets_decoder, skip_meta
                 line += _control(r)
         if print_data and not h.is_control:
             if offsets_decoder:
-                key, payload = offsets_key_and_payload(r.key, r.value, r.offset)
+                key, payload = offsets_key_and_payload(r.key, r.value, r.offset, schemas)
             else:
                 key, payload = _text(r.key), _text(r.value)
             if key is not None:
@@ -249,12 +255,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--deep-iteration", action="store_true", help="print each record's metadata")
     p.add_argument("--offsets-decoder", action="store_true",
                    help="decode __consumer_offsets records (implies --print-data-log)")
+    p.add_argument("--share-group-state-decoder", action="store_true",
+                   help="decode __share_group_state records (implies --print-data-log)")
     p.add_argument("--skip-record-metadata", action="store_true", help="omit each record's metadata")
     args = p.parse_args(argv)
     paths = list(args.paths) + list(args.files)
     if not paths:
         p.error("no files to dump (give PATH or --files PATH)")
-    print_data = args.print_data_log or args.offsets_decoder
+    decoder = args.offsets_decoder or args.share_group_state_decoder
+    print_data = args.print_data_log or decoder
     deep = args.deep_iteration or print_data
     out = sys.stdout
     status = 0
@@ -262,8 +271,9 @@ def main(argv: list[str] | None = None) -> int:
         out.write(f"Dumping {path}\n")
         try:
             if path.endswith(".log"):
-                dump_log(path, out, deep=deep, print_data=print_data, offsets_decoder=args.offsets_decoder,
-                         skip_metadata=args.skip_record_metadata)
+                dump_log(path, out, deep=deep, print_data=print_data, offsets_decoder=decoder,
+                         skip_metadata=args.skip_record_metadata,
+                         schemas=SHARE_STATE_RECORDS if args.share_group_state_decoder else RECORD_SCHEMAS)
             elif path.endswith(".index"):
                 dump_index(path, out, struct.Struct(">ii"), lambda base, rel, position:
                            f"offset: {base + rel} position: {position}")

@@ -5,8 +5,13 @@ JavaScript, no build step, nothing fetched from elsewhere.
 - ``/groups/<group>``   one group: members and their assignment, committed offsets and lag, the
                         last rebalance, and its rebalance timeline drawn as an inline SVG chart
                         (phases as bars, member events as marks) above the event table
+- ``/share-groups``     share groups (KIP-932): state, epoch, members, share-partitions, lag
+- ``/share-groups/<group>``  one share group: members and their assignment, and per share-partition
+                        its start offset, records in flight by state (acquired, available,
+                        acknowledged, archived) and by delivery count, and lag
 - ``/topics``           topics with each partition's log start, high watermark and size
-- ``/api/groups``, ``/api/groups/<group>``, ``/api/topics``: the same as JSON
+- ``/api/groups``, ``/api/groups/<group>``, ``/api/share-groups``, ``/api/share-groups/<group>``,
+  ``/api/topics``: the same as JSON
 
 Every page is built from one snapshot taken on the broker's event loop (``BrokerMetrics.snapshot``
 and the group's timeline), so a page never mixes two moments.
@@ -43,13 +48,20 @@ def _time(ms) -> str:
 
 def _page(title: str, body: str) -> str:
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{_e(title)} - kgroup</title>"
-            f"<style>{STYLE}</style></head><body><nav><a href='/'>Groups</a><a href='/topics'>Topics</a>"
+            f"<style>{STYLE}</style></head><body><nav><a href='/'>Groups</a><a href='/share-groups'>Share groups</a>"
+            f"<a href='/topics'>Topics</a>"
             f"<a href='/metrics'>Metrics</a></nav><h1>{_e(title)}</h1>{body}</body></html>")
 
 
 def group_lag(snap, g) -> int:
     hw = {(t, p): h for t, ps in snap["topics"].items() for p, _, h in ps}
     return sum(hw[tp] - off for tp, off in g["offsets"].items() if tp in hw and off >= 0)
+
+
+def share_group_lag(g) -> int | None:
+    """The lag of a share group's share-partitions (None when none has a start offset)."""
+    lags = [sp["lag"] for sp in g["partitions"] if sp["lag"] is not None]
+    return sum(lags) if lags else None
 
 
 def group_json(snap, gid, g, timeline=None) -> dict:
@@ -155,6 +167,17 @@ class Console:
             snap, _ = server.call(self._snapshot())
             server.reply(req, 200, self.topics_page(snap), "text/html; charset=utf-8")
             return True
+        if parts == ["share-groups"]:
+            snap, _ = server.call(self._snapshot())
+            server.reply(req, 200, self.share_groups_page(snap), "text/html; charset=utf-8")
+            return True
+        if len(parts) == 2 and parts[0] == "share-groups":
+            snap, _ = server.call(self._snapshot())
+            page = self.share_group_page(snap, parts[1])
+            server.reply(req, 200 if page else 404,
+                         page or _page("Not found", f"<p>No share group {_e(parts[1])}.</p>"),
+                         "text/html; charset=utf-8")
+            return True
         if len(parts) == 2 and parts[0] == "groups":
             snap, timeline = server.call(self._snapshot(parts[1]))
             page = self.group_page(snap, parts[1], timeline or [])
@@ -178,6 +201,21 @@ class Console:
             else:
                 server.reply_json(req, 200, group_json(snap, parts[1], g, timeline or []))
             return True
+        if parts == ["share-groups"]:
+            snap, _ = server.call(self._snapshot())
+            server.reply_json(req, 200, [{"group": gid, "state": g["state"], "group_epoch": g["group_epoch"],
+                                          "members": len(g["members"]), "share_partitions": len(g["partitions"]),
+                                          "lag": share_group_lag(g)}
+                                         for gid, g in sorted(snap["share_groups"].items())])
+            return True
+        if len(parts) == 2 and parts[0] == "share-groups":
+            snap, _ = server.call(self._snapshot())
+            g = snap["share_groups"].get(parts[1])
+            if g is None:
+                server.reply_json(req, 404, {"error": f"no share group {parts[1]}"})
+            else:
+                server.reply_json(req, 200, dict(g, group=parts[1], lag=share_group_lag(g)))
+            return True
         if parts == ["topics"]:
             snap, _ = server.call(self._snapshot())
             server.reply_json(req, 200, {t: [{"partition": p, "log_start_offset": ls, "high_watermark": hw,
@@ -198,6 +236,51 @@ class Console:
         table = ("<table id='groups'><tr><th>Group</th><th>State</th><th>Protocol type</th><th>Protocol</th>"
                  f"<th>Members</th><th>Lag</th></tr>{rows}</table>") if rows else "<p>No groups.</p>"
         return _page("Consumer groups", table)
+
+    @staticmethod
+    def share_groups_page(snap) -> str:
+        rows = "".join(
+            f"<tr><td><a href='/share-groups/{urllib.parse.quote(gid, safe='')}'>{_e(gid)}</a></td>"
+            f"<td><span class='state'>{_e(g['state'])}</span></td><td class='n'>{g['group_epoch']}</td>"
+            f"<td class='n'>{len(g['members'])}</td><td class='n'>{len(g['partitions'])}</td>"
+            f"<td class='n'>{_e(share_group_lag(g))}</td></tr>"
+            for gid, g in sorted(snap["share_groups"].items()))
+        table = ("<table id='share-groups'><tr><th>Group</th><th>State</th><th>Group epoch</th><th>Members</th>"
+                 f"<th>Share-partitions</th><th>Lag</th></tr>{rows}</table>") if rows else "<p>No share groups.</p>"
+        return _page("Share groups", table)
+
+    @staticmethod
+    def share_group_page(snap, gid) -> str | None:
+        g = snap["share_groups"].get(gid)
+        if g is None:
+            return None
+        body = [f"<p>State <span class='state' id='group-state'>{_e(g['state'])}</span>, group epoch "
+                f"{g['group_epoch']}, assignment epoch {g['assignment_epoch']}, total lag "
+                f"<b id='group-lag'>{_e(share_group_lag(g))}</b></p>", "<h2>Members</h2>"]
+        if g["members"]:
+            rows = "".join(
+                f"<tr class='member'><td><code>{_e(m['member_id'])}</code></td><td class='n'>{m['member_epoch']}</td>"
+                f"<td>{_e(m['client_id'])}</td><td>{_e(m['client_host'])}</td>"
+                f"<td>{_e(', '.join(m['subscribed_topics']))}</td>"
+                f"<td>{_e('; '.join(f'{t} {p}' for t, p in sorted(m['assignment'].items())))}</td></tr>"
+                for m in sorted(g["members"], key=lambda m: m["member_id"]))
+            body.append("<table id='members'><tr><th>Member id</th><th>Member epoch</th><th>Client id</th><th>Host</th>"
+                        f"<th>Subscribed topics</th><th>Assignment</th></tr>{rows}</table>")
+        else:
+            body.append("<p>No members.</p>")
+        rows = "".join(
+            f"<tr class='share-partition'><td>{_e(sp['topic'])}</td><td class='n'>{sp['partition']}</td>"
+            f"<td class='n'>{sp['start_offset']}</td><td class='n'>{sp['in_flight']}</td>"
+            + "".join(f"<td class='n'>{sp['records'][st]}</td>" for st in ("Acquired", "Available", "Acknowledged",
+                                                                           "Archived"))
+            + f"<td>{_e(', '.join(f'{c}: {n}' for c, n in sp['delivery_counts'].items()) or '-')}</td>"
+            f"<td class='n'>{_e('-' if sp['lag'] is None else sp['lag'])}</td></tr>"
+            for sp in g["partitions"])
+        body.append("<h2>Share-partitions</h2>" + (
+            "<table id='share-partitions'><tr><th>Topic</th><th>Partition</th><th>Start offset</th><th>In flight</th>"
+            "<th>Acquired</th><th>Available</th><th>Acknowledged</th><th>Archived</th>"
+            f"<th>Delivery counts (count: records)</th><th>Lag</th></tr>{rows}</table>" if rows else "<p>None.</p>"))
+        return _page(f"Share group {gid}", "".join(body))
 
     @staticmethod
     def topics_page(snap) -> str:

@@ -49,6 +49,7 @@ from ..protocol.records import decode_records, iter_batches
 from ..coordinator.responses import (FetchGroup, describe_error_group, join_response, leave_response,
                                      offset_commit_error_response, offset_fetch_response, sync_response)
 from ..protocol.messages.describe_groups import DescribeGroupsResponse
+from ..protocol.messages.describe_share_group_offsets import DescribeShareGroupOffsetsResponse
 from .pending import PendingResponse
 
 log = logging.getLogger("kgroup.faults")
@@ -93,6 +94,8 @@ def groups_of(api_key: int, body) -> tuple:
     if api_key == ApiKey.DESCRIBE_GROUPS:
         return tuple(body.groups)
     if api_key == ApiKey.OFFSET_FETCH and getattr(body, "groups", None):
+        return tuple(g.group_id for g in body.groups)
+    if api_key == ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS:
         return tuple(g.group_id for g in body.groups)
     gid = getattr(body, "group_id", None)
     return (gid,) if gid is not None else ()
@@ -139,6 +142,10 @@ def error_response(api_key: int, version: int, body, code: int):
             body.group_id, error=code, requested=[(t.name, t.partition_indexes) for t in body.topics or ()])])
     if api_key == ApiKey.DESCRIBE_GROUPS:
         return DescribeGroupsResponse(groups=[describe_error_group(g, code) for g in body.groups])
+    if api_key == ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS:
+        G = DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup
+        return DescribeShareGroupOffsetsResponse(groups=[G(group_id=g.group_id, error_code=code,
+                                                           error_message=ErrorCode(code).message) for g in body.groups])
     response = API_BY_KEY[api_key].response
     if any(f.name == "error_code" for f in response.FIELDS):   # one top-level error (InitProducerId, ...)
         return response(error_code=code)
@@ -146,7 +153,8 @@ def error_response(api_key: int, version: int, body, code: int):
 
 
 _PER_API = (ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.FIND_COORDINATOR, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP,
-            ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP, ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH, ApiKey.DESCRIBE_GROUPS)
+            ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP, ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH, ApiKey.DESCRIBE_GROUPS,
+            ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS)
 
 
 def has_error_response(api_key: int) -> bool:

@@ -18,7 +18,10 @@ What is measured where:
   derives the rates with rate()), partition load time (group-coordinator-runtime-metrics),
   log size and flush latency (kafka.log Log Size, LogFlushStats), and the consumer-lag series
   of kafka_exporter with its names and labels (kafka_consumergroup_lag{consumergroup,topic,
-  partition}, ...), so its Grafana dashboards work unchanged.
+  partition}, ...), so its Grafana dashboards work unchanged; share groups (KIP-932): group-count
+  {protocol=share} and share-group-count{state}, members per group, and per share-partition
+  SharePartitionMetrics' InFlightMessageCount plus its records by state and delivery count, start
+  offset and lag (``share_groups_snapshot``).
 - coordinator counters are counted where the coordinator runtime appends its records to
   ``__consumer_offsets`` (``write_observer``, called once per written batch, after a successful
   append, so a failed write counts nothing): an offset commit record is a commit, an offset
@@ -310,6 +313,7 @@ class BrokerMetrics:
                                "protocol": g.protocol_name or "", "generation": g.generation_id,
                                "leader": g.leader_id, "members": members, "offsets": committed}
         return {"topics": topics, "log_sizes": log_sizes, "groups": groups,
+                "share_groups": share_groups_snapshot(b),
                 "requests": self.request_stats(),
                 "flush": self.flush.data(),
                 "offset_commits": c.offset_commits,
@@ -319,6 +323,89 @@ class BrokerMetrics:
                 "partition_load_ms": dict(getattr(b.group_coordinator, "partition_load_ms", {}) or {}),
                 "client_metrics": b.metadata.client_metrics.snapshot(),
                 "node_id": b.config.node_id}
+
+
+def share_groups_snapshot(b) -> dict:
+    """Share groups (KIP-932) as the console and /metrics show them: per group its state, epochs
+    and members; per share-partition with state its start offset, records in flight by state and
+    by delivery count, and lag (Kafka's DescribeShareGroupOffsets lag: high watermark - start
+    offset - records delivered completely). A share-partition this broker holds in memory is read
+    live; any other from what the share coordinator holds (then nothing is acquired: acquisitions
+    are persisted as available)."""
+    out = {}
+    live = getattr(b, "share_partitions", None)
+    live_partitions = live.partitions if live is not None else {}
+    coordinator = getattr(b, "share_coordinator", None)
+    for shard in b.group_coordinator.shards.values():
+        if not shard.is_loaded:
+            continue
+        for g in shard.share_group_manager.share_groups():
+            gid = g.group_id
+            members = []
+            for m in g.members.values():
+                assignment = {}
+                for topic_id, parts in m.assigned_partitions.items():
+                    t = b.metadata.by_id(topic_id)
+                    if t is not None:
+                        assignment[t.name] = sorted(parts)
+                members.append({"member_id": m.member_id, "member_epoch": m.member_epoch, "client_id": m.client_id,
+                                "client_host": m.client_host, "rack_id": m.rack_id,
+                                "subscribed_topics": sorted(m.subscribed_topic_names), "assignment": assignment})
+            partitions = []
+            for topic_id, parts in sorted(g.initialized_partitions().items()):
+                t = b.metadata.by_id(topic_id)
+                if t is None:
+                    continue
+                for p in sorted(parts):
+                    key = (gid, topic_id, p)
+                    sp = live_partitions.get(key)
+                    stats = _live_share_partition(sp) if sp is not None else _stored_share_partition(coordinator, key)
+                    if stats is None:
+                        continue
+                    plog = b.data_path.log(t.name, p)
+                    start, done = stats["start_offset"], stats["delivery_complete_count"]
+                    stats["lag"] = plog.high_watermark - start - done if plog is not None and start >= 0 else None
+                    stats.update(topic=t.name, partition=p)
+                    partitions.append(stats)
+            out[gid] = {"state": g.state_string(), "group_epoch": g.group_epoch, "assignment_epoch": g.assignment_epoch,
+                        "members": members, "partitions": partitions}
+    return out
+
+
+_STATE_NAMES = {0: "Available", 1: "Acquired", 2: "Acknowledged", 4: "Archived"}
+
+
+def _share_partition_stats(start_offset: int, records) -> dict:
+    """``records``: (state, delivery count) of each record in flight."""
+    by_state = {name: 0 for name in _STATE_NAMES.values()}
+    by_count: dict[int, int] = {}
+    for state, count in records:
+        by_state[state] += 1
+        if state in ("Available", "Acquired") and count > 0:
+            by_count[count] = by_count.get(count, 0) + 1
+    return {"start_offset": start_offset, "in_flight": sum(by_state.values()), "records": by_state,
+            "delivery_counts": dict(sorted(by_count.items())),
+            "delivery_complete_count": by_state["Acknowledged"] + by_state["Archived"]}
+
+
+def _live_share_partition(sp) -> dict:
+    out = _share_partition_stats(sp.start_offset, ((state.title(), count) for state, count, _ in sp.view().values()))
+    out["loaded"] = True
+    return out
+
+
+def _stored_share_partition(coordinator, key) -> dict | None:
+    if coordinator is None:
+        return None
+    shard = coordinator.shards.get(coordinator.partition_for(*key))
+    state = shard.state.get(key) if shard is not None else None
+    if state is None:
+        return None
+    records = ((_STATE_NAMES.get(b[2], "Available"), b[3]) for b in state.state_batches
+               for _ in range(max(b[0], state.start_offset), b[1] + 1))
+    out = _share_partition_stats(state.start_offset, records)
+    out["loaded"] = False
+    return out
 
 
 # -- Prometheus text format --------------------------------------------------------------------
@@ -378,8 +465,15 @@ def render(snap: dict) -> str:
     for g in groups.values():
         by_state[g["state"]] = by_state.get(g["state"], 0) + 1
     prefix = "kafka_server_group_coordinator_metrics_"
+    share_groups = snap.get("share_groups", {})
     family(prefix + "group_count", "gauge", "Groups per rebalance protocol (group-count)",
-           [(_labels(protocol="classic"), len(groups)), (_labels(protocol="consumer"), 0)])
+           [(_labels(protocol="classic"), len(groups)), (_labels(protocol="consumer"), 0),
+            (_labels(protocol="share"), len(share_groups))])
+    share_by_state = {"Empty": 0, "Stable": 0, "Dead": 0}
+    for g in share_groups.values():
+        share_by_state[g["state"]] = share_by_state.get(g["state"], 0) + 1
+    family(prefix + "share_group_count", "gauge", "Share groups per state (share-group-count)",
+           [(_labels(state=s), n) for s, n in sorted(share_by_state.items())])
     family(prefix + "classic_group_count", "gauge", "Classic groups per state (classic-group-count)",
            [(_labels(state=s), n) for s, n in sorted(by_state.items())])
     family(prefix + "offset_count", "gauge", "Committed offsets retained (offset-count)",
@@ -399,6 +493,32 @@ def render(snap: dict) -> str:
            [("", max(loads.values()) if loads else 0.0)])
     family(rt + "partition_load_time_avg", "gauge", "Average __consumer_offsets partition load, ms",
            [("", sum(loads.values()) / len(loads) if loads else 0.0)])
+
+    # share groups (KIP-932): members and state per group; per share-partition Kafka's
+    # SharePartitionMetrics InFlightMessageCount, then the records by state and delivery count,
+    # the start offset and the lag DescribeShareGroupOffsets reports
+    family("kgroup_share_group_members", "gauge", "Members of a share group",
+           [(_labels(group=gid, state=g["state"]), len(g["members"])) for gid, g in sorted(share_groups.items())])
+    family("kgroup_share_group_epoch", "gauge", "A share group's group epoch",
+           [(_labels(group=gid), g["group_epoch"]) for gid, g in sorted(share_groups.items())])
+    sp_rows = [(gid, sp) for gid, g in sorted(share_groups.items()) for sp in g["partitions"]]
+
+    def sp_labels(gid, sp, **more):
+        return _labels(group=gid, topic=sp["topic"], partition=sp["partition"], **more)
+    family("kafka_server_share_partition_metrics_in_flight_message_count", "gauge",
+           "Records in flight in a share-partition (SharePartitionMetrics InFlightMessageCount)",
+           [(sp_labels(gid, sp), sp["in_flight"]) for gid, sp in sp_rows])
+    family("kgroup_share_partition_records", "gauge",
+           "Records in flight in a share-partition, by state (Available, Acquired, Acknowledged, Archived)",
+           [(sp_labels(gid, sp, state=st), n) for gid, sp in sp_rows for st, n in sp["records"].items()])
+    family("kgroup_share_partition_delivery_count_records", "gauge",
+           "Records in flight not yet delivered completely, by how many times they were delivered",
+           [(sp_labels(gid, sp, delivery_count=c), n) for gid, sp in sp_rows for c, n in sp["delivery_counts"].items()])
+    family("kgroup_share_partition_start_offset", "gauge", "A share-partition's start offset",
+           [(sp_labels(gid, sp), sp["start_offset"]) for gid, sp in sp_rows])
+    family("kgroup_share_partition_lag", "gauge",
+           "A share-partition's lag: high watermark - start offset - records delivered completely",
+           [(sp_labels(gid, sp), sp["lag"]) for gid, sp in sp_rows if sp["lag"] is not None])
 
     # storage (kafka.log:type=Log,name=Size and LogFlushStats)
     family("kafka_log_log_size", "gauge", "Bytes of a partition's log (kafka.log:type=Log,name=Size)",

@@ -34,7 +34,7 @@ import logging
 from ..coordinator.timer import CoordinatorTimer, TimerQueue
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.records import iter_batches
-from ..share.share_partition import SharePartition
+from ..share.share_partition import SharePartition, delivery_complete_count
 from ..share.share_session import ShareSessionCache
 from ..storage.errors import OffsetOutOfRangeError
 from . import group_configs
@@ -158,8 +158,10 @@ class SharePartitionManager:
 
     def _write(self, sp: SharePartition, tokens: list) -> None:
         self._writing.add(sp)
+        batches = sp.state_batches()
         w = self.broker.share_coordinator.write(sp.group_id, sp.topic_id, sp.partition, sp.state_epoch, 0,
-                                                sp.start_offset, sp.state_batches(), hold=True)
+                                                sp.start_offset, batches, delivery_complete_count(batches),
+                                                hold=True)
         w.listen(lambda answered: self._written(sp, tokens, answered))
 
     def _written(self, sp: SharePartition, tokens: list, answered) -> None:

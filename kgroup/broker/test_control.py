@@ -105,6 +105,9 @@ class TestControl:
         runtimes = (*self._runtimes(), self.broker.share_partitions)     # share-record locks too
         target = clock.now_ms() + ms
         steps = 0
+        txn_shards = list(self.broker.transaction_coordinator.runtime.shards.values())
+        for shard in txn_shards:
+            shard.time_travel_target_ms = target
         try:
             nxt = self._fire(runtimes, False)
             while nxt is not None and nxt <= target:
@@ -114,6 +117,8 @@ class TestControl:
                 clock.pin(nxt)
                 nxt = self._fire(runtimes, False)
         finally:
+            for shard in txn_shards:
+                shard.time_travel_target_ms = None
             clock.set_to(target)
             self._fire(runtimes, True)      # and every loop timer armed again from the new time
         dp = self.broker.data_path

@@ -23,6 +23,8 @@ retry.backoff.ms, 100 ms, for AddOffsetsToTxn). Here such a request waits in the
 without the backoff; if the transaction has not completed within ``COMPLETION_WAIT_S`` (its
 markers cannot be written), it is answered CONCURRENT_TRANSACTIONS as Kafka would answer it,
 and the client retries. Requests waiting when the partition is unloaded get NOT_COORDINATOR.
+Transaction version 2's first requests of the next transaction (Produce v12, TxnOffsetCommit v5,
+which add their partitions themselves) wait the same way (``completion``) before adding them.
 The shard itself still answers CONCURRENT_TRANSACTIONS in a Prepare state
 (the runtime does not ask it then).
 """
@@ -38,6 +40,7 @@ from ..transaction_coordinator import (TransactionCoordinatorConfig, Transaction
 from ..protocol.records import build_end_txn_marker_batch
 from .coordinator_runtime import (CoordinatorAppendError, CoordinatorRuntime, answer_flushed, append_records,
                                   split_by_partition)
+from .features import TRANSACTION_VERSION
 from .metadata import OFFSETS_TOPIC
 from .pending import PendingResponse
 
@@ -47,6 +50,10 @@ MARKER_RETRY_S = 0.1        # a marker that could not be written is retried (Kaf
 # How long a request waits for its transaction to complete before it is answered
 # CONCURRENT_TRANSACTIONS (what Kafka answers at once; clients retry it after a backoff)
 COMPLETION_WAIT_S = 1.0
+# How long a TV2 produce waits for its producer's previous transaction to complete before its
+# partition is added (Kafka's ReplicaManager retries CONCURRENT_TRANSACTIONS for
+# add.partitions.to.txn.retry.backoff.max.ms, default 100 ms, then answers it)
+PRODUCE_COMPLETION_WAIT_S = 0.1
 _DURABLE = PendingResponse(flush_only=True)     # an answered flush wait: nothing to wait for
 _DURABLE.answer(None)
 
@@ -76,8 +83,10 @@ class TransactionRuntime:
         return self.runtime.shards
 
     def _new_shard(self, p: int, epoch: int) -> TransactionCoordinatorShard:
+        features = self.broker.metadata.features
         return TransactionCoordinatorShard(p, self.config, coordinator_epoch=epoch,
-                                           producer_id_allocator=self.broker.data_path.producer_ids.allocate)
+                                           producer_id_allocator=self.broker.data_path.producer_ids.allocate,
+                                           transaction_version=lambda: features.level(TRANSACTION_VERSION))
 
     # -- topic and partitions -----------------------------------------------------------------------
     def start(self) -> None:
@@ -85,12 +94,18 @@ class TransactionRuntime:
         topic = self.broker.metadata.get(self.topic)
         if topic is not None:
             self.num_partitions = topic.num_partitions
+            if self.broker.replica_manager.enabled:
+                return      # in a cluster: loaded by the partitions this broker leads (replica_manager)
             for p in range(topic.num_partitions):
                 self.runtime.load(p)
 
     def ensure_topic(self) -> None:
         """Create ``__transaction_state`` on first use (compacted, as Kafka creates it)."""
         if self.broker.metadata.get(self.topic) is not None:
+            return
+        if self.broker.cluster is not None:     # created in ZooKeeper; loaded where it is led
+            self.broker.cluster.create_internal_topic(self.topic, self.num_partitions, {
+                "cleanup.policy": "compact", "segment.bytes": str(self.broker.config["transaction.state.log.segment.bytes"])}, "transaction.state.log.replication.factor")
             return
         self.broker.create_topic(self.topic, self.num_partitions, 1, {
             "cleanup.policy": "compact",
@@ -108,7 +123,7 @@ class TransactionRuntime:
         """Requests waiting for a transaction of the unloaded partition get NOT_COORDINATOR."""
         for tid in [t for t in self._completing if self.shard_for(t) == p]:
             for handle, req, version, _extra, token in self._completing.pop(tid):
-                token.answer(handle.error_response(req, version, ErrorCode.NOT_COORDINATOR))
+                token.answer(None if handle is None else handle.error_response(req, version, ErrorCode.NOT_COORDINATOR))
 
     def shard_for(self, transactional_id: str) -> int:
         return transaction_partition(transactional_id, self.num_partitions)
@@ -127,6 +142,20 @@ class TransactionRuntime:
         self.ensure_topic()
         return self.runtime.execute(self.shard_for(transactional_id), handle, req, version, *extra)
 
+    def completion(self, transactional_id: str, max_wait_s: float = PRODUCE_COMPLETION_WAIT_S):
+        """None when no transaction of ``transactional_id`` is completing; else a PendingResponse
+        answered (with None) once it has completed, or after ``max_wait_s``, or when its
+        partition is unloaded, whichever comes first (a TV2 produce waits for it, as Kafka's
+        ReplicaManager retries the implicit add on CONCURRENT_TRANSACTIONS)."""
+        waiting = self._completing.get(transactional_id)
+        if waiting is None:
+            return None
+        token = PendingResponse()
+        entry = (None, None, None, (), token)
+        waiting.append(entry)
+        asyncio.get_running_loop().call_later(max_wait_s, self._give_up, transactional_id, entry)
+        return token
+
     def execute_split(self, req, field: str | None, handle, version: int, merge, group_id_of=None, extra=()):
         """A request naming several transactional ids (``req.<field>``, or entries whose
         ``group_id_of(item)`` is one), split by partition; ``field`` None: every partition."""
@@ -144,12 +173,15 @@ class TransactionRuntime:
         if waiting is not None and entry in waiting:
             waiting.remove(entry)
             handle, req, version, _extra, token = entry
-            token.answer(handle.error_response(req, version, ErrorCode.CONCURRENT_TRANSACTIONS))
+            token.answer(None if handle is None else handle.error_response(req, version, ErrorCode.CONCURRENT_TRANSACTIONS))
 
     def _resume(self, transactional_id: str, error=None) -> None:
         """The transaction of ``transactional_id`` completed (or ``error``: never will, the log
         directory failed): run the requests that waited for it, in arrival order."""
         for handle, req, version, extra, token in self._completing.pop(transactional_id, ()):
+            if handle is None:      # a wait for the completion only (``completion``)
+                token.answer(None)
+                continue
             if error is not None:
                 token.fail(error)
                 continue
@@ -188,8 +220,12 @@ class TransactionRuntime:
                 token.answer(response)
             out = []
             plog = self.broker.data_path.log(self.topic, shard.partition)
-        self.broker.data_path.wait_flushed({plog}).listen(
-            lambda flushed: self._prepared(shard, markers, out, flushed))
+        flushed = self.broker.data_path.wait_flushed({plog})
+        rm = self.broker.replica_manager
+        if rm.enabled:      # in a cluster the Prepare records reach the ISR before any marker is written
+            flushed = rm.after_replicated((self.topic, shard.partition), plog, flushed,
+                                          self.broker.config["offsets.commit.timeout.ms"])
+        flushed.listen(lambda flushed: self._prepared(shard, markers, out, flushed))
 
     def _drain_markers(self, shard) -> list:
         markers = shard.drain_markers()
@@ -221,20 +257,20 @@ class TransactionRuntime:
         answer their EndTxn, then make the markers durable before completing each."""
         self._marking_scheduled = False
         prepared, self._to_mark = self._to_mark, []
-        by_partition: dict[tuple, list] = {}
+        by_partition: dict[tuple, list] = {}     # (topic, partition, transaction version) -> markers
         for _, markers, _ in prepared:
             for m in markers:
-                for tp in m.partitions:
-                    by_partition.setdefault(tp, []).append(m)
+                for topic, p in m.partitions:
+                    by_partition.setdefault((topic, p, m.transaction_version), []).append(m)
         logs_of: dict[int, set] = {}        # id(marker) -> the logs holding its control batches
         failed: set[int] = set()
-        for (topic, p), ms in by_partition.items():
+        for (topic, p, tv), ms in by_partition.items():
             # One append for all; if it fails, one each, so a marker the log refuses does not
             # hold back the others.
             for group in ([ms] if len(ms) == 1 else [ms, *([m] for m in ms)]):
                 try:
                     plog = self._append_markers(topic, p, [(m.producer_id, m.producer_epoch, m.committed,
-                                                            m.coordinator_epoch) for m in group])
+                                                            m.coordinator_epoch) for m in group], tv)
                 except CoordinatorAppendError as e:
                     if len(group) == 1:
                         log.warning("writing the marker of %s to %s-%d failed (%s): retrying",
@@ -277,31 +313,33 @@ class TransactionRuntime:
             self._resume(m.transactional_id)
 
     def write_markers(self, producer_id: int, producer_epoch: int, committed: bool, coordinator_epoch: int,
-                      partitions) -> set:
+                      partitions, transaction_version: int = 0) -> set:
         """WriteTxnMarkers' work for one marker: a COMMIT/ABORT control batch appended to each
         of ``partitions`` ((topic, partition) pairs); a deleted partition is skipped (Kafka
         drops markers for partitions that no longer exist). Returns the logs to fsync."""
         logs = set()
         for topic, p in partitions:
-            plog = self._append_markers(topic, p, [(producer_id, producer_epoch, committed, coordinator_epoch)])
+            plog = self._append_markers(topic, p, [(producer_id, producer_epoch, committed, coordinator_epoch)],
+                                        transaction_version)
             if plog is not None:
                 logs.add(plog)
         return logs
 
-    def _append_markers(self, topic: str, p: int, markers: list):
+    def _append_markers(self, topic: str, p: int, markers: list, transaction_version: int = 0):
         """One append of a control batch per ``(producer_id, producer_epoch, committed,
         coordinator_epoch)`` to ``topic``-``p`` (through the group coordinator for
         ``__consumer_offsets``, whose shard settles the producers' pending offsets). Returns
         the log, or None for a partition that no longer exists (Kafka drops markers for partitions
-        that no longer exist); raises CoordinatorAppendError."""
+        that no longer exist); raises CoordinatorAppendError. ``transaction_version``: the one the
+        transactions ran with, which sets how the partition checks the markers' epoch."""
         if topic == OFFSETS_TOPIC:
-            return self.broker.group_coordinator.write_txn_markers(p, markers)
+            return self.broker.group_coordinator.write_txn_markers(p, markers, transaction_version)
         if not self.partition_exists(topic, p):
             return None
         now = self.runtime.now_ms()
         plog = append_records(self.broker, topic, p, b"".join(
             build_end_txn_marker_batch(pid, epoch, committed, coordinator_epoch, now)
-            for pid, epoch, committed, coordinator_epoch in markers))
+            for pid, epoch, committed, coordinator_epoch in markers), transaction_version)
         self.broker.data_path.appended(topic, p)       # the LSO moved: wake read_committed fetches
         return plog
 

@@ -21,7 +21,10 @@ from kgroup.protocol.messages.consumer_group_describe import ConsumerGroupDescri
 from kgroup.protocol.messages.create_topics import CreateTopicsRequest
 from kgroup.protocol.messages.delete_records import DeleteRecordsRequest
 from kgroup.protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
+from kgroup.protocol.messages.alter_share_group_offsets import AlterShareGroupOffsetsRequest
 from kgroup.protocol.messages.delete_groups import DeleteGroupsRequest
+from kgroup.protocol.messages.delete_share_group_offsets import DeleteShareGroupOffsetsRequest
+from kgroup.protocol.messages.describe_share_group_offsets import DescribeShareGroupOffsetsRequest
 from kgroup.protocol.messages.delete_topics import DeleteTopicsRequest
 from kgroup.protocol.messages.describe_cluster import DescribeClusterRequest
 from kgroup.protocol.messages.describe_configs import DescribeConfigsRequest
@@ -34,6 +37,7 @@ from kgroup.protocol.messages.list_offsets import ListOffsetsRequest
 from kgroup.protocol.messages.list_transactions import ListTransactionsRequest
 from kgroup.protocol.messages.offset_commit import OffsetCommitRequest
 from kgroup.protocol.messages.offset_fetch import OffsetFetchRequest
+from kgroup.protocol.messages.share_group_describe import ShareGroupDescribeRequest
 from kgroup.protocol.messages.update_features import UpdateFeaturesRequest
 from kgroup.protocol.messages.write_txn_markers import WriteTxnMarkersRequest
 from kgroup.protocol.schema import ZERO_UUID
@@ -44,7 +48,7 @@ from .connection import KafkaClient, now_ms
 from .consumer_protocol import decode_assignment
 from .consumer_coordinator import parse_offset_fetch
 from .errors import KafkaConnectionError, KafkaTimeoutError
-from .types import NodeInfo, OffsetAndMetadata, TopicInfo
+from .types import NAMES_MAX_VERSIONS, NodeInfo, OffsetAndMetadata, TopicInfo
 
 log = logging.getLogger("kgroup.client.admin")
 
@@ -112,6 +116,42 @@ class ConsumerGroupDescription:
     coordinator: NodeInfo | None
     error: ErrorCode = ErrorCode.NONE
     error_message: str | None = None
+
+
+@dataclass
+class ShareMemberDescription:
+    """A member of a share group (KIP-932), as ShareGroupDescribe reports it (Java's
+    ShareMemberDescription)."""
+    member_id: str
+    rack_id: str | None
+    client_id: str
+    host: str
+    member_epoch: int
+    subscribed_topic_names: list[str]
+    assignment: list[TopicPartition]
+
+
+@dataclass
+class ShareGroupDescription:
+    """A share group (Java's ShareGroupDescription): ``error`` is GROUP_ID_NOT_FOUND for a missing
+    group or one of another type (Java's admin raises GroupIdNotFoundException)."""
+    group_id: str
+    state: str
+    group_epoch: int
+    assignment_epoch: int
+    assignor: str
+    members: list[ShareMemberDescription]
+    coordinator: NodeInfo | None
+    error: ErrorCode = ErrorCode.NONE
+    error_message: str | None = None
+
+
+class SharePartitionOffsetInfo(NamedTuple):
+    """A share-partition's start offset, with its leader epoch and lag when known (Java's
+    SharePartitionOffsetInfo; None for each unknown)."""
+    start_offset: int
+    leader_epoch: int | None
+    lag: int | None
 
 
 def _partitions(assignment) -> list[TopicPartition]:
@@ -467,13 +507,15 @@ class Admin:
                 raise KafkaError(err, f"FindCoordinator for {key} failed")
             await asyncio.sleep(self.config["retry.backoff.ms"] / 1000)
 
-    async def _group_request(self, group_id: str, build, check, timeout_ms: int | None = None):
+    async def _group_request(self, group_id: str, build, check, timeout_ms: int | None = None,
+                             max_version: int | None = None):
         """Send to the coordinator, retrying NOT_COORDINATOR / loading / disconnects."""
         deadline = now_ms() + (timeout_ms or self._timeout)
         while True:
             try:
                 node = await self.find_coordinator(group_id, max(1, deadline - now_ms()))
-                resp = await self._client.send(node.node_id, build(), group="coordinator", node=node)
+                resp = await self._client.send(node.node_id, build(), group="coordinator", node=node,
+                                               max_version=max_version)
                 code = check(resp)
                 if code in (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE,
                             ErrorCode.COORDINATOR_LOAD_IN_PROGRESS):
@@ -550,6 +592,119 @@ class Admin:
             out[gid] = _check(resp.results[0].error_code, f"Group '{gid}'")
         return out
 
+    # --- share groups (KIP-932): what Java's Admin does for kafka-share-groups.sh -----------------
+
+    async def list_share_groups(self, states: Iterable[str] | None = None) -> list[GroupListing]:
+        """The share groups of every broker (ListGroups v5 with the type filter "share"), in
+        the given states when ``states`` is set (Empty, Stable)."""
+        await self._client.refresh_metadata([])
+        req = ListGroupsRequest(states_filter=list(states or []), types_filter=["share"])
+
+        async def one(node_id):
+            resp = await self._client.send(node_id, req, min_version=5)
+            if resp.error_code:
+                raise KafkaError(ErrorCode(resp.error_code), f"ListGroups on node {node_id} failed")
+            return resp.groups
+
+        results = await asyncio.gather(*(one(n) for n in self._client.nodes))
+        out = {g.group_id: GroupListing(g.group_id, g.protocol_type, g.group_state or None)
+               for groups in results for g in groups}
+        return [out[k] for k in sorted(out)]
+
+    async def describe_share_groups(self, group_ids: Iterable[str]) -> dict[str, ShareGroupDescription]:
+        """ShareGroupDescribe per group; a missing group (or one of another type) comes back with
+        ``error`` GROUP_ID_NOT_FOUND and its message."""
+        out = {}
+        for gid in group_ids:
+            node, resp = await self._group_request(
+                gid, lambda g=gid: ShareGroupDescribeRequest(group_ids=[g]),
+                lambda r: ErrorCode(r.groups[0].error_code) if r.groups else ErrorCode.NONE)
+            g = resp.groups[0]
+            members = [ShareMemberDescription(m.member_id, m.rack_id, m.client_id, m.client_host, m.member_epoch,
+                                              list(m.subscribed_topic_names), _partitions(m.assignment))
+                       for m in g.members]
+            out[gid] = ShareGroupDescription(gid, g.group_state, g.group_epoch, g.assignment_epoch, g.assignor_name,
+                                             members, node, ErrorCode(g.error_code), g.error_message)
+        return out
+
+    async def list_share_group_offsets(self, group_id: str, partitions: Iterable[TopicPartition] | None = None
+                                       ) -> dict[TopicPartition, SharePartitionOffsetInfo | None]:
+        """DescribeShareGroupOffsets: the start offset (leader epoch, lag) of each share-partition
+        of the group, every one with state when ``partitions`` is None; None for a partition
+        without a start offset; a partition answered with an error is left out (as Java's
+        ListShareGroupOffsetsHandler). KafkaError for a group-level error."""
+        topics = None
+        if partitions is not None:
+            by_topic: dict[str, list[int]] = {}
+            for tp in partitions:
+                by_topic.setdefault(tp[0], []).append(tp[1])
+            R = DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup
+            topics = [R.DescribeShareGroupOffsetsRequestTopic(topic_name=t, partitions=ps) for t, ps in by_topic.items()]
+
+        def build():
+            R = DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup
+            return DescribeShareGroupOffsetsRequest(groups=[R(group_id=group_id, topics=topics)])
+
+        def check(resp):
+            return ErrorCode(resp.groups[0].error_code) if resp.groups else ErrorCode.NONE
+
+        _, resp = await self._group_request(group_id, build, check)
+        g = resp.groups[0]
+        if g.error_code:
+            raise KafkaError(ErrorCode(g.error_code), g.error_message)
+        out: dict = {}
+        for t in g.topics:
+            for p in t.partitions:
+                if p.error_code:
+                    log.warning("skipping the offset of %s-%d: %s", t.topic_name, p.partition_index,
+                                p.error_message or ErrorCode(p.error_code).message)
+                    continue
+                tp = TopicPartition(t.topic_name, p.partition_index)
+                out[tp] = None if p.start_offset < 0 else SharePartitionOffsetInfo(
+                    p.start_offset, p.leader_epoch if p.leader_epoch >= 0 else None, p.lag if p.lag >= 0 else None)
+        return out
+
+    async def alter_share_group_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int]
+                                        ) -> dict[TopicPartition, KafkaError | None]:
+        """AlterShareGroupOffsets: new start offsets for an empty share group's share-partitions
+        (the group is created when missing). A group-level error is every partition's error."""
+        by_topic: dict[str, list] = {}
+        for tp, o in offsets.items():
+            by_topic.setdefault(tp[0], []).append(AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic
+                                                  .AlterShareGroupOffsetsRequestPartition(partition_index=tp[1],
+                                                                                          start_offset=int(o)))
+
+        def build():
+            T = AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic
+            return AlterShareGroupOffsetsRequest(group_id=group_id, topics=[T(topic_name=t, partitions=ps)
+                                                                            for t, ps in by_topic.items()])
+
+        _, resp = await self._group_request(group_id, build, lambda r: ErrorCode(r.error_code))
+        if resp.error_code:
+            error = KafkaError(ErrorCode(resp.error_code), resp.error_message)
+            return {TopicPartition(*tp): error for tp in offsets}
+        return {TopicPartition(t.topic_name, p.partition_index):
+                _check(p.error_code, f"{t.topic_name}-{p.partition_index}", p.error_message)
+                for t in resp.responses for p in t.partitions}
+
+    async def delete_share_group_offsets(self, group_id: str, topics: Iterable[str]) -> dict[str, KafkaError | None]:
+        """DeleteShareGroupOffsets: an empty share group's state for whole topics; {topic: None or
+        its error}. KafkaError for a group-level error."""
+        names = list(dict.fromkeys(topics))
+
+        def build():
+            T = DeleteShareGroupOffsetsRequest.DeleteShareGroupOffsetsRequestTopic
+            return DeleteShareGroupOffsetsRequest(group_id=group_id, topics=[T(topic_name=n) for n in names])
+
+        _, resp = await self._group_request(group_id, build, lambda r: ErrorCode(r.error_code))
+        if resp.error_code:
+            raise KafkaError(ErrorCode(resp.error_code), resp.error_message)
+        return {t.topic_name: _check(t.error_code, f"Topic '{t.topic_name}'", t.error_message) for t in resp.responses}
+
+    async def delete_share_groups(self, group_ids: Iterable[str]) -> dict[str, KafkaError | None]:
+        """DeleteGroups for share groups (their share-partitions' state goes first, broker side)."""
+        return await self.delete_groups(group_ids)
+
     async def list_group_offsets(self, group_id: str, partitions: Iterable[TopicPartition] | None = None
                                  ) -> dict[TopicPartition, OffsetAndMetadata | None]:
         """Committed offsets of a group (all partitions when ``partitions`` is None)."""
@@ -574,7 +729,9 @@ class Admin:
             err, _ = parse_offset_fetch(resp, group_id)
             return err.code if err else ErrorCode.NONE
 
-        _, resp = await self._group_request(group_id, build, check)
+        # by name, as Java's admin (ListConsumerGroupOffsetsHandler: forTopicNames)
+        _, resp = await self._group_request(group_id, build, check,
+                                            max_version=NAMES_MAX_VERSIONS[OffsetFetchRequest.API_KEY])
         err, offsets = parse_offset_fetch(resp, group_id)
         if err:
             raise err
@@ -603,7 +760,9 @@ class Admin:
                     return c
             return ErrorCode.NONE
 
-        _, resp = await self._group_request(group_id, build, check)
+        # by name, as Java's admin (AlterConsumerGroupOffsetsHandler: forTopicNames)
+        _, resp = await self._group_request(group_id, build, check,
+                                            max_version=NAMES_MAX_VERSIONS[OffsetCommitRequest.API_KEY])
         return {TopicPartition(t.name, p.partition_index): _check(p.error_code, f"{t.name}-{p.partition_index}")
                 for t in resp.topics for p in t.partitions}
 

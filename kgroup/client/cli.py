@@ -190,13 +190,19 @@ def main_groups(argv: list[str] | None = None) -> int:
     return _run(_groups(args))
 
 
+async def _consumer_groups(admin: Admin) -> list[str]:
+    """ListGroupsOptions.forConsumerGroups: the groups of protocol type "" or "consumer" (no share
+    groups: ``kgroup share-groups`` lists those)."""
+    return [g.group_id for g in await admin.list_groups() if g.protocol_type in ("", "consumer")]
+
+
 async def _groups(args) -> int:
     async with Admin(bootstrap_servers=args.bootstrap_server) as admin:
         if args.list:
-            for g in await admin.list_groups():
-                print(g.group_id)
+            for g in await _consumer_groups(admin):
+                print(g)
             return 0
-        groups = [g.group_id for g in await admin.list_groups()] if args.all_groups else args.group
+        groups = await _consumer_groups(admin) if args.all_groups else args.group
         if args.delete:
             results = await admin.delete_groups(groups)
             ok = [g for g, e in results.items() if e is None]

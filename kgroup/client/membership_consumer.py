@@ -213,6 +213,17 @@ class ConsumerGroupMembership(GroupMembership):
             return out
         return super().on_failure(token, error, now)
 
+    def commit_topic_ids(self, topics) -> dict[str, bytes] | None:
+        """KIP-848's consumer commits with topic ids when every topic's id is known (Java's
+        CommitRequestManager: forTopicIdsOrNames), else by name."""
+        ids = {name: tid for tid, name in self.topic_names.items()}
+        if all(t in ids for t in topics):
+            return {t: ids[t] for t in topics}
+        return None
+
+    def topic_name_of(self, topic_id: bytes) -> str:
+        return self.topic_names.get(topic_id, "")
+
     def on_topic_names(self, token: int, names: Mapping[bytes, str], now: int) -> list:
         """The answer to :class:`ResolveTopicIds`: every topic id -> name the cluster knows."""
         if self._pending.pop(token, None) is not None:
@@ -273,9 +284,11 @@ class ConsumerGroupMembership(GroupMembership):
                  epoch, reason)
         token = self._new_token()
         self._pending[token] = PendingRequest("cg_leave", self.generation, sent_ms=now)
-        out.append(SendRequest(token, ConsumerGroupHeartbeatRequest(
-            group_id=self.config.group_id, member_id=self.member_id, member_epoch=epoch,
-            instance_id=self.config.group_instance_id)))
+        out.append(SendRequest(token, self._leave_request(epoch)))
+
+    def _leave_request(self, epoch: int):
+        return ConsumerGroupHeartbeatRequest(group_id=self.config.group_id, member_id=self.member_id,
+                                             member_epoch=epoch, instance_id=self.config.group_instance_id)
 
     def _to_unsubscribed(self) -> None:
         if self._hb_token is not None:
@@ -317,7 +330,8 @@ class ConsumerGroupMembership(GroupMembership):
             self._reconcile(now, out)
 
     def _join(self) -> None:
-        log.info("Member %s joining group %s (consumer protocol)", self.member_id, self.config.group_id)
+        log.info("Member %s joining group %s (%s protocol)", self.member_id, self.config.group_id,
+                 self.config.group_protocol)
         self.state = ConsumerMemberState.JOINING
         self._set_epoch(0)
         self.target = None
@@ -431,7 +445,10 @@ class ConsumerGroupMembership(GroupMembership):
         self._hb_due = now + self.heartbeat_interval_ms
         self._pending[token] = PendingRequest("cg_heartbeat", self.generation, sent, now)
         # a regex needs v1 (KIP-848's broker-side regex); v0 would silently drop it
-        out.append(SendRequest(token, req, min_version=1 if req.subscribed_topic_regex else None))
+        out.append(SendRequest(token, req, min_version=self._heartbeat_min_version(req)))
+
+    def _heartbeat_min_version(self, req) -> int | None:
+        return 1 if req.subscribed_topic_regex else None
 
     def _build_heartbeat(self) -> tuple[ConsumerGroupHeartbeatRequest, _Sent]:
         """Java's HeartbeatState.buildRequestData: every field on a join, else only changes."""

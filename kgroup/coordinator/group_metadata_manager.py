@@ -401,7 +401,10 @@ class GroupMetadataManager(JoinGroupMixin):
         M = D.DescribedGroupMember
         group = self.classic_group(group_id)
         if group is None:
-            return D(group_id=group_id, group_state=str(S.DEAD))
+            # Kafka's classicGroup(): a group of another type is not found either, with its own
+            # message (the v6 answer carries it)
+            message = f"Group {group_id} is not a classic group." if group_id in self.groups else None
+            return D(group_id=group_id, group_state=str(S.DEAD), error_message=message)
         stable = group.state is S.STABLE
         members = [M(member_id=m.member_id, group_instance_id=m.group_instance_id,
                      client_id=m.client_id, client_host=m.client_host,

@@ -25,6 +25,7 @@ from __future__ import annotations
 from ..protocol.errors import ErrorCode, KafkaError
 from . import coordinator_records as rec
 from .classic_group import ClassicGroup, ClassicGroupMember, ClassicGroupState as S
+from .group import GroupType
 from .responses import join_response, sync_response
 from .timer import heartbeat_key, pending_key
 
@@ -42,7 +43,9 @@ class JoinGroupMixin:
         is_new_group = group is None
         replaced = None
         if is_new_group:
-            if not unknown_member:
+            # Kafka's getOrMaybeCreateClassicGroup: a share group of that id is not a classic group
+            # (an empty consumer group is converted, its tombstones already in ``res``)
+            if not unknown_member or self._is_share_group(gid):
                 res.reply(token, join_response(version, ErrorCode.UNKNOWN_MEMBER_ID, member_id=member_id))
                 return
             group = ClassicGroup(gid, self.now)
@@ -62,6 +65,10 @@ class JoinGroupMixin:
 
         if is_new_group and len(res.records) == records_before:
             self._write_new_group(group, version, token, replies_before, res, replaced)
+
+    def _is_share_group(self, group_id: str) -> bool:
+        group = self.groups.get(group_id)
+        return group is not None and group.type is GroupType.SHARE
 
     def _write_new_group(self, group, version, token, replies_before, res, replaced=None) -> None:
         """Make the group's creation durable; on a failed write forget the group again and turn

@@ -46,7 +46,10 @@ from .consumer_group import consumer_group_records
 from .consumer_group.manager import ConsumerGroupManager, heartbeat_error
 from .share_group import group as share_group
 from .share_group import share_group_records
-from .share_group.manager import ShareGroupManager
+from .share_group.manager import DeleteOffsetsPlan, ShareGroupManager
+from ..protocol.messages.alter_share_group_offsets import AlterShareGroupOffsetsResponse
+from ..protocol.messages.delete_share_group_offsets import DeleteShareGroupOffsetsResponse
+from ..protocol.messages.describe_share_group_offsets import DescribeShareGroupOffsetsResponse
 from .share_group.manager import heartbeat_error as share_heartbeat_error
 from .share_group.manager import validate_heartbeat as validate_share_heartbeat
 from ..protocol.messages.share_group_describe import ShareGroupDescribeResponse
@@ -95,6 +98,18 @@ def _fetch_wanted(req, version) -> list:
                  getattr(g, "member_id", None), getattr(g, "member_epoch", -1)) for g in req.groups]
     return [(req.group_id, None if req.topics is None else
              [(t.name, list(t.partition_indexes)) for t in req.topics], None, -1)]
+
+
+def alter_share_offsets_error(code, message=None):
+    """Kafka's AlterShareGroupOffsetsRequest.getErrorResponseData."""
+    code = ErrorCode(code)
+    return AlterShareGroupOffsetsResponse(error_code=int(code), error_message=message or code.message)
+
+
+def delete_share_offsets_error(code, message=None):
+    """Kafka's DeleteShareGroupOffsetsRequest.getErrorDeleteResponseData."""
+    code = ErrorCode(code)
+    return DeleteShareGroupOffsetsResponse(error_code=int(code), error_message=message or code.message)
 
 
 def _default_uuid() -> str:
@@ -491,6 +506,60 @@ class GroupCoordinatorShard:
         else:
             self.share_group_manager.uninitialize_share_group_state(req.group_id, req.topics, res)
         res.reply(token, None)
+        return res
+
+    # -- share group administration (Kafka's GroupCoordinatorShard share paths); the service chains
+    # them with the share coordinator (broker/share_group_service.py) ------------------------------
+    @coordinator_api(error=lambda req, version, e: DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup(
+        group_id=req.group_id, error_code=int(e), error_message=ErrorCode(e).message))
+    def handle_share_group_initialized_partitions(self, req, version, now_ms, token) -> Result:
+        """Kafka's initializedShareGroupPartitions (a read; ``req`` a DescribeShareGroupOffsets group):
+        topic id -> the partitions whose state the share coordinator holds."""
+        res = self._begin(now_ms)
+        res.reply(token, self.share_group_manager.initialized_partitions(req.group_id))
+        return res
+
+    @coordinator_api(error=lambda req, version, e: alter_share_offsets_error(e),
+                     validate=_validate_group_id(lambda req, version: alter_share_offsets_error(
+                         ErrorCode.INVALID_GROUP_ID)))
+    def handle_alter_share_group_offsets(self, req, version, now_ms, token) -> Result:
+        """Kafka's alterShareGroupOffsets: answers an ``AlterOffsets`` (the answer so far and the
+        initialization the service asks of the share coordinator), or the error response."""
+        res = self._begin(now_ms)
+        try:
+            plan = self.share_group_manager.alter_offsets(req.group_id, req.topics, res)
+        except KafkaError as e:
+            del res.records[:]
+            res.reply(token, alter_share_offsets_error(e.code, str(e)))
+            return res
+        res.reply(token, plan, lambda e: alter_share_offsets_error(e))
+        return res
+
+    @coordinator_api(error=lambda req, version, e: DeleteOffsetsPlan(int(e), ErrorCode(e).message),
+                     validate=_validate_group_id(lambda req, version: DeleteOffsetsPlan(
+                         int(ErrorCode.INVALID_GROUP_ID), ErrorCode.INVALID_GROUP_ID.message)))
+    def handle_initiate_delete_share_group_offsets(self, req, version, now_ms, token) -> Result:
+        """Kafka's initiateDeleteShareGroupOffsets: answers a ``DeleteOffsetsPlan``."""
+        res = self._begin(now_ms)
+        plan = self.share_group_manager.initiate_delete_offsets(req.group_id, [t.topic_name for t in req.topics], res)
+        res.reply(token, plan, lambda e: DeleteOffsetsPlan(int(e), ErrorCode(e).message))
+        return res
+
+    @coordinator_api(error=lambda req, version, e: delete_share_offsets_error(e))
+    def handle_complete_delete_share_group_offsets(self, req, version, now_ms, token) -> Result:
+        """Kafka's completeDeleteShareGroupOffsets (``req`` a ShareOffsetsDeleted): the final answer."""
+        res = self._begin(now_ms)
+        response = self.share_group_manager.complete_delete_offsets(req.group_id, req.deleted, req.error_topics, res)
+        res.reply(token, response, lambda e: delete_share_offsets_error(e))
+        return res
+
+    @coordinator_api(error=lambda req, version, e: {g: (None, ErrorCode(e)) for g in req.groups_names})
+    def handle_share_group_delete_requests(self, req, version, now_ms, token) -> Result:
+        """Kafka's sharePartitionDeleteRequests (``req`` a DeleteGroups request): group id ->
+        (topic id -> partitions for the share coordinator to delete, error) for its share groups."""
+        res = self._begin(now_ms)
+        out = self.share_group_manager.delete_group_requests(req.groups_names, res)
+        res.reply(token, out, lambda e: {g: (None, ErrorCode(e)) for g in req.groups_names})
         return res
 
     def handle_topics_changed(self, now_ms) -> Result:

@@ -28,10 +28,12 @@ from .messages import (add_offsets_to_txn, add_partitions_to_txn, alter_configs,
 from .messages import (delete_share_group_state, initialize_share_group_state, read_share_group_state,
                        read_share_group_state_summary, share_acknowledge, share_fetch, share_group_describe,
                        share_group_heartbeat, write_share_group_state)
+from .messages import alter_share_group_offsets, delete_share_group_offsets, describe_share_group_offsets
 from .messages import (alter_user_scram_credentials, create_acls, delete_acls, describe_acls,  # security
                        describe_user_scram_credentials, sasl_authenticate, sasl_handshake)
 from .messages import (describe_producers, describe_topic_partitions, get_telemetry_subscriptions,
                        list_config_resources, offset_for_leader_epoch, push_telemetry, update_features)
+from .messages import elect_leaders     # the cluster's controller (kgroup/cluster/)
 from .primitives import DecodeError
 from .schema import DECODE_FAILURES, Message, is_flexible
 
@@ -75,6 +77,7 @@ class ApiKey(enum.IntEnum):
     SASL_AUTHENTICATE = 36
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
+    ELECT_LEADERS = 43
     INCREMENTAL_ALTER_CONFIGS = 44
     OFFSET_DELETE = 47
     DESCRIBE_USER_SCRAM_CREDENTIALS = 50
@@ -99,6 +102,9 @@ class ApiKey(enum.IntEnum):
     WRITE_SHARE_GROUP_STATE = 85
     DELETE_SHARE_GROUP_STATE = 86
     READ_SHARE_GROUP_STATE_SUMMARY = 87
+    DESCRIBE_SHARE_GROUP_OFFSETS = 90
+    ALTER_SHARE_GROUP_OFFSETS = 91
+    DELETE_SHARE_GROUP_OFFSETS = 92
 
 
 class Api(NamedTuple):
@@ -158,6 +164,9 @@ API_BY_KEY: dict[int, Api] = {a.key: a for a in (
     _api(ApiKey.WRITE_SHARE_GROUP_STATE, write_share_group_state, "WriteShareGroupState"),
     _api(ApiKey.DELETE_SHARE_GROUP_STATE, delete_share_group_state, "DeleteShareGroupState"),
     _api(ApiKey.READ_SHARE_GROUP_STATE_SUMMARY, read_share_group_state_summary, "ReadShareGroupStateSummary"),
+    _api(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, describe_share_group_offsets, "DescribeShareGroupOffsets"),
+    _api(ApiKey.ALTER_SHARE_GROUP_OFFSETS, alter_share_group_offsets, "AlterShareGroupOffsets"),
+    _api(ApiKey.DELETE_SHARE_GROUP_OFFSETS, delete_share_group_offsets, "DeleteShareGroupOffsets"),
     # security: SASL, ACLs, SCRAM credentials
     _api(ApiKey.SASL_HANDSHAKE, sasl_handshake, "SaslHandshake"),
     _api(ApiKey.SASL_AUTHENTICATE, sasl_authenticate, "SaslAuthenticate"),
@@ -173,6 +182,7 @@ API_BY_KEY: dict[int, Api] = {a.key: a for a in (
     _api(ApiKey.PUSH_TELEMETRY, push_telemetry, "PushTelemetry"),
     _api(ApiKey.LIST_CONFIG_RESOURCES, list_config_resources, "ListConfigResources"),
     _api(ApiKey.DESCRIBE_TOPIC_PARTITIONS, describe_topic_partitions, "DescribeTopicPartitions"),
+    _api(ApiKey.ELECT_LEADERS, elect_leaders, "ElectLeaders"),
 )}
 
 

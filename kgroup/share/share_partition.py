@@ -66,6 +66,13 @@ _ACK_TYPES = frozenset((GAP, ACCEPT, RELEASE, REJECT, RENEW))
 _ACK_STATE = {ACCEPT: ACKNOWLEDGED, REJECT: ARCHIVED, GAP: ARCHIVED}
 
 
+def delivery_complete_count(batches) -> int:
+    """Kafka's SharePartition.deliveryCompleteCount over persisted state batches ``(first, last,
+    state, count)``: the records in flight that are ACKNOWLEDGED or ARCHIVED (what the lag of
+    DescribeShareGroupOffsets leaves out)."""
+    return sum(b[1] - b[0] + 1 for b in batches if b[2] >= TERMINAL_MIN)
+
+
 class OffsetStates:
     """A split batch's records, per offset (index = offset - first)."""
 

@@ -93,7 +93,9 @@ class _IndexFile(abc.ABC):
         return self._count()
 
     def is_full(self) -> bool:
-        return self.entries >= self.max_entries
+        if not self._loaded:
+            self._ensure_loaded()
+        return self._count() >= self.max_entries
 
     def file_size_ok(self) -> bool:
         try:

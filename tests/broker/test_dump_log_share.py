@@ -43,3 +43,34 @@ def test_dump_log_prints_share_group_records(tmp_path):
         "initializingTopics": [], "deletingTopics": [],
         "initializedTopics": [{"topicId": T1_STRING, "topicName": "orders", "partitions": [0, 1]}]}
     assert values[6] == "<DELETE>"
+
+
+def test_dump_log_share_group_state_decoder(tmp_path):
+    """``--share-group-state-decoder`` decodes ``__share_group_state`` records as Kafka's
+    ShareGroupStateMessageParser: ShareSnapshot (0), ShareUpdate (1), the snapshot tombstone."""
+    from kgroup.share_coordinator import share_state_records as ss
+    from kgroup.share_coordinator.state_batches import StateBatch
+    snap = ss.ShareGroupOffset(2, 3, 1, 10, 2, (StateBatch(10, 11, 0, 1), StateBatch(12, 13, 2, 1)), 500, 600)
+    upd = ss.ShareGroupOffset(2, -1, -1, 12, 1, (StateBatch(12, 12, 4, 3),), 0, 0)
+    built = [ss.snapshot_record("g", T1, 0, snap), ss.update_record("g", T1, 0, upd), ss.tombstone("g", T1, 0)]
+    records = [Record(key=r.key, value=r.value, timestamp=1000 + i) for i, r in enumerate(built)]
+    records.append(Record(key=b"\x00\x07\x00", value=b"\x00\x00", timestamp=2000))     # a type it does not know
+    path = _segment(tmp_path, [build_batch(records, base_offset=0)], "00000000000000000000.log")
+    lines = [RECORD_LINE.match(x) for x in run(path, "--share-group-state-decoder").splitlines() if x.startswith("|")]
+    assert all(lines) and len(lines) == 4
+    keys = [m.group(8) for m in lines]
+    assert json.loads(keys[0]) == {"type": "0", "data": {"groupId": "g", "topicId": T1_STRING, "partition": 0}}
+    assert json.loads(keys[1]) == {"type": "1", "data": {"groupId": "g", "topicId": T1_STRING, "partition": 0}}
+    assert keys[3] == "Unknown record type 7 at offset 3, skipping."
+    v0 = json.loads(lines[0].group(9))
+    assert v0["version"] == "0" and v0["data"]["startOffset"] == 10 and v0["data"]["stateEpoch"] == 3
+    assert v0["data"]["deliveryCompleteCount"] == 2 and v0["data"]["createTimestamp"] == 500
+    assert v0["data"]["stateBatches"] == [
+        {"firstOffset": 10, "lastOffset": 11, "deliveryState": 0, "deliveryCount": 1},
+        {"firstOffset": 12, "lastOffset": 13, "deliveryState": 2, "deliveryCount": 1}]
+    v1 = json.loads(lines[1].group(9))
+    assert v1["data"]["stateBatches"] == [{"firstOffset": 12, "lastOffset": 12, "deliveryState": 4, "deliveryCount": 3}]
+    assert lines[2].group(9) == "<DELETE>"
+    # read as __consumer_offsets records, type 0 is an offset commit key: these bytes are not one
+    lines = [x for x in run(path, "--offsets-decoder").splitlines() if x.startswith("|")]
+    assert " key: Error at offset 0, skipping. " in lines[0]

@@ -417,3 +417,70 @@ def test_markers_of_transactions_prepared_together_share_one_append_per_partitio
         assert p0.last_stable_offset == p0.log_end_offset == 5
         assert p1.last_stable_offset == p1.log_end_offset >= 6
     _inproc(tmp_path, monkeypatch, scenario)
+
+
+def _produce_v12(tid, pid, epoch, seq, partition, value):
+    return produce_request(tid, pid, epoch, seq, partition, value), 12
+
+
+def test_tv2_requests_behind_a_completing_transaction_wait_for_it(tmp_path, monkeypatch):
+    """Transaction version 2: the next transaction's Produce v12 and TxnOffsetCommit v5 arrive
+    while the previous one's markers are being synced (EndTxn v5 answered, PrepareCommit). Each
+    waits for CompleteCommit, then adds its partition itself and is appended, instead of being
+    answered CONCURRENT_TRANSACTIONS (or NOT_ENOUGH_REPLICAS), which the producer would retry
+    after its backoff (Kafka's ReplicaManager retries the produce's add in the broker)."""
+    async def scenario(b, connect):
+        conn = await connect()
+        CT = CreateTopicsRequest.CreatableTopic
+        created, init = await _pipelined(conn, [
+            (CreateTopicsRequest(topics=[CT(name=TOPIC, num_partitions=2, replication_factor=1)], timeout_ms=5000), 7),
+            (InitProducerIdRequest(transactional_id="tx-2", transaction_timeout_ms=60000), 5)])
+        pid, epoch = init.producer_id, init.producer_epoch
+        produced, = await _pipelined(conn, [_produce_v12("tx-2", pid, epoch, 0, 0, b"a")])
+        assert produced.responses[0].partition_responses[0].error_code == 0
+        SYNC_DELAY["s"] = 0.3       # the markers' sync: the window in which the next requests arrive
+        offsets = TxnOffsetCommitRequest(transactional_id="tx-2", group_id="g-2", producer_id=pid,
+                                         producer_epoch=epoch + 1, topics=[TOT(name=TOPIC, partitions=[
+                                             TOT.TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=3,
+                                                                                 committed_metadata="")])])
+        ended, produced, committed = await _pipelined(conn, [
+            (EndTxnRequest(transactional_id="tx-2", producer_id=pid, producer_epoch=epoch, committed=True), 5),
+            _produce_v12("tx-2", pid, epoch + 1, 0, 1, b"b"), (offsets, 5)])
+        assert (ended.error_code, ended.producer_epoch) == (0, epoch + 1)
+        assert produced.responses[0].partition_responses[0].error_code == 0
+        assert committed.topics[0].partitions[0].error_code == 0
+        st, = await _pipelined(conn, [(DescribeTransactionsRequest(transactional_ids=["tx-2"]), 0)])
+        st = st.transaction_states[0]
+        assert st.transaction_state == "Ongoing" and st.producer_epoch == epoch + 1
+        assert sorted((t.topic, t.partitions) for t in st.topics) == [
+            ("__consumer_offsets", [b.group_coordinator.shard_for("g-2")]), (TOPIC, [1])]
+        assert b.transaction_coordinator._completing == {}
+    _inproc(tmp_path, monkeypatch, scenario)
+
+
+def test_a_tv2_produce_behind_a_transaction_whose_markers_never_land_gets_concurrent_transactions(tmp_path, monkeypatch):
+    """The previous transaction's markers are never written (the test hook holds them): a
+    Produce v12 of the next transaction waits Kafka's add.partitions.to.txn.retry.backoff.max.ms
+    (100 ms), then is answered CONCURRENT_TRANSACTIONS, which Kafka keeps for transaction version
+    2 (below v12 it is NOT_ENOUGH_REPLICAS, which older clients retry)."""
+    async def scenario(b, connect):
+        conn = await connect()
+        CT = CreateTopicsRequest.CreatableTopic
+        await _pipelined(conn, [(CreateTopicsRequest(topics=[CT(name=TOPIC, num_partitions=2, replication_factor=1)],
+                                                     timeout_ms=5000), 7)])
+        init, = await _pipelined(conn, [(InitProducerIdRequest(transactional_id="tx-2h", transaction_timeout_ms=60000), 5)])
+        pid, epoch = init.producer_id, init.producer_epoch
+        produced, = await _pipelined(conn, [_produce_v12("tx-2h", pid, epoch, 0, 0, b"a")])
+        assert produced.responses[0].partition_responses[0].error_code == 0
+        b.transaction_coordinator.hold_markers = True
+        ended, = await _pipelined(conn, [(EndTxnRequest(transactional_id="tx-2h", producer_id=pid,
+                                                        producer_epoch=epoch, committed=True), 5)])
+        assert ended.error_code == 0
+        started = time.monotonic()
+        produced, = await _pipelined(conn, [_produce_v12("tx-2h", pid, epoch + 1, 0, 1, b"b")])
+        waited = time.monotonic() - started
+        assert produced.responses[0].partition_responses[0].error_code == E.CONCURRENT_TRANSACTIONS
+        assert 0.09 <= waited < 5
+        older, = await _pipelined(conn, [(produce_request("tx-2h", pid, epoch + 1, 0, 1, b"b"), 11)])
+        assert older.responses[0].partition_responses[0].error_code == E.NOT_ENOUGH_REPLICAS
+    _inproc(tmp_path, monkeypatch, scenario)

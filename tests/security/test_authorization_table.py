@@ -213,6 +213,40 @@ ROWS = [
                 _nested(ApiKey.READ_SHARE_GROUP_STATE_SUMMARY, "ReadStateSummaryData", "PartitionData")(
                     partition=0, leader_epoch=0)])]),
      [(A.RT_CLUSTER, A.CLUSTER_NAME, A.CLUSTER_ACTION)], E.CLUSTER_AUTHORIZATION_FAILED),
+    # KafkaApis: DESCRIBE on the group, DESCRIBE on each named topic
+    ("DescribeShareGroupOffsets", ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 1, lambda: _req(
+        ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, groups=[_nested(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS,
+                                                             "DescribeShareGroupOffsetsRequestGroup")(
+            group_id="sga", topics=None)]),
+     [(A.RT_GROUP, "sga", A.DESCRIBE)], E.GROUP_AUTHORIZATION_FAILED),
+    ("DescribeShareGroupOffsets-topic", ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 1, lambda: _req(
+        ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, groups=[_nested(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS,
+                                                             "DescribeShareGroupOffsetsRequestGroup")(
+            group_id="sga", topics=[_nested(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, "DescribeShareGroupOffsetsRequestGroup",
+                                            "DescribeShareGroupOffsetsRequestTopic")(topic_name=T, partitions=[0])])]),
+     [(A.RT_TOPIC, T, A.DESCRIBE)], E.TOPIC_AUTHORIZATION_FAILED, [(A.RT_GROUP, "sga", A.DESCRIBE)]),
+    # KafkaApis: READ on the group, READ on each topic
+    ("AlterShareGroupOffsets", ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, lambda: _req(
+        ApiKey.ALTER_SHARE_GROUP_OFFSETS, group_id="sgb", topics=[_nested(
+            ApiKey.ALTER_SHARE_GROUP_OFFSETS, "AlterShareGroupOffsetsRequestTopic")(topic_name=T, partitions=[_nested(
+                ApiKey.ALTER_SHARE_GROUP_OFFSETS, "AlterShareGroupOffsetsRequestTopic",
+                "AlterShareGroupOffsetsRequestPartition")(partition_index=0, start_offset=0)])]),
+     [(A.RT_GROUP, "sgb", A.READ), (A.RT_TOPIC, T, A.READ)], E.GROUP_AUTHORIZATION_FAILED),
+    ("AlterShareGroupOffsets-topic", ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, lambda: _req(
+        ApiKey.ALTER_SHARE_GROUP_OFFSETS, group_id="sgb", topics=[_nested(
+            ApiKey.ALTER_SHARE_GROUP_OFFSETS, "AlterShareGroupOffsetsRequestTopic")(topic_name=T, partitions=[_nested(
+                ApiKey.ALTER_SHARE_GROUP_OFFSETS, "AlterShareGroupOffsetsRequestTopic",
+                "AlterShareGroupOffsetsRequestPartition")(partition_index=0, start_offset=0)])]),
+     [(A.RT_TOPIC, T, A.READ)], E.TOPIC_AUTHORIZATION_FAILED, [(A.RT_GROUP, "sgb", A.READ)]),
+    # KafkaApis: DELETE on the group, READ on each topic
+    ("DeleteShareGroupOffsets", ApiKey.DELETE_SHARE_GROUP_OFFSETS, 0, lambda: _req(
+        ApiKey.DELETE_SHARE_GROUP_OFFSETS, group_id="sgb", topics=[_nested(
+            ApiKey.DELETE_SHARE_GROUP_OFFSETS, "DeleteShareGroupOffsetsRequestTopic")(topic_name=T)]),
+     [(A.RT_GROUP, "sgb", A.DELETE), (A.RT_TOPIC, T, A.READ)], E.GROUP_AUTHORIZATION_FAILED),
+    ("DeleteShareGroupOffsets-topic", ApiKey.DELETE_SHARE_GROUP_OFFSETS, 0, lambda: _req(
+        ApiKey.DELETE_SHARE_GROUP_OFFSETS, group_id="sgb", topics=[_nested(
+            ApiKey.DELETE_SHARE_GROUP_OFFSETS, "DeleteShareGroupOffsetsRequestTopic")(topic_name=T)]),
+     [(A.RT_TOPIC, T, A.READ)], E.TOPIC_AUTHORIZATION_FAILED, [(A.RT_GROUP, "sgb", A.DELETE)]),
     ("DescribeProducers", ApiKey.DESCRIBE_PRODUCERS, 0, lambda: _req(ApiKey.DESCRIBE_PRODUCERS, topics=[
         _nested(ApiKey.DESCRIBE_PRODUCERS, "TopicRequest")(name=T, partition_indexes=[0])]),
      [(A.RT_TOPIC, T, A.READ)], E.TOPIC_AUTHORIZATION_FAILED),
@@ -226,6 +260,10 @@ ROWS = [
      [(A.RT_TOPIC, T, A.DESCRIBE)], E.TOPIC_AUTHORIZATION_FAILED),
     ("ListConfigResources", ApiKey.LIST_CONFIG_RESOURCES, 1, _r(ApiKey.LIST_CONFIG_RESOURCES, resource_types=[]),
      [(A.RT_CLUSTER, A.CLUSTER_NAME, A.DESCRIBE_CONFIGS)], E.CLUSTER_AUTHORIZATION_FAILED),
+    ("ElectLeaders", ApiKey.ELECT_LEADERS, 2, lambda: _req(ApiKey.ELECT_LEADERS, election_type=0, timeout_ms=1000,
+                                                            topic_partitions=[_nested(ApiKey.ELECT_LEADERS, "TopicPartitions")(
+                                                                topic=T, partitions=[0])]),
+     [(A.RT_CLUSTER, A.CLUSTER_NAME, A.ALTER)], E.CLUSTER_AUTHORIZATION_FAILED),
     ("UpdateFeatures", ApiKey.UPDATE_FEATURES, 1, lambda: _req(ApiKey.UPDATE_FEATURES, validate_only=True, feature_updates=[
         _nested(ApiKey.UPDATE_FEATURES, "FeatureUpdateKey")(feature="group.version", max_version_level=1, upgrade_type=1)]),
      [(A.RT_CLUSTER, A.CLUSTER_NAME, A.ALTER)], E.CLUSTER_AUTHORIZATION_FAILED),
@@ -318,3 +356,32 @@ def test_list_groups_and_transactions_are_filtered(secure):
         assert "listed" in {g.group_id for g in got.groups}
     finally:
         _set_acls(secure, [(A.RT_GROUP, "listed", A.DESCRIBE)], False)
+
+
+def test_share_group_offsets_hide_topics_not_described(secure):
+    """DescribeShareGroupOffsets of every share-partition (null topics) leaves out the topics the
+    principal may not DESCRIBE (KafkaApis.describeShareGroupAllOffsetsForGroup)."""
+    from kgroup.client.admin import Admin
+    from kgroup.client.assignors import TopicPartition
+
+    async def alter():          # over PLAINTEXT, as the super user ANONYMOUS
+        async with Admin(bootstrap_servers=secure.bootstrap("PLAINTEXT")) as admin:
+            return await admin.alter_share_group_offsets("sgh", {TopicPartition(T, 0): 0})
+    assert asyncio.run(alter()) == {TopicPartition(T, 0): None}
+    G = _nested(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, "DescribeShareGroupOffsetsRequestGroup")
+
+    def topics():
+        r = asyncio.run(_send(secure, ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 1,
+                              _req(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, groups=[G(group_id="sgh", topics=None)])))
+        assert r.groups[0].error_code == 0
+        return [t.topic_name for t in r.groups[0].topics]
+    _set_acls(secure, [(A.RT_GROUP, "sgh", A.DESCRIBE)], True)
+    try:
+        assert topics() == []
+        _set_acls(secure, [(A.RT_TOPIC, T, A.DESCRIBE)], True)
+        try:
+            assert topics() == [T]
+        finally:
+            _set_acls(secure, [(A.RT_TOPIC, T, A.DESCRIBE)], False)
+    finally:
+        _set_acls(secure, [(A.RT_GROUP, "sgh", A.DESCRIBE)], False)

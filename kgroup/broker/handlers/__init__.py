@@ -7,6 +7,7 @@ from __future__ import annotations
 from ...protocol.api import ApiKey
 from . import consumer_group_describe, consumer_group_heartbeat
 from . import share_acknowledge, share_fetch, share_group_describe, share_group_heartbeat, share_group_state
+from . import alter_share_group_offsets, delete_share_group_offsets, describe_share_group_offsets
 from . import (api_versions, create_topics, delete_groups, delete_topics, describe_cluster,
                describe_configs, describe_groups, fetch, find_coordinator, heartbeat, init_producer_id,
                join_group, leave_group, list_groups, list_offsets, metadata, offset_commit, offset_delete,
@@ -16,6 +17,7 @@ from . import (add_offsets_to_txn, add_partitions_to_txn, describe_transactions,
                list_transactions, txn_offset_commit, write_txn_markers)
 from . import describe_producers, describe_topic_partitions, list_config_resources, offset_for_leader_epoch
 from . import get_telemetry_subscriptions, push_telemetry
+from . import elect_leaders
 from . import (acls, alter_user_scram_credentials, describe_user_scram_credentials,  # security
                sasl_authenticate, sasl_handshake)
 
@@ -60,6 +62,9 @@ HANDLERS = {
     ApiKey.WRITE_SHARE_GROUP_STATE: (share_group_state.write, 0, 1),
     ApiKey.DELETE_SHARE_GROUP_STATE: (share_group_state.delete, 0, 0),
     ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: (share_group_state.read_summary, 0, 1),
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: (describe_share_group_offsets.handle, 0, 1),
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: (alter_share_group_offsets.handle, 0, 0),
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: (delete_share_group_offsets.handle, 0, 0),
     # transactions (the transaction coordinator, broker/transaction_runtime.py)
     ApiKey.ADD_PARTITIONS_TO_TXN: (add_partitions_to_txn.handle, 0, 5),
     ApiKey.ADD_OFFSETS_TO_TXN: (add_offsets_to_txn.handle, 0, 4),
@@ -72,6 +77,7 @@ HANDLERS = {
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (offset_for_leader_epoch.handle, 2, 4),
     ApiKey.LIST_CONFIG_RESOURCES: (list_config_resources.handle, 0, 1),
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: (describe_topic_partitions.handle, 0, 0),
+    ApiKey.ELECT_LEADERS: (elect_leaders.handle, 0, 2),       # the cluster's controller (kgroup/cluster/)
     # client metrics (KIP-714): advertised only with a metrics listener (api_versions.py)
     ApiKey.GET_TELEMETRY_SUBSCRIPTIONS: (get_telemetry_subscriptions.handle, 0, 0),
     ApiKey.PUSH_TELEMETRY: (push_telemetry.handle, 0, 0),

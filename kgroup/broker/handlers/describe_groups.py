@@ -29,7 +29,7 @@ def _not_found(groups, version):
         for g in groups:
             if g.error_code == 0 and g.group_state == "Dead":
                 g.error_code = int(ErrorCode.GROUP_ID_NOT_FOUND)
-                g.error_message = f"Group {g.group_id} not found."
+                g.error_message = g.error_message or f"Group {g.group_id} not found."
     return groups
 
 

@@ -21,6 +21,7 @@ from ..authorization import (GROUP_AUTHORIZATION_FAILED, READ, RT_TRANSACTIONAL_
                              WRITE, allowed, denied_topics, group_denied)
 from ..metadata import OFFSETS_TOPIC
 from ..pending import PendingResponse
+from ..transaction_runtime import COMPLETION_WAIT_S
 from .produce import chain
 from .unknown_partitions import commit_known_partitions
 
@@ -51,7 +52,14 @@ def handle(broker, ctx, req, version):
         denied = denied_topics(broker, ctx, READ, (t.name for t in req.topics))
     verifying = broker.config["transaction.partition.verification.enable"]
 
-    def commit(r, added=False):
+    def commit(r, added=False, waited=False):
+        if version >= 5 and not waited and r.topics:
+            # the producer's previous transaction is completing: its markers are being written
+            # (Kafka answers CONCURRENT_TRANSACTIONS, which the producer retries; see
+            # transaction_runtime.py)
+            completing = broker.transaction_coordinator.completion(r.transactional_id, COMPLETION_WAIT_S)
+            if completing is not None:
+                return chain(completing, lambda: commit(r, added, waited=True))
         if r.topics and (verifying or version >= 5):
             error = _verify(broker, r, version)
             if error == ErrorCode.TRANSACTION_ABORTABLE and version >= 5 and not added:

@@ -20,6 +20,8 @@ from __future__ import annotations
 from typing import Callable, Mapping, NamedTuple
 
 from ...protocol.errors import ErrorCode, KafkaError
+from ...protocol.messages.alter_share_group_offsets import AlterShareGroupOffsetsResponse
+from ...protocol.messages.delete_share_group_offsets import DeleteShareGroupOffsetsResponse
 from ...protocol.messages.share_group_describe import ShareGroupDescribeResponse
 from ...protocol.messages.share_group_heartbeat import ShareGroupHeartbeatResponse
 from ..config import SHARE_HEARTBEAT_INTERVAL_MS, SHARE_SESSION_TIMEOUT_MS, GroupConfigs
@@ -39,11 +41,13 @@ _Described = ShareGroupDescribeResponse.DescribedGroup
 
 class InitializeShareGroupState(NamedTuple):
     """What the share coordinator is asked to initialize (Kafka's InitializeShareGroupStateParameters):
-    the group, its epoch (the state epoch) and topic id -> partitions, each starting at offset -1."""
+    the group, its epoch (the state epoch) and topic id -> partitions, each starting at offset -1,
+    or (AlterShareGroupOffsets) at ``start_offsets[topic id][partition]``."""
 
     group_id: str
     group_epoch: int
     topics: dict
+    start_offsets: dict | None = None
 
 
 class ShareStateInitialized(NamedTuple):
@@ -53,6 +57,38 @@ class ShareStateInitialized(NamedTuple):
     group_id: str
     topics: dict
     succeeded: bool = True
+
+
+class AlterOffsets(NamedTuple):
+    """What AlterShareGroupOffsets leaves to the service: the answer so far, and what to ask the
+    share coordinator to initialize (None: nothing)."""
+
+    response: object
+    initialize: InitializeShareGroupState | None
+
+
+class DeleteOffsetsPlan(NamedTuple):
+    """Kafka's DeleteShareGroupOffsetsResultHolder: a top-level error, the topics refused, and
+    topic id -> partitions the share coordinator is asked to delete (None: nothing)."""
+
+    error_code: int
+    error_message: str | None = None
+    error_topics: list = []
+    delete: dict | None = None
+
+
+class ShareOffsetsDeleted(NamedTuple):
+    """The share coordinator deleted the state of ``deleted`` (topic id -> name); ``error_topics``
+    the DeleteShareGroupOffsets answers of the topics refused on the way."""
+
+    group_id: str
+    deleted: dict
+    error_topics: list
+
+
+def _alter_partition(index: int, error: ErrorCode = ErrorCode.NONE):
+    P = AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponsePartition
+    return P(partition_index=index, error_code=int(error), error_message=error.message if error else None)
 
 
 def heartbeat_error(code, message=None) -> ShareGroupHeartbeatResponse:
@@ -281,16 +317,26 @@ class ShareGroupManager:
                 change[topic.topic_id] = InitMapValue(name, frozenset(range(topic.num_partitions)) - already, now)
         if not change:
             return
-        initializing = dict(sp.initializing) if sp is not None else {}
-        for t, v in change.items():
-            prev = initializing.get(t)
-            initializing[t] = v if prev is None else InitMapValue(v.name, prev.partitions | v.partitions, now)
-        initialized = dict(sp.initialized) if sp is not None else {}
-        deleting = {t: self._topic_name(t, image) for t in (sp.deleting if sp is not None else ())}
-        res.add_record(rec.state_partition_metadata_record(group_id, initializing, initialized, deleting))
+        self._add_initializing(group, change, image, res)
         request = InitializeShareGroupState(group_id, group_epoch,
                                             {t: frozenset(v.partitions) for t, v in change.items()})
         res.on_commit(lambda _res: self._initializations.append(request))
+
+    def _add_initializing(self, group: ShareGroup, change: Mapping, image, res) -> None:
+        """Kafka's addInitializingTopicsRecords: record 15 with ``change`` (topic id -> InitMapValue)
+        merged into the initializing topics; a topic initializing again leaves the deleting set."""
+        if not change:
+            return
+        sp = group.state_partitions
+        if sp is None:
+            res.add_record(rec.state_partition_metadata_record(group.group_id, change, {}, {}))
+            return
+        initializing = dict(sp.initializing)
+        for t, v in change.items():
+            prev = initializing.get(t)
+            initializing[t] = v if prev is None else InitMapValue(v.name, prev.partitions | v.partitions, v.timestamp)
+        deleting = {t: self._topic_name(t, image) for t in sp.deleting if t not in initializing}
+        res.add_record(rec.state_partition_metadata_record(group.group_id, initializing, sp.initialized, deleting))
 
     @staticmethod
     def _topic_name(topic_id: bytes, image) -> str:
@@ -340,6 +386,142 @@ class ShareGroupManager:
                 initializing[t] = InitMapValue(v.name, left, v.timestamp)
         res.add_record(rec.state_partition_metadata_record(
             group_id, initializing, sp.initialized, {t: self._topic_name(t, image) for t in sp.deleting}))
+
+    # == administration: DescribeShareGroupOffsets, AlterShareGroupOffsets, DeleteShareGroupOffsets,
+    # DeleteGroups (the share group halves of Kafka's GroupMetadataManager / GroupCoordinatorShard) ======
+    def initialized_partitions(self, group_id: str) -> dict[bytes, frozenset]:
+        """Kafka's initializedShareGroupPartitions: topic id -> the partitions whose state the share
+        coordinator holds (empty for a group without any, or no group)."""
+        group = self.share_group(group_id)
+        return group.initialized_partitions() if group is not None else {}
+
+    def alter_offsets(self, group_id: str, topics, res) -> AlterOffsets:
+        """Kafka's alterShareGroupOffsets: the group (created when missing, as an empty share group)
+        must be empty; the partitions of known topics are marked initializing (record 15) and the
+        share coordinator is asked to initialize them at the requested start offsets. KafkaError:
+        GROUP_ID_NOT_FOUND (another type of group), NON_EMPTY_GROUP."""
+        group = self._group_or_fail(group_id, True)
+        if group.members:
+            raise KafkaError(ErrorCode.NON_EMPTY_GROUP, ErrorCode.NON_EMPTY_GROUP.message)
+        image = self.topics()
+        now = res.now_ms
+        R = AlterShareGroupOffsetsResponse
+        out = []
+        initializing: dict = {}
+        offsets: dict = {}
+        for topic in topics:
+            meta = image.get(topic.topic_name)
+            if meta is None:
+                out.append(R.AlterShareGroupOffsetsResponseTopic(topic_name=topic.topic_name, partitions=[
+                    _alter_partition(p.partition_index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                    for p in topic.partitions]))
+                continue
+            parts = []
+            for p in topic.partitions:
+                if p.partition_index < meta.num_partitions:
+                    parts.append(_alter_partition(p.partition_index))
+                    offsets.setdefault(meta.topic_id, {})[p.partition_index] = p.start_offset
+                else:
+                    parts.append(_alter_partition(p.partition_index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+            initializing[meta.topic_id] = InitMapValue(topic.topic_name, frozenset(
+                p.partition_index for p in topic.partitions if p.partition_index < meta.num_partitions), now)
+            out.append(R.AlterShareGroupOffsetsResponseTopic(topic_name=topic.topic_name, topic_id=meta.topic_id,
+                                                              partitions=parts))
+        self._add_initializing(group, initializing, image, res)
+        init = None
+        if offsets:
+            init = InitializeShareGroupState(group_id, group.group_epoch,
+                                             {t: frozenset(ps) for t, ps in offsets.items()}, offsets)
+        return AlterOffsets(R(responses=out), init)
+
+    def initiate_delete_offsets(self, group_id: str, topic_names, res) -> DeleteOffsetsPlan:
+        """Kafka's initiateDeleteShareGroupOffsets: an empty share group's initialized topics among
+        ``topic_names`` move to deleting (record 15, written whenever the group has state
+        metadata) and are what the share coordinator is asked to delete; a topic already deleting
+        is asked again with all its partitions. Errors come back in the plan, as Kafka's holder."""
+        group = self.share_group(group_id)
+        if group is None:
+            message = (f"Group {group_id} is not a share group." if group_id in self.groups
+                       else f"Group {group_id} not found.")
+            return DeleteOffsetsPlan(int(ErrorCode.GROUP_ID_NOT_FOUND), message)
+        if group.members:
+            return DeleteOffsetsPlan(int(ErrorCode.NON_EMPTY_GROUP), ErrorCode.NON_EMPTY_GROUP.message)
+        sp = group.state_partitions
+        if sp is None:
+            return DeleteOffsetsPlan(0, None, [], None)
+        image = self.topics()
+        T = DeleteShareGroupOffsetsResponse.DeleteShareGroupOffsetsResponseTopic
+        initialized = dict(sp.initialized)
+        deleting = set(sp.deleting)
+        errors, delete = [], {}
+        for name in topic_names:
+            meta = image.get(name)
+            if meta is None:
+                errors.append(T(topic_name=name, error_code=int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+                                error_message=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION.message))
+            elif meta.topic_id in initialized:
+                delete[meta.topic_id] = initialized.pop(meta.topic_id).partitions
+                deleting.add(meta.topic_id)
+            elif meta.topic_id in deleting:
+                delete[meta.topic_id] = frozenset(range(meta.num_partitions))
+            else:
+                errors.append(T(topic_name=name, error_code=int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+                                error_message="There is no offset information to delete."))
+        res.add_record(rec.state_partition_metadata_record(group_id, sp.initializing, initialized,
+                                                           {t: self._topic_name(t, image) for t in deleting}))
+        return DeleteOffsetsPlan(0, None, errors, delete or None)
+
+    def complete_delete_offsets(self, group_id: str, deleted: Mapping[bytes, str], error_topics, res):
+        """Kafka's completeDeleteShareGroupOffsets: the topics whose state the share coordinator
+        deleted leave the deleting set (record 15); the answer lists them, then the failed ones."""
+        T = DeleteShareGroupOffsetsResponse.DeleteShareGroupOffsetsResponseTopic
+        out = []
+        group = self.share_group(group_id)
+        sp = group.state_partitions if group is not None else None
+        if sp is not None:
+            image = self.topics()
+            res.add_record(rec.state_partition_metadata_record(
+                group_id, sp.initializing, sp.initialized,
+                {t: self._topic_name(t, image) for t in sp.deleting if t not in deleted}))
+            out = [T(topic_name=name, topic_id=t, error_code=0) for t, name in deleted.items()]
+        return DeleteShareGroupOffsetsResponse(responses=out + list(error_topics))
+
+    def delete_group_requests(self, group_ids, res) -> dict:
+        """Kafka's sharePartitionDeleteRequests (DeleteGroups, before the groups themselves go):
+        group id -> (topic id -> partitions to delete from the share coordinator, error). A group
+        that is not a share group is left out (its deletion is the general path's); a non-empty
+        one is NON_EMPTY_GROUP; an empty one moves its initialized and initializing topics (and
+        any still deleting, retried) to deleting (record 15)."""
+        out: dict[str, tuple[dict | None, ErrorCode]] = {}
+        image = None
+        for group_id in group_ids:
+            group = self.share_group(group_id)
+            if group is None:
+                continue
+            if group.members:
+                out[group_id] = (None, ErrorCode.NON_EMPTY_GROUP)
+                continue
+            sp = group.state_partitions
+            if sp is None:
+                continue
+            image = image if image is not None else self.topics()
+            candidates: dict = {}
+            for m in (sp.initialized, sp.initializing):
+                for t, v in m.items():
+                    prev = candidates.get(t)
+                    candidates[t] = (v.name, v.partitions if prev is None else prev[1] | v.partitions)
+            by_id = {meta.topic_id: meta for meta in image.values()}
+            for t in sp.deleting:
+                meta = by_id.get(t)
+                if meta is not None:     # a deletion that did not complete is retried
+                    prev = candidates.get(t)
+                    parts = frozenset(range(meta.num_partitions))
+                    candidates[t] = (meta.name, parts if prev is None else prev[1] | parts)
+            res.add_record(rec.state_partition_metadata_record(group_id, {}, {},
+                                                               {t: n for t, (n, _) in candidates.items()}))
+            if candidates:
+                out[group_id] = ({t: ps for t, (_, ps) in candidates.items()}, ErrorCode.NONE)
+        return out
 
     # == leaving and fencing ===========================================================================
     def _leave(self, req, res) -> ShareGroupHeartbeatResponse:
