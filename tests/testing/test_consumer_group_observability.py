@@ -1,0 +1,192 @@
+"""Consumer groups (KIP-848, ``group.protocol=consumer``) in the broker's observability: the
+metrics text (group-count{protocol=consumer}, consumer-group-count{state},
+consumer-group-rebalance-count, lag), the web console's JSON and HTML, and the rebalance
+timeline (kgroup/broker/timeline.py) of real confluent-kafka members joining and leaving, and of
+raw members fenced at their rebalance timeout and expired at their session timeout."""
+import json
+import time
+import urllib.request
+
+import pytest
+
+from kgroup.cli import main as kgroup_main
+from kgroup.protocol.errors import ErrorCode as E
+from kgroup.protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
+from kgroup.testing.broker import KafkaBroker
+from tests.harness import RawClient
+from tests.testing.test_metrics import samples
+
+pytestmark = pytest.mark.interop
+COORDINATOR = "kafka_server_group_coordinator_metrics_"
+
+
+def poll_until(consumers, done, timeout=30):
+    deadline = time.monotonic() + timeout
+    while not done():
+        assert time.monotonic() < deadline, "timed out"
+        for c in consumers:
+            c.poll(0.05)
+
+
+def get(url) -> str:
+    with urllib.request.urlopen(url, timeout=10) as r:
+        return r.read().decode()
+
+
+def test_consumer_group_in_metrics_console_and_timeline(tmp_path, capsys):
+    from confluent_kafka import Consumer, TopicPartition
+    with KafkaBroker(tmp_path / "d", metrics=True) as b:
+        b.create_topic("kt", partitions=4)
+        b.produce("kt", [f"v{i}" for i in range(30)], partition=2)
+        conf = {"bootstrap.servers": b.bootstrap_servers, "group.id": "kcg", "group.protocol": "consumer",
+                "auto.offset.reset": "earliest", "enable.auto.commit": False}
+        alpha = Consumer({**conf, "client.id": "alpha"})
+        beta = Consumer({**conf, "client.id": "beta"})
+        try:
+            alpha.subscribe(["kt"])
+            poll_until([alpha], lambda: len(alpha.assignment()) == 4)
+            beta.subscribe(["kt"])
+            poll_until([alpha, beta], lambda: len(alpha.assignment()) == 2 and len(beta.assignment()) == 2)
+            b.wait_for_group("kcg", "Stable", members=2, type="consumer")
+            alpha.commit(offsets=[TopicPartition("kt", p, 10 if p == 2 else 0) for p in range(4)],
+                         asynchronous=False)
+
+            # metrics: one consumer group, Stable; two rebalances (each join bumped the group epoch)
+            s = samples(get(b.http_url + "/metrics"))
+            assert s[(COORDINATOR + "group_count", frozenset({("protocol", "consumer")}))] == 1
+            assert s[(COORDINATOR + "group_count", frozenset({("protocol", "classic")}))] == 0
+            states = {dict(labels)["state"]: v for (name, labels), v in s.items()
+                      if name == COORDINATOR + "consumer_group_count"}
+            assert states == {"empty": 0, "assigning": 0, "reconciling": 0, "stable": 1, "dead": 0}
+            assert s[(COORDINATOR + "consumer_group_rebalance_count", frozenset())] == 2
+            assert s[(COORDINATOR + "offset_count", frozenset())] == 4
+            assert s[("kgroup_consumer_group_epoch", frozenset({("group", "kcg")}))] == 2
+            assert s[("kgroup_consumer_group_assignment_epoch", frozenset({("group", "kcg")}))] == 2
+            assert s[("kafka_consumergroup_members", frozenset({("consumergroup", "kcg")}))] == 2
+            assert s[("kafka_consumergroup_lag", frozenset({("consumergroup", "kcg"), ("topic", "kt"),
+                                                            ("partition", "2")}))] == 20
+            member_epochs = {dict(labels)["client_id"]: v for (name, labels), v in s.items()
+                             if name == "kgroup_consumer_group_member_epoch"}
+            assert member_epochs == {"alpha": 2, "beta": 2}
+
+            # the console's JSON: epochs, members with their epochs, assigned and target partitions, offsets, lag
+            listed = json.loads(get(b.http_url + "/api/groups"))
+            assert [(g["group"], g["type"], g["state"], g["epoch"], g["members"], g["lag"]) for g in listed] == \
+                [("kcg", "consumer", "Stable", 2, 2, 20)]
+            group = json.loads(get(b.http_url + "/api/groups/kcg"))
+            assert (group["type"], group["state"], group["group_epoch"], group["assignment_epoch"], group["lag"]) == \
+                ("consumer", "Stable", 2, 2, 20)
+            members = {m["client_id"]: m for m in group["members"]}
+            assert sorted(members) == ["alpha", "beta"]
+            for name, consumer in (("alpha", alpha), ("beta", beta)):
+                m = members[name]
+                assert m["member_epoch"] == 2 and m["member_state"] == "STABLE"
+                held = sorted(tp.partition for tp in consumer.assignment())
+                assert m["assignment"] == {"kt": held} == m["target_assignment"]
+                assert m["pending_revocation"] == {} and m["subscribed_topics"] == ["kt"]
+            assert [(o["partition"], o["committed"], o["lag"]) for o in group["offsets"]] == \
+                [(0, 0, 0), (1, 0, 0), (2, 10, 20), (3, 0, 0)]
+            assert group["last_rebalance"]["group_epoch"] == 2 and "beta" in group["last_rebalance"]["cause"]
+
+            # the console's HTML
+            page = get(b.http_url + "/groups/kcg")
+            assert "<h1>Group kcg</h1>" in page and "id='group-epoch'>2<" in page
+            assert "id='assignment-epoch'>2<" in page
+            for m in members.values():
+                assert m["member_id"] in page and f"kt {m['assignment']['kt']}" in page
+            assert page.count("<tr class='member'>") == 2 and "<svg id='timeline-chart'" in page
+            assert "group-epoch" in page and "target-assignment" in page and "member-reconciled" in page
+            row = get(b.http_url + "/").split("kcg</a>", 1)[1].split("</tr>", 1)[0]
+            assert ">consumer<" in row and "Stable" in row and ">20<" in row, row
+
+            alpha_id, beta_id = members["alpha"]["member_id"], members["beta"]["member_id"]
+            beta.close()
+            poll_until([alpha], lambda: len(alpha.assignment()) == 4)
+            b.wait_for_group("kcg", "Stable", members=1, type="consumer")
+            events = b.timeline("kcg")
+        finally:
+            alpha.close()
+
+        kinds = [e["event"] for e in events]
+        # alpha joins: epoch 0 -> 1, the target gives it everything, it reconciles at epoch 1, Stable
+        joined = [e for e in events if e["event"] == "member-joined"]
+        assert [(e["member_id"], e["client_id"]) for e in joined] == [(alpha_id, "alpha"), (beta_id, "beta")]
+        bumps = [e for e in events if e["event"] == "group-epoch"]
+        assert [(e["previous_epoch"], e["group_epoch"]) for e in bumps] == [(0, 1), (1, 2), (2, 3)], kinds
+        assert "alpha" in bumps[0]["cause"] and "joined" in bumps[0]["cause"]
+        assert "beta" in bumps[1]["cause"] and "joined" in bumps[1]["cause"]
+        assert "beta" in bumps[2]["cause"] and "left" in bumps[2]["cause"]
+        targets = [e for e in events if e["event"] == "target-assignment"]
+        assert [e["assignment_epoch"] for e in targets] == [1, 2, 3]
+        assert targets[0]["target"] == {alpha_id: {"kt": [0, 1, 2, 3]}}
+        assert {m: len(a["kt"]) for m, a in targets[1]["target"].items()} == {alpha_id: 2, beta_id: 2}
+        assert targets[2]["target"] == {alpha_id: {"kt": [0, 1, 2, 3]}}
+        # the second join: alpha revokes what beta is due, then both reconcile to epoch 2
+        second = kinds.index("member-joined", kinds.index("member-joined") + 1)
+        after = events[second:kinds.index("member-left")]
+        revoking = [e for e in after if e["event"] == "member-reconciling" and e["member_id"] == alpha_id]
+        assert revoking and revoking[0]["member_state"] == "UNREVOKED_PARTITIONS" and revoking[0]["pending_revocation"]
+        reconciled = {e["member_id"]: e["member_epoch"] for e in after if e["event"] == "member-reconciled"}
+        assert reconciled == {alpha_id: 2, beta_id: 2}
+        stables = [e for e in events if e["event"] == "stable"]
+        assert [e["group_epoch"] for e in stables] == [1, 2, 3]
+        assert stables[1]["assignment"] == {m: t for m, t in targets[1]["target"].items()}
+        assert all(e["rebalance_ms"] >= 0 for e in stables)
+        left = [e for e in events if e["event"] == "member-left"]
+        assert [(e["member_id"], e["client_id"]) for e in left] == [(beta_id, "beta")]
+        assert "member epoch -1" in left[0]["reason"]
+        assert events[-1]["event"] == "stable" and events[-1]["assignment"] == {alpha_id: {"kt": [0, 1, 2, 3]}}
+
+        # the same through the command line
+        assert kgroup_main(["groups", "--bootstrap-server", b.bootstrap_servers, "--describe", "--group", "kcg",
+                            "--timeline"]) == 0
+        out = capsys.readouterr().out
+        assert "group epoch 1 -> 2 because" in out and f"{beta_id} (client beta)" in out
+        assert "member-left" in out and "kt[0, 1, 2, 3]" in out
+
+
+def heartbeat(c, group, member_id, epoch, owned=None, rebalance_timeout_ms=-1, topics=None):
+    deadline = time.monotonic() + 20
+    while True:
+        r = c.request(ConsumerGroupHeartbeatRequest(
+            group_id=group, member_id=member_id, member_epoch=epoch, rebalance_timeout_ms=rebalance_timeout_ms,
+            subscribed_topic_names=topics, topic_partitions=owned), 1)
+        if r.error_code not in (E.COORDINATOR_LOAD_IN_PROGRESS, E.COORDINATOR_NOT_AVAILABLE) \
+                or time.monotonic() > deadline:
+            assert r.error_code == E.NONE, r
+            return r
+        time.sleep(0.05)
+
+
+def owned(r):
+    T = ConsumerGroupHeartbeatRequest.TopicPartitions
+    return [T(topic_id=t.topic_id, partitions=list(t.partitions)) for t in r.assignment.topic_partitions]
+
+
+def test_consumer_members_fenced_and_expired(kafka_broker):
+    # a member that does not revoke within its rebalance timeout is fenced; one that stops
+    # heartbeating expires at its session timeout (time travel fires both timers)
+    kafka_broker.create_topic("ft", partitions=2)
+    c = RawClient(kafka_broker.port, client_id="raw-cg")
+    a = heartbeat(c, "fg", "member-a", 0, owned=[], rebalance_timeout_ms=2000, topics=["ft"])
+    assert a.member_epoch == 1
+    a_owned = owned(a) or owned(heartbeat(c, "fg", "member-a", 1, owned=[]))
+    assert sum(len(t.partitions) for t in a_owned) == 2
+    b = heartbeat(c, "fg", "member-b", 0, owned=[], rebalance_timeout_ms=60000, topics=["ft"])
+    assert b.member_epoch == 2
+    # a still owns both: told to revoke one, it keeps heartbeating without revoking
+    heartbeat(c, "fg", "member-a", 1, owned=a_owned)
+    kafka_broker.advance_time(3)
+    heartbeat(c, "fg", "member-b", 2, owned=[])
+    kafka_broker.advance_time(46)
+    events = kafka_broker.timeline("fg")
+    kinds = [e["event"] for e in events]
+    fenced = [e for e in events if e["event"] == "member-fenced"]
+    assert [(e["member_id"], e["client_id"]) for e in fenced] == [("member-a", "raw-cg")], kinds
+    assert "rebalance timeout" in fenced[0]["reason"]
+    expired = [e for e in events if e["event"] == "member-expired"]
+    assert [e["member_id"] for e in expired] == ["member-b"] and "session timeout" in expired[0]["reason"]
+    assert kinds.index("member-fenced") < kinds.index("member-expired")
+    revoking = [e for e in events if e["event"] == "member-reconciling" and e["member_id"] == "member-a"]
+    assert revoking and revoking[-1]["member_state"] == "UNREVOKED_PARTITIONS"
+    assert events[-1]["event"] == "empty"
