@@ -235,7 +235,9 @@ class GroupTimelines:
             if getattr(body, "reason", None):
                 self.join_reasons[(gid, ctx.client_id)] = body.reason
             seen = self.seen.get(gid)
-            if seen is not None and body.member_id and body.member_id not in seen.joined_order:
+            # (a classic member joining a consumer group, KIP-848's online migration, is not ordered)
+            if seen is not None and seen.kind == "classic" and body.member_id \
+                    and body.member_id not in seen.joined_order:
                 seen.joined_order.append(body.member_id)
         elif api_key == ApiKey.LEAVE_GROUP:
             if version >= 3:
@@ -299,8 +301,21 @@ class GroupTimelines:
                 # online migration (KIP-848): the same members, now under the other protocol
                 self._add(gid, "group-converted", previous_type=seen.kind, type=kind.value,
                           state=group.state_string(), members=sorted(group.members))
-                self.seen[gid] = self._seen_now(group)
-                return
+                old, seen = seen, self._seen_now(group)
+                self.seen[gid] = seen
+                if kind is not GroupType.CONSUMER:
+                    # the downgrade: the last consumer-protocol member's leave (or expiry) did it
+                    for mid, m in old.members.items():
+                        if mid not in group.members:
+                            event, reason = self.removals.pop((gid, mid), ("member-removed", None))
+                            self._add(gid, event, member_id=mid, client_id=m.client_id,
+                                      group_instance_id=m.instance_id, reason=reason)
+                    return
+                # What the upgrade's own write did is told as usual: the member whose join converted
+                # the group joined, the classic generation (the converted group epoch) was bumped.
+                seen.members = {mid: m for mid, m in seen.members.items() if mid in old.members}
+                seen.group_epoch = seen.assignment_epoch = old.generation
+                seen.state = old.state
         if kind is GroupType.CONSUMER:
             self._observe_consumer(gid, group, seen)
             return

@@ -190,3 +190,39 @@ def test_consumer_members_fenced_and_expired(kafka_broker):
     revoking = [e for e in events if e["event"] == "member-reconciling" and e["member_id"] == "member-a"]
     assert revoking and revoking[-1]["member_state"] == "UNREVOKED_PARTITIONS"
     assert events[-1]["event"] == "empty"
+
+
+def test_timeline_across_online_migration(kafka_broker):
+    # a classic group upgraded by a consumer-protocol member's join (KIP-848 online migration),
+    # then downgraded when it leaves: one timeline, both protocols' events
+    from confluent_kafka import Consumer
+    kafka_broker.create_topic("mt", partitions=2)
+    base = {"bootstrap.servers": kafka_broker.bootstrap_servers, "group.id": "mig", "auto.offset.reset": "earliest"}
+    classic = Consumer({**base, "client.id": "classic-a", "partition.assignment.strategy": "cooperative-sticky"})
+    modern = Consumer({**base, "client.id": "kip848-c", "group.protocol": "consumer"})
+    try:
+        classic.subscribe(["mt"])
+        poll_until([classic], lambda: len(classic.assignment()) == 2)
+        modern.subscribe(["mt"])
+        poll_until([classic, modern], lambda: len(classic.assignment()) == 1 and len(modern.assignment()) == 1)
+        kafka_broker.wait_for_group("mig", "Stable", members=2, type="consumer")
+        modern.close()
+        poll_until([classic], lambda: len(classic.assignment()) == 2)
+        kafka_broker.wait_for_group("mig", "Stable", members=1, type="classic")
+        events = kafka_broker.timeline("mig")
+    finally:
+        classic.close()
+    kinds = [e["event"] for e in events]
+    converted = [e for e in events if e["event"] == "group-converted"]
+    assert [(e["previous_type"], e["type"]) for e in converted] == [("classic", "consumer"), ("consumer", "classic")]
+    up, down = kinds.index("group-converted"), len(kinds) - 1 - kinds[::-1].index("group-converted")
+    during = events[up:down]
+    joined = [e for e in during if e["event"] == "member-joined"]
+    assert [e["client_id"] for e in joined] == ["kip848-c"]
+    modern_id = joined[0]["member_id"]
+    bumps = [e for e in during if e["event"] == "group-epoch"]
+    assert [(e["previous_epoch"], e["group_epoch"]) for e in bumps] == [(1, 2)] and "kip848-c" in bumps[0]["cause"]
+    assert [e["group_epoch"] for e in during if e["event"] == "stable"] == [2]
+    left = [e for e in events[down:] if e["event"] == "member-left"]
+    assert [e["member_id"] for e in left] == [modern_id]
+    assert events[-1]["event"] == "stable" and events[-1]["generation"] == 3
