@@ -226,3 +226,33 @@ def test_timeline_across_online_migration(kafka_broker):
     left = [e for e in events[down:] if e["event"] == "member-left"]
     assert [e["member_id"] for e in left] == [modern_id]
     assert events[-1]["event"] == "stable" and events[-1]["generation"] == 3
+
+
+def test_a_failing_test_report_carries_a_consumer_groups_timeline(tmp_path):
+    import os
+    import subprocess
+    import sys
+    (tmp_path / "test_fails.py").write_text(
+        "import time\n"
+        "from confluent_kafka import Consumer\n"
+        "def test_it(kafka_broker):\n"
+        "    kafka_broker.create_topic('t', partitions=2)\n"
+        "    c = Consumer({'bootstrap.servers': kafka_broker.bootstrap_servers, 'group.id': 'kcons',\n"
+        "                  'group.protocol': 'consumer', 'client.id': 'reported'})\n"
+        "    c.subscribe(['t'])\n"
+        "    deadline = time.monotonic() + 30\n"
+        "    while len(c.assignment()) < 2 and time.monotonic() < deadline:\n"
+        "        c.poll(0.05)\n"
+        "    kafka_broker.wait_for_group('kcons', 'Stable', members=1, type='consumer')\n"
+        "    assert False, 'fails on purpose'\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_fails.py"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 1, out.stdout + out.stderr
+    text = out.stdout
+    assert "fails on purpose" in text
+    assert "group kcons (consumer): Stable" in text, text
+    section = text.split("groups and rebalance timelines", 1)[1]
+    assert "member-joined" in section and "client_id=reported" in section
+    assert "group-epoch group_epoch=1 previous_epoch=0" in section and "target-assignment" in section
+    assert "member-reconciled" in section and "stable group_epoch=1" in section
