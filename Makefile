@@ -65,6 +65,7 @@ bench: install-test
 	$(PY) benchmarks/test_control_bench.py
 	$(PY) benchmarks/transactions_bench.py
 	$(PY) benchmarks/share_group_bench.py
+	$(PY) benchmarks/share_consumer_bench.py
 	$(PY) benchmarks/spark_read_bench.py
 	$(PY) benchmarks/spark_write_bench.py
 	$(PY) benchmarks/footprint_bench.py

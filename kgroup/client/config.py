@@ -88,6 +88,28 @@ PRODUCER = dict(COMMON, **{
     "value.serializer": (None, object),
 })
 
+# Java's ConsumerConfig keys a KafkaShareConsumer takes (ShareConsumerConfig refuses the group and
+# offset keys below, which have no meaning in a share group).
+SHARE_CONSUMER = dict(COMMON, **{
+    "group.id": (None, str),
+    "share.acknowledgement.mode": ("implicit", str),
+    "share.acquire.mode": ("batch_optimized", str),
+    "max.poll.interval.ms": (300000, int),
+    "max.poll.records": (500, int),
+    "fetch.min.bytes": (1, int),
+    "fetch.max.wait.ms": (500, int),
+    "max.partition.fetch.bytes": (1048576, int),
+    "fetch.max.bytes": (52428800, int),
+    "default.api.timeout.ms": (60000, int),
+    "check.crcs": (True, bool),
+    "key.deserializer": (None, object),
+    "value.deserializer": (None, object),
+})
+
+SHARE_GROUP_UNSUPPORTED = ("auto.offset.reset", "enable.auto.commit", "group.instance.id", "isolation.level",
+                           "partition.assignment.strategy", "interceptor.classes", "session.timeout.ms",
+                           "heartbeat.interval.ms", "group.protocol", "group.remote.assignor")
+
 ADMIN = dict(COMMON, **{
     "default.api.timeout.ms": (60000, int),
 })
@@ -139,6 +161,7 @@ class ClientConfig:
         self.explicit: set[str] = set()
         items = dict(configs or {})
         items.update({k.replace("_", "."): v for k, v in kwargs.items()})
+        self.check_keys(items)
         for key, value in items.items():
             if key not in self.DEFS:
                 raise ConfigError(f"Unknown {self.KIND} configuration {key!r}")
@@ -146,6 +169,9 @@ class ClientConfig:
             self.explicit.add(key)
         self._values = values
         self.validate()
+
+    def check_keys(self, items: Mapping[str, Any]) -> None:
+        """Refuse keys before they are looked at (a subclass names the ones it forbids)."""
 
     def __getitem__(self, key: str):
         return self._values[key]
@@ -212,6 +238,40 @@ class ConsumerConfig(ClientConfig):
     def rebalance_timeout_ms(self) -> int:
         """The JoinGroup rebalance timeout is max.poll.interval.ms, as in the Java client."""
         return self["max.poll.interval.ms"]
+
+
+class ShareConsumerConfig(ClientConfig):
+    """Java's ShareConsumerConfig: a ConsumerConfig without the keys a share group has no use for."""
+
+    DEFS = SHARE_CONSUMER
+    KIND = "share consumer"
+
+    def check_keys(self, items: Mapping[str, Any]) -> None:
+        invalid = [k for k in SHARE_GROUP_UNSUPPORTED if k in items]
+        if invalid:
+            raise ConfigError(", ".join(invalid) + " cannot be set when using a share group.")
+
+    def validate(self) -> None:
+        super().validate()
+        v = self._values
+        if not v["group.id"]:
+            raise ConfigError("You must provide a valid group.id in the consumer configuration.")
+        for key, allowed in (("share.acknowledgement.mode", ("implicit", "explicit")),
+                             ("share.acquire.mode", ("batch_optimized", "record_limit"))):
+            value = str(v[key]).lower()
+            if value not in allowed:
+                raise ConfigError(f"Invalid value {v[key]} for configuration {key}: "
+                                  f"String must be one of: {', '.join(allowed)}")
+            v[key] = value
+        if v["max.poll.records"] < 1:
+            raise ConfigError(f"Invalid value {v['max.poll.records']} for configuration max.poll.records: "
+                              "Value must be at least 1")
+        if not v["client.id"]:
+            v["client.id"] = f"consumer-{v['group.id']}-{next(_client_ids)}"
+
+    @property
+    def explicit_acknowledgement(self) -> bool:
+        return self["share.acknowledgement.mode"] == "explicit"
 
 
 class ProducerConfig(ClientConfig):

@@ -46,15 +46,18 @@ class ConsumerCoordinator:
 
     def __init__(self, client: KafkaClient, config, *,
                  offsets_to_commit: Callable[[], Mapping[TopicPartition, OffsetAndMetadata]],
-                 on_rebalance_event: Callable[[object], Awaitable[None]], random=None):
+                 on_rebalance_event: Callable[[object], Awaitable[None]], random=None,
+                 machine: GroupMembership | None = None):
         self.client = client
         self.config = config
         self.group_id = config["group.id"]
         kw = {"random": random} if random is not None else {}
-        membership = MembershipConfig.from_consumer_config(config)
-        if membership.group_protocol == "consumer":  # KIP-848: the broker assigns
-            self.machine: GroupMembership = ConsumerGroupMembership(membership, offsets_to_commit=offsets_to_commit,
-                                                                    **kw)
+        self.machine: GroupMembership
+        if machine is not None:  # a share group's membership (client/membership_share.py)
+            self.machine = machine
+        elif (membership := MembershipConfig.from_consumer_config(config)).group_protocol == "consumer":
+            # KIP-848: the broker assigns
+            self.machine = ConsumerGroupMembership(membership, offsets_to_commit=offsets_to_commit, **kw)
         else:
             assignors = [get_assignor(name) for name in config["partition.assignment.strategy"]]
             self.machine = GroupMembership(membership, assignors, offsets_to_commit=offsets_to_commit, **kw)
@@ -333,9 +336,10 @@ class ConsumerCoordinator:
 
 
 def _is_leave(request) -> bool:
-    """LeaveGroup, or a ConsumerGroupHeartbeat with a leave epoch (-1, -2): close() waits for it."""
+    """LeaveGroup, or a Consumer/ShareGroupHeartbeat with a leave epoch (-1, -2): close() waits for it."""
     return (type(request).__name__ == "LeaveGroupRequest"
-            or (type(request).__name__ == "ConsumerGroupHeartbeatRequest" and request.member_epoch < 0))
+            or (type(request).__name__ in ("ConsumerGroupHeartbeatRequest", "ShareGroupHeartbeatRequest")
+                and request.member_epoch < 0))
 
 
 def parse_offset_fetch(resp, group_id: str) -> tuple[KafkaError | None, dict]:

@@ -273,9 +273,11 @@ class ConsumerGroupMembership(GroupMembership):
                  epoch, reason)
         token = self._new_token()
         self._pending[token] = PendingRequest("cg_leave", self.generation, sent_ms=now)
-        out.append(SendRequest(token, ConsumerGroupHeartbeatRequest(
-            group_id=self.config.group_id, member_id=self.member_id, member_epoch=epoch,
-            instance_id=self.config.group_instance_id)))
+        out.append(SendRequest(token, self._leave_request(epoch)))
+
+    def _leave_request(self, epoch: int):
+        return ConsumerGroupHeartbeatRequest(group_id=self.config.group_id, member_id=self.member_id,
+                                             member_epoch=epoch, instance_id=self.config.group_instance_id)
 
     def _to_unsubscribed(self) -> None:
         if self._hb_token is not None:
@@ -317,7 +319,8 @@ class ConsumerGroupMembership(GroupMembership):
             self._reconcile(now, out)
 
     def _join(self) -> None:
-        log.info("Member %s joining group %s (consumer protocol)", self.member_id, self.config.group_id)
+        log.info("Member %s joining group %s (%s protocol)", self.member_id, self.config.group_id,
+                 self.config.group_protocol)
         self.state = ConsumerMemberState.JOINING
         self._set_epoch(0)
         self.target = None
@@ -431,7 +434,10 @@ class ConsumerGroupMembership(GroupMembership):
         self._hb_due = now + self.heartbeat_interval_ms
         self._pending[token] = PendingRequest("cg_heartbeat", self.generation, sent, now)
         # a regex needs v1 (KIP-848's broker-side regex); v0 would silently drop it
-        out.append(SendRequest(token, req, min_version=1 if req.subscribed_topic_regex else None))
+        out.append(SendRequest(token, req, min_version=self._heartbeat_min_version(req)))
+
+    def _heartbeat_min_version(self, req) -> int | None:
+        return 1 if req.subscribed_topic_regex else None
 
     def _build_heartbeat(self) -> tuple[ConsumerGroupHeartbeatRequest, _Sent]:
         """Java's HeartbeatState.buildRequestData: every field on a join, else only changes."""

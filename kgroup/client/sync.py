@@ -1,11 +1,13 @@
 """Synchronous facades for code that cannot await (Spark tasks, scripts): ``KafkaConsumer``,
-``KafkaProducer`` and ``KafkaAdmin`` run the asyncio clients on a private event-loop thread.
+``KafkaShareConsumer``, ``KafkaProducer`` and ``KafkaAdmin`` run the asyncio clients on a private
+event-loop thread.
 
 Every blocking call submits a coroutine to that loop and waits. Rebalance callbacks are run on
 the *calling* thread: while ``poll()``/``close()``/``unsubscribe()`` wait, the loop hands each
 listener call back to the waiting thread and resumes when it returns. So a listener may call
 ``commit()`` (or any other method) exactly as with the Java client, and never runs concurrently
-with the application's own code.
+with the application's own code. A share consumer's acknowledgement commit callback is handed
+over the same way.
 
 As in Java, one consumer must be used from one thread at a time.
 """
@@ -22,7 +24,8 @@ from .assignors import TopicPartition
 from .consumer import Consumer
 from .errors import IllegalStateError, KafkaTimeoutError
 from .producer import Producer
-from .types import ConsumerRebalanceListener, ConsumerRecord, RecordMetadata
+from .share_consumer import ShareConsumer
+from .types import AcknowledgeType, ConsumerRebalanceListener, ConsumerRecord, RecordMetadata
 
 
 class _LoopThread:
@@ -210,6 +213,111 @@ class KafkaConsumer:
 
     def committed(self, partitions, timeout_ms: int | None = None) -> dict:
         return self._drive(self._core.committed(partitions, timeout_ms))
+
+    def close(self, timeout_ms: int = 30000) -> None:
+        if self._loop.loop.is_closed():
+            return
+        try:
+            self._drive(self._core.close(timeout_ms), timeout=timeout_ms / 1000 + 5)
+        finally:
+            self._loop.stop()
+
+
+class KafkaShareConsumer:
+    """A blocking share consumer (KIP-932) with the asyncio
+    :class:`~kgroup.client.share_consumer.ShareConsumer` inside."""
+
+    def __init__(self, config=None, **configs):
+        self._loop = _LoopThread("kgroup-share-consumer")
+        self._requests: queue.Queue = queue.Queue()
+        self._guard = threading.Lock()
+        self._owner: int | None = None
+        self._depth = 0
+        try:
+            self._core: ShareConsumer = self._loop.run(_call(ShareConsumer, config=config, **configs))
+        except BaseException:
+            self._loop.stop()
+            raise
+
+    def __enter__(self) -> "KafkaShareConsumer":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _drive(self, coro, timeout: float | None = None):
+        """KafkaConsumer._drive, for one thread at a time (Java's ConcurrentModificationException:
+        calls from two threads would take each other's completions)."""
+        me = threading.get_ident()
+        with self._guard:
+            if self._owner not in (None, me):
+                coro.close()
+                raise IllegalStateError("KafkaShareConsumer is not safe for multi-threaded access")
+            self._owner = me
+            self._depth += 1
+        try:
+            return KafkaConsumer._drive(self, coro, timeout)
+        finally:
+            with self._guard:
+                self._depth -= 1
+                if not self._depth:
+                    self._owner = None
+
+    _sync = KafkaConsumer._sync
+
+    @property
+    def member_id(self) -> str:
+        return self._core.member_id
+
+    def subscribe(self, topics: Iterable[str]) -> None:
+        self._sync(self._core.subscribe, topics)
+
+    def unsubscribe(self) -> None:
+        self._drive(self._core.unsubscribe())
+
+    def subscription(self) -> set[str]:
+        return self._sync(self._core.subscription)
+
+    def assignment(self) -> set[TopicPartition]:
+        return self._sync(self._core.assignment)
+
+    def poll(self, timeout_ms: int = 0) -> list[ConsumerRecord]:
+        return self._drive(self._core.poll(timeout_ms))
+
+    def __iter__(self):
+        while True:
+            yield from self.poll(1000)
+
+    def acknowledge(self, record: ConsumerRecord, type: AcknowledgeType = AcknowledgeType.ACCEPT) -> None:
+        self._sync(self._core.acknowledge, record, type)
+
+    def acknowledge_offset(self, topic: str, partition: int, offset: int,
+                           type: AcknowledgeType = AcknowledgeType.ACCEPT) -> None:
+        self._sync(self._core.acknowledge_offset, topic, partition, offset, type)
+
+    def commit_sync(self, timeout_ms: int | None = None) -> dict:
+        return self._drive(self._core.commit_sync(timeout_ms))
+
+    def commit_async(self) -> concurrent.futures.Future:
+        """The results also go to the acknowledgement commit callback, from a later call."""
+        async def go():
+            return await self._core.commit_async()
+        return self._loop.submit(go())
+
+    def set_acknowledgement_commit_callback(self, callback) -> None:
+        """``callback(offsets, exception)``, run on the thread blocked in poll / commit / close."""
+        if callback is None:
+            self._sync(self._core.set_acknowledgement_commit_callback, None)
+            return
+
+        async def hand_over(offsets, error):
+            fut = asyncio.get_running_loop().create_future()
+            self._requests.put((lambda args: callback(*args), (offsets, error), fut))
+            return await fut
+        self._sync(self._core.set_acknowledgement_commit_callback, hand_over)
+
+    def acquisition_lock_timeout_ms(self) -> int | None:
+        return self._sync(self._core.acquisition_lock_timeout_ms)
 
     def close(self, timeout_ms: int = 30000) -> None:
         if self._loop.loop.is_closed():

@@ -1,12 +1,24 @@
 """Value types shared by the consumer, the producer and the admin client."""
 from __future__ import annotations
 
+import enum
 from typing import NamedTuple, Sequence
 
 from .assignors import TopicPartition
 
-__all__ = ["ConsumerRebalanceListener", "ConsumerRecord", "OffsetAndMetadata", "RecordMetadata",
+__all__ = ["AcknowledgeType", "ConsumerRebalanceListener", "ConsumerRecord", "OffsetAndMetadata", "RecordMetadata",
            "TopicPartition", "NodeInfo", "PartitionInfo", "TopicInfo"]
+
+
+class AcknowledgeType(enum.IntEnum):
+    """How a share consumer acknowledges a delivered record (Java's AcknowledgeType, KIP-932; the
+    ids are the protocol's): ACCEPT processed, RELEASE deliver again (to anyone), REJECT never
+    deliver again, RENEW keep it locked for this consumer (ShareFetch/ShareAcknowledge v2)."""
+
+    ACCEPT = 1
+    RELEASE = 2
+    REJECT = 3
+    RENEW = 4
 
 
 class OffsetAndMetadata(NamedTuple):
@@ -28,6 +40,7 @@ class ConsumerRecord(NamedTuple):
     value: bytes | None
     headers: Sequence[tuple[str, bytes | None]]
     leader_epoch: int | None = None
+    delivery_count: int | None = None  # share groups (KIP-932): this delivery's number, from 1
 
 
 class RecordMetadata(NamedTuple):
