@@ -123,7 +123,7 @@ class GroupTimelines:
     def __init__(self, broker):
         self.broker = broker
         self.events: dict[str, collections.deque] = {}
-        self.seen: dict[str, _Seen] = {}
+        self.seen: dict[str, _Seen | _SeenConsumer] = {}
         self.leave_reasons: dict[tuple[str, str], str] = {}     # (group, member) -> LeaveGroup reason
         self.join_reasons: dict[tuple[str, str], str] = {}      # (group, client id) -> JoinGroup reason
         # (consumer group, member) -> (event, reason) of its removal, from the written records' operation

@@ -104,6 +104,11 @@ def test_consumer_group_in_metrics_console_and_timeline(tmp_path, capsys):
             poll_until([alpha], lambda: len(alpha.assignment()) == 4)
             b.wait_for_group("kcg", "Stable", members=1, type="consumer")
             events = b.timeline("kcg")
+            # a leave bumps the group epoch too, but Kafka counts no rebalance for it
+            s = samples(get(b.http_url + "/metrics"))
+            assert s[(COORDINATOR + "consumer_group_rebalance_count", frozenset())] == 2
+            assert s[("kgroup_consumer_group_epoch", frozenset({("group", "kcg")}))] == 3
+            assert s[("kafka_consumergroup_members", frozenset({("consumergroup", "kcg")}))] == 1
         finally:
             alpha.close()
 
