@@ -261,3 +261,33 @@ def test_a_failing_test_report_carries_a_consumer_groups_timeline(tmp_path):
     assert "member-joined" in section and "client_id=reported" in section
     assert "group-epoch group_epoch=1 previous_epoch=0" in section and "target-assignment" in section
     assert "member-reconciled" in section and "stable group_epoch=1" in section
+
+
+def test_a_static_members_temporary_leave_and_replacement(kafka_broker):
+    # member epoch -2 keeps the member (and its partitions); its instance's next member replaces it
+    kafka_broker.create_topic("st", partitions=2)
+    c = RawClient(kafka_broker.port, client_id="static-client")
+
+    def hb(member_id, epoch, **more):
+        r = c.request(ConsumerGroupHeartbeatRequest(group_id="sg", member_id=member_id, member_epoch=epoch,
+                                                    instance_id="instance-1", **more), 1)
+        assert r.error_code == E.NONE, r
+        return r
+    deadline = time.monotonic() + 20
+    while True:
+        r = c.request(ConsumerGroupHeartbeatRequest(group_id="sg", member_id="static-1", member_epoch=0,
+                                                    instance_id="instance-1", rebalance_timeout_ms=30000,
+                                                    subscribed_topic_names=["st"], topic_partitions=[]), 1)
+        if r.error_code not in (E.COORDINATOR_LOAD_IN_PROGRESS, E.COORDINATOR_NOT_AVAILABLE) \
+                or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert r.error_code == E.NONE and r.member_epoch == 1, r
+    hb("static-1", -2)                      # a temporary leave: it keeps its partitions
+    hb("static-2", 0, rebalance_timeout_ms=30000, subscribed_topic_names=["st"], topic_partitions=[])
+    events = kafka_broker.timeline("sg")
+    left = [e for e in events if e["event"] == "member-left"]
+    assert [(e["member_id"], e["group_instance_id"]) for e in left] == [("static-1", "instance-1")] * 2, events
+    assert "member epoch -2" in left[0]["reason"] and "replaced by static member static-2" in left[1]["reason"]
+    joined = [e["member_id"] for e in events if e["event"] == "member-joined"]
+    assert joined == ["static-1", "static-2"]
