@@ -1,12 +1,13 @@
 # kgroup: `make serve` runs the broker on 127.0.0.1:9092 with data in ./data;
-# `make test` installs everything the whole suite needs and runs it.
+# `make test` installs everything the whole suite needs and runs it; `make cluster` starts a
+# 3-broker cluster over ZooKeeper in the background (./cluster; `kgroup cluster down` stops it).
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: serve test test-long bench install install-test
+.PHONY: serve cluster test test-long bench install install-test
 
 $(VENV)/bin/python:
 	@echo "==> creating virtual environment in $(VENV)"
@@ -36,6 +37,14 @@ install-test: $(VENV)/.installed-test
 serve: install
 	@echo "==> starting the kgroup broker on 127.0.0.1:9092 (data in ./data; Ctrl-C stops it)"
 	$(PY) -m kgroup serve --override listeners=PLAINTEXT://127.0.0.1:9092 --override log.dirs=./data
+
+# kazoo (the cluster extra) and Debian's zookeeper (scripts/install-interop-deps.sh, as root)
+cluster: install
+	$(PY) -m pip install --quiet $(EDITABLE) '.[cluster]'
+	@[ -f /usr/share/java/zookeeper.jar ] || bash scripts/install-interop-deps.sh
+	@echo "==> starting ZooKeeper and 3 kgroup brokers on 127.0.0.1:9092-9094 (data and logs in ./cluster)"
+	$(PY) -m kgroup cluster up --brokers 3 --dir ./cluster --port 9092
+	@echo "==> stop them with: $(PY) -m kgroup cluster down --dir ./cluster"
 
 # ruff (pyflakes, bugbear) and mypy (the pure core) first: a finding fails the run before pytest.
 # pytest exits 5 when it collected nothing: that is a broken suite, never a pass.

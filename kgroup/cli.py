@@ -4,7 +4,8 @@
 config/server.properties --override key=value``; ``topics``, ``groups``, ``produce`` and
 ``consume`` mirror kafka-topics.sh, kafka-consumer-groups.sh and the console producer/consumer
 (their options are parsed by ``kgroup.client.cli``), ``share-groups`` kafka-share-groups.sh
-(``kgroup.client.share_groups_cli``).
+(``kgroup.client.share_groups_cli``); ``cluster`` runs a local cluster over ZooKeeper
+(``kgroup.cluster.local``).
 """
 from __future__ import annotations
 
@@ -37,13 +38,23 @@ def _serve(args) -> int:
         return 1
 
     async def main() -> int:
-        broker = Broker(config)
+        from .cluster.errors import ClusterStartError
+        try:
+            broker = Broker(config)
+        except ClusterStartError as e:
+            print(f"kgroup: {e}", file=sys.stderr)
+            return 1
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         # A log directory failure stops the broker with exit code 1 (Kafka halts with 1), once
         # the answers to the requests in flight have been written.
         broker.log_dir_failure.on_offline = lambda: loop.call_later(0.2, stop.set)
-        await broker.start()
+        try:
+            await broker.start()
+        except ClusterStartError as e:
+            print(f"kgroup: {e}", file=sys.stderr)
+            await broker.stop()
+            return 1
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         await stop.wait()
@@ -67,6 +78,9 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] == "inject":
         from .client import fault_injection
         return fault_injection.main(argv[1:])
+    if argv and argv[0] == "cluster":
+        from .cluster import local
+        return local.main(argv[1:])
     if argv and argv[0] == "share-groups":
         from .client import share_groups_cli
         logging.basicConfig(level="WARNING", format="%(levelname)s %(name)s: %(message)s")
@@ -97,6 +111,7 @@ def main(argv: list[str] | None = None) -> int:
                        ("share-groups", "list, describe, delete share groups, reset or delete their offsets "
                                         "(like kafka-share-groups.sh)"),
                        ("produce", "console producer"), ("consume", "console consumer"),
+                       ("cluster", "a local cluster over ZooKeeper: up, down, kill/stop/pause/resume/start N"),
                        ("inject", "fault injection into a broker that enables it (kgroup.fault.injection.enable)"),
                        ("dump-log", "print a segment's batches (--offsets-decoder for __consumer_offsets)")):
         sub.add_parser(name, help=what, add_help=False)

@@ -50,7 +50,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
     apt_install "${missing[@]}"
 fi
 # Debian's zookeeperd would start a system-wide ZooKeeper on 0.0.0.0:2181; the tests start their own
-# on a free 127.0.0.1 port (tests/interop/burrow), so only the zookeeper package is needed.
+# on a free 127.0.0.1 port (kgroup.testing.zookeeper), so only the zookeeper package is needed.
 if command -v Burrow >/dev/null 2>&1; then
     echo "==> Burrow $(dpkg-query -W -f='${Version}' burrow 2>/dev/null || echo '?'), ZooKeeper $(dpkg-query -W -f='${Version}' zookeeper 2>/dev/null || echo '?')"
 fi

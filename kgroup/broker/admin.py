@@ -211,6 +211,8 @@ def apply_configs(broker, resource_type: int, name: str, configs: dict[str, str 
             return
         topic = broker.metadata.set_topic_configs(name, configs)
         broker.data_path.logs.update_topic_config(name, topic.configs)
+        if broker.cluster is not None:      # /config/topics/<name>: every broker applies it
+            broker.cluster.publish_topic_config(name, topic.configs)
         log.info("topic %s configs: %s", name, topic.configs)
     elif resource_type == BROKER:
         _check_broker_name(broker, name)
@@ -287,6 +289,10 @@ def delete_records(broker, name: str, partition: int, offset: int) -> int:
     if topic.is_internal:
         # ReplicaManager.deleteRecordsOnLocalLog refuses internal topics before the policy check
         raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot delete records of internal topic {name}")
+    if broker.replica_manager.enabled:      # in a cluster only the leader deletes; followers follow its log start
+        _, error = broker.replica_manager.leader_partition(name, partition)
+        if error is not None:
+            raise KafkaError(error, f"this broker does not lead {name}-{partition}")
     if not plog.config.delete:
         # Partition.deleteRecordsOnLeader: compacted-only topics keep their records
         raise KafkaError(ErrorCode.POLICY_VIOLATION, f"Records of partition {name}-{partition} can not be deleted "

@@ -27,6 +27,7 @@ from .connections import ConnectionQuotas, log_files_budget, raise_nofile_limit
 from .log_dir_failure import LogDirFailure, is_io_error
 from .metadata import OFFSETS_TOPIC, TopicRegistry, Topic
 from .pending import PendingResponse
+from .replica_manager import ReplicaManager
 from .security_setup import BrokerSecurity
 from .server import RECEIVE_BUFFER_SIZE, KafkaConnection, Listener
 from .transaction_runtime import TransactionRuntime
@@ -47,7 +48,19 @@ class Broker:
                                "reinstall crcmod with a C compiler and Python headers available")
         self.config = config
         self.data_dir = os.path.abspath(config.log_dir)
-        self.metadata = TopicRegistry(self.data_dir, config)
+        # Cluster mode (zookeeper.connect): the cluster's metadata is in ZooKeeper
+        # (kgroup/cluster/, docs/cluster.md); without it this broker is a single node.
+        self.cluster = None
+        if config["zookeeper.connect"]:
+            try:
+                from ..cluster.zk_broker import ZkBroker
+            except ImportError as e:
+                from ..cluster.errors import ClusterStartError
+                raise ClusterStartError(f"zookeeper.connect needs kazoo ({e}): pip install 'kgroup[cluster]'") from None
+            os.makedirs(self.data_dir, exist_ok=True)
+            self.cluster = ZkBroker(self, self.data_dir)
+        self.metadata = TopicRegistry(self.data_dir, config,
+                                      cluster_id=self.cluster.cluster_id if self.cluster is not None else None)
         config.set_dynamic(self.metadata.broker_configs.get(str(config.node_id), {}),   # AlterConfigs'
                            self.metadata.broker_configs.get("", {}))
         # The broker's clock (time travel moves it forward: test_control.py); the logs and the
@@ -56,8 +69,14 @@ class Broker:
         self.data_path = DataPath(config, self.data_dir,
                                   {t.name: t.configs for t in self.metadata.topics.values()},
                                   max_open_files=log_files_budget(raise_nofile_limit()), clock=self.clock.now_ms)
+        if self.cluster is not None:    # producer ids unique across the brokers (/latest_producer_id_block)
+            from ..cluster.producer_ids import ZkProducerIdManager
+            self.data_path.producer_ids = ZkProducerIdManager(self.cluster.zk, config.node_id)
         for topic in self.metadata.topics.values():  # a crash between the two writes leaves none missing
-            self.data_path.create_partitions(topic.name, topic.num_partitions, topic.configs)
+            if self.cluster is None:    # in a cluster, the partitions this broker hosts: replica_manager
+                self.data_path.create_partitions(topic.name, topic.num_partitions, topic.configs)
+            else:
+                self.data_path.logs.update_topic_config(topic.name, topic.configs)
         for name, partition in self.data_path.logs.topic_partitions():
             if name not in self.metadata.topics:
                 # A creation cut short by a crash (its topic is saved only after its partitions
@@ -72,6 +91,8 @@ class Broker:
         # Listeners' TLS and SASL, SCRAM credentials, the authorizer (None: every request allowed).
         self.security = BrokerSecurity(config, self.data_dir)
         self.authorizer = self.security.authorizer
+        # replication (cluster mode only: apply_partition_states makes partitions led or followed)
+        self.replica_manager = ReplicaManager(self)
         self.group_coordinator = GroupRuntime(self)
         self.transaction_coordinator = TransactionRuntime(self)
         # share groups (KIP-932): the share coordinator (__share_group_state) and the share-partitions
@@ -106,9 +127,10 @@ class Broker:
         loop = self.loop = asyncio.get_running_loop()
         self._housekeeping = loop.create_task(self._housekeeping_loop())
         self._cleaner = loop.create_task(self._cleaner_loop())
-        self.group_coordinator.start()
-        self.transaction_coordinator.start()
-        self.share_coordinator.start()
+        if self.cluster is None:    # in a cluster, a coordinator partition loads when led here
+            self.group_coordinator.start()
+            self.transaction_coordinator.start()
+            self.share_coordinator.start()
         if self.timelines is not None:
             self.timelines.start()
         # Everything allocated so far (codec classes, metadata, loaded logs) lives for the whole
@@ -131,6 +153,8 @@ class Broker:
             from .http import BrokerHttpServer
             self.http = BrokerHttpServer(self, self.config["metrics.listener"])
             self.http.start()
+        if self.cluster is not None:
+            await self.cluster.start()      # registered, watching, in the controller election
         h, p = self.advertised_listener()
         log.info("kgroup broker %d serving on %s:%d (advertised %s:%d), cluster id %s, data in %s, "
                  "CRC-32C by %s", self.config.node_id, host or "0.0.0.0", self.bound_port, h, p,
@@ -140,6 +164,9 @@ class Broker:
                      spec.host or "0.0.0.0", listener.port)
 
     async def stop(self, timeout: float = 10.0) -> None:
+        if self.cluster is not None:
+            # KafkaServer.controlledShutdown: leaderships move away while this broker still serves
+            await self.cluster.controlled_shutdown()
         if self.server is not None:
             for listener in self.listeners:
                 listener.close()  # stop accepting; open connections finish below
@@ -171,12 +198,15 @@ class Broker:
         for steps in list(self._in_slices):
             steps.close()               # a topic creation under way is undone
         self._in_slices.clear()
+        await self.replica_manager.close()      # fetchers stop; acks=all waits are answered
         self.group_coordinator.close()
         self.transaction_coordinator.close()
         self.share_partitions.close()
         self.share_coordinator.close()
         # After a log directory failure nothing more is written: the logs close as after a crash.
         self.data_path.close(clean=not self.log_dir_failure.offline)
+        if self.cluster is not None:
+            await self.cluster.close()      # the session ends: the registration goes
         log.info("kgroup broker %d stopped", self.config.node_id)
 
     async def _housekeeping_loop(self) -> None:

@@ -182,6 +182,20 @@ CONFIG_DEFS: dict[str, ConfigDef] = {c.name: c for c in (
     _d("log.local.retention.ms", "long", -2, "Local retention with tiered storage; -2 follows retention."),
     _d("log.local.retention.bytes", "long", -2, "Local retention with tiered storage; -2 follows retention."),
     _d("min.insync.replicas", "int", 1, "Minimum in-sync replicas for acks=all."),
+    # replication (kgroup.broker.replica_manager, replica_fetcher): used in a cluster only
+    _d("replica.lag.time.max.ms", "long", 30000,
+       "A follower that has not caught up with the leader's log end for this long leaves the ISR."),
+    _d("replica.fetch.wait.max.ms", "int", 500, "The longest a follower's Fetch waits at the leader."),
+    _d("replica.fetch.min.bytes", "int", 1, "The bytes a follower's Fetch waits for."),
+    _d("replica.fetch.max.bytes", "int", 1048576, "The bytes a follower fetches per partition."),
+    _d("replica.fetch.response.max.bytes", "int", 10485760, "The bytes a follower fetches per request."),
+    _d("replica.fetch.backoff.ms", "int", 1000, "The wait after a follower's fetch failed."),
+    _d("replica.socket.timeout.ms", "int", 30000, "The time a follower's request may take."),
+    _d("replica.high.watermark.checkpoint.interval.ms", "long", 5000,
+       "How often the high watermarks are written to replication-offset-checkpoint."),
+    _d("replica.selector.class", "string", None,
+       "KIP-392: org.apache.kafka.common.replica.RackAwareReplicaSelector sends consumers to a replica "
+       "in their rack (PreferredReadReplica); unset: consumers read from leaders."),
     _d("unclean.leader.election.enable", "boolean", False, "Elect out-of-sync replicas (one node: no effect)."),
     _d("compression.type", "string", "producer", "Default compression.type of topics."),
     _d("compression.gzip.level", "int", -1, "Default compression.gzip.level of topics."),
@@ -211,6 +225,22 @@ CONFIG_DEFS: dict[str, ConfigDef] = {c.name: c for c in (
        "Most partitions a DescribeTopicPartitions answer carries before its cursor."),
     _d("num.network.threads", "int", 3, "Accepted for compatibility; kgroup uses one event loop."),
     _d("num.io.threads", "int", 8, "Accepted for compatibility; kgroup uses one event loop."),
+    # Cluster mode (kgroup/cluster/, docs/cluster.md): Kafka 3.9's ZooKeeper-mode keys. Without
+    # zookeeper.connect the broker is a single node and none of these is used.
+    _d("zookeeper.connect", "string", None,
+       "ZooKeeper connection string (host:port[,host:port...][/chroot]); set, the broker joins the cluster "
+       "whose metadata that ZooKeeper holds."),
+    _d("zookeeper.session.timeout.ms", "int", 18000, "ZooKeeper session timeout."),
+    _d("zookeeper.connection.timeout.ms", "int", None,
+       "Longest wait for the ZooKeeper connection at start-up; zookeeper.session.timeout.ms when unset."),
+    _d("broker.rack", "string", None, "Rack of the broker, used in rack-aware replica placement."),
+    _d("auto.leader.rebalance.enable", "boolean", True,
+       "Move leadership back to preferred replicas (checked every leader.imbalance.check.interval.seconds)."),
+    _d("leader.imbalance.check.interval.seconds", "long", 300, "How often the controller checks leader imbalance."),
+    _d("leader.imbalance.per.broker.percentage", "int", 10,
+       "Share of a broker's preferred partitions it may not lead before a preferred leader election."),
+    _d("controlled.shutdown.enable", "boolean", True,
+       "On SIGTERM, ask the controller to move this broker's leaderships away before stopping."),
     # kgroup's own keys (not Kafka's).
     _d("metrics.listener", "string", None,
        "http://host:port of the HTTP listener serving /metrics (Prometheus), the web console and "

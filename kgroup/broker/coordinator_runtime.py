@@ -78,7 +78,7 @@ class CoordinatorAppendError(KafkaError):
         self.cause = cause
 
 
-def append_records(broker, topic: str, partition: int, batch) -> object:
+def append_records(broker, topic: str, partition: int, batch, transaction_version: int = 0) -> object:
     """The one append path of every coordinator write (group records, TxnOffsetCommit batches,
     transaction markers) and its one failure policy: nothing is written once the log directory is
     offline (KAFKA_STORAGE_ERROR), a partition that does not exist is UNKNOWN_TOPIC_OR_PARTITION, a
@@ -92,7 +92,15 @@ def append_records(broker, topic: str, partition: int, batch) -> object:
         plog = broker.data_path.log(topic, partition)
         if plog is None:
             raise LookupError(f"{topic}-{partition} does not exist")
-        plog.append(batch, origin=AppendOrigin.COORDINATOR)
+        rm = broker.replica_manager
+        if rm.enabled:      # in a cluster only the partition's leader writes it
+            part, error = rm.leader_partition(topic, partition)
+            if error is not None:
+                raise KafkaError(error, f"this broker does not lead {topic}-{partition}")
+            plog.append(batch, origin=AppendOrigin.COORDINATOR, transaction_version=transaction_version)
+            rm.leader_appended(part)
+            return plog
+        plog.append(batch, origin=AppendOrigin.COORDINATOR, transaction_version=transaction_version)
         return plog
     except Exception as e:      # nothing was written
         broker.data_path.append_failed(e, plog)
@@ -409,19 +417,19 @@ class CoordinatorRuntime:
             token.answer(response)
         self._reschedule(shard)
 
-    def write_markers(self, p: int, markers: list):
+    def write_markers(self, p: int, markers: list, transaction_version: int = 0):
         """COMMIT/ABORT control batches of transactions on this runtime's partition ``p``, one per
         ``(producer_id, producer_epoch, committed, coordinator_epoch)``, in one append, then
         replayed by the shard (a producer's pending records settle). What ``p`` holds is written
         first, so the log keeps the order in which the shard saw it. Returns the log to fsync;
-        raises CoordinatorAppendError."""
+        raises CoordinatorAppendError. ``transaction_version``: the markers' (WriteTxnMarkers v2)."""
         shard = self.shards.get(p)
         if shard is not None:
             self._write_held(p, shard)
         now = self.now_ms()
         plog = append_records(self.broker, self.topic, p, b"".join(
             build_end_txn_marker_batch(pid, epoch, committed, coordinator_epoch, now)
-            for pid, epoch, committed, coordinator_epoch in markers))
+            for pid, epoch, committed, coordinator_epoch in markers), transaction_version)
         if shard is not None and self.is_active(p):
             for pid, _, committed, _ in markers:
                 shard.replay_end_transaction_marker(pid, committed)
@@ -443,8 +451,12 @@ class CoordinatorRuntime:
             # when it parked; the server reads this flag only when a handler returns.)
             token.flush_only = True
         if out:
-            self.broker.data_path.wait_flushed({plog}).listen(
-                lambda flushed: answer_flushed(out, flushed, results))
+            flushed = self.broker.data_path.wait_flushed({plog})
+            rm = self.broker.replica_manager
+            if rm.enabled:      # and, in a cluster, once the partition's ISR has them
+                flushed = rm.after_replicated((self.topic, shard.partition), plog, flushed,
+                                              self.broker.config["offsets.commit.timeout.ms"])
+            flushed.listen(lambda flushed: answer_flushed(out, flushed, results))
 
     # -- timers -------------------------------------------------------------------------------------
     def _reschedule(self, shard) -> None:

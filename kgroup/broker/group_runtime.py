@@ -62,12 +62,18 @@ class GroupRuntime:
         topic = self.broker.metadata.get(self.topic)
         if topic is not None:
             self._set_partitions(topic.num_partitions)
+            if self.broker.replica_manager.enabled:
+                return      # in a cluster: loaded by the partitions this broker leads (replica_manager)
             for p in range(topic.num_partitions):
                 self.runtime.load(p)
 
     def ensure_offsets_topic(self) -> None:
         """Create ``__consumer_offsets`` on first use (compacted, as Kafka creates it)."""
         if self.broker.metadata.get(self.topic) is not None:
+            return
+        if self.broker.cluster is not None:     # created in ZooKeeper; loaded where it is led
+            self.broker.cluster.create_internal_topic(self.topic, self.num_partitions, {
+                "cleanup.policy": "compact", "segment.bytes": str(self.broker.config["offsets.topic.segment.bytes"])}, "offsets.topic.replication.factor")
             return
         self.broker.create_topic(self.topic, self.num_partitions, 1, {
             "cleanup.policy": "compact", "segment.bytes": str(self.broker.config["offsets.topic.segment.bytes"])})
@@ -195,12 +201,12 @@ class GroupRuntime:
         rt.write_transactional(p, result, req.producer_id, req.producer_epoch)
         return token.response if token.answered else token
 
-    def write_txn_markers(self, p: int, markers: list):
+    def write_txn_markers(self, p: int, markers: list, transaction_version: int = 0):
         """Transactions' COMMIT/ABORT markers on ``__consumer_offsets``-``p`` (the transaction
         coordinator's marker path): the producers' pending offsets settle. Returns the log to
         fsync; raises CoordinatorAppendError."""
         self.ensure_offsets_topic()
-        return self.runtime.write_markers(p, markers)
+        return self.runtime.write_markers(p, markers, transaction_version)
 
     def fire_due_timers(self, rearm: bool = True) -> int | None:
         return self.runtime.fire_due_timers(rearm)

@@ -76,11 +76,15 @@ class TopicRegistry:
     """The topic registry and cluster identity, persisted under ``data_dir`` (Kafka's metadata cache
     and log in one; not the assignors' ClusterMetadata, which is only a view for assignors)."""
 
-    def __init__(self, data_dir: str, config: BrokerConfig):
+    def __init__(self, data_dir: str, config: BrokerConfig, cluster_id: str | None = None):
         self.data_dir = data_dir
         self.config = config
         os.makedirs(data_dir, exist_ok=True)
-        self.cluster_id = self._load_or_create_cluster_id()
+        # cluster_id: the cluster's (ZooKeeper's /cluster/id in cluster mode), checked against
+        # meta.properties as Kafka checks it (InconsistentClusterIdException)
+        self.cluster_id = self._load_or_create_cluster_id(cluster_id)
+        # cluster mode: the most replicas a partition may have (the live brokers); else one
+        self.max_replication_factor = 1
         self.topics: dict[str, Topic] = {}
         self._by_id: dict[bytes, Topic] = {}
         # dynamic broker configs: resource name ("" = cluster default, or a node id) -> {key: value}
@@ -94,7 +98,7 @@ class TopicRegistry:
         self.client_metrics = ClientMetrics(data_dir)          # KIP-714 subscriptions and pushes
 
     # -- identity ---------------------------------------------------------------------------
-    def _load_or_create_cluster_id(self) -> str:
+    def _load_or_create_cluster_id(self, expected: str | None = None) -> str:
         path = os.path.join(self.data_dir, "meta.properties")
         if os.path.exists(path):
             props = {}
@@ -105,8 +109,11 @@ class TopicRegistry:
             node = int(props.get("node.id", self.config.node_id))
             if node != self.config.node_id:
                 raise RuntimeError(f"{path} belongs to node {node}, but node.id is {self.config.node_id}")
+            if expected is not None and props["cluster.id"] != expected:
+                raise RuntimeError(f"The Cluster ID {expected} doesn't match stored clusterId {props['cluster.id']} "
+                                   f"in {path}. The broker is trying to join the wrong cluster.")
             return props["cluster.id"]
-        cluster_id = uuid_to_str(new_uuid())
+        cluster_id = expected or uuid_to_str(new_uuid())
         _atomic_write(path, "#\n#Written by kgroup\nversion=1\n"
                             f"cluster.id={cluster_id}\nnode.id={self.config.node_id}\n")
         return cluster_id
@@ -160,16 +167,17 @@ class TopicRegistry:
         if replication_factor <= 0:
             raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR,
                              "Replication factor must be larger than 0, or -1 to use the default value.")
-        if replication_factor > 1:
+        if replication_factor > self.max_replication_factor:
             raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR,
                              f"Unable to replicate the partition {replication_factor} time(s): The target "
                              f"replication factor of {replication_factor} cannot be reached because only "
-                             "1 broker(s) are registered.")
+                             f"{self.max_replication_factor} broker(s) are registered.")
         validate_topic_configs(configs, self.config)
         return num_partitions, replication_factor
 
-    def create_topic(self, name: str, num_partitions: int, configs: dict[str, str] | None = None) -> Topic:
-        topic = Topic(name, new_uuid(), num_partitions, dict(configs or {}))
+    def create_topic(self, name: str, num_partitions: int, configs: dict[str, str] | None = None,
+                     topic_id: bytes | None = None) -> Topic:
+        topic = Topic(name, topic_id or new_uuid(), num_partitions, dict(configs or {}))
         self.topics[name] = topic
         self._by_id[topic.topic_id] = topic
         self._save_topics()

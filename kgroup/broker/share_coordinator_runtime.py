@@ -94,6 +94,8 @@ class ShareCoordinatorRuntime:
         topic = self.broker.metadata.get(self.topic)
         if topic is not None:
             self.num_partitions = topic.num_partitions
+            if self.broker.replica_manager.enabled:
+                return      # in a cluster: loaded by the partitions this broker leads (replica_manager)
             for p in range(topic.num_partitions):
                 self.runtime.load(p)
 

@@ -40,6 +40,7 @@ from ..transaction_coordinator import (TransactionCoordinatorConfig, Transaction
 from ..protocol.records import build_end_txn_marker_batch
 from .coordinator_runtime import (CoordinatorAppendError, CoordinatorRuntime, answer_flushed, append_records,
                                   split_by_partition)
+from .features import TRANSACTION_VERSION
 from .metadata import OFFSETS_TOPIC
 from .pending import PendingResponse
 
@@ -82,8 +83,10 @@ class TransactionRuntime:
         return self.runtime.shards
 
     def _new_shard(self, p: int, epoch: int) -> TransactionCoordinatorShard:
+        features = self.broker.metadata.features
         return TransactionCoordinatorShard(p, self.config, coordinator_epoch=epoch,
-                                           producer_id_allocator=self.broker.data_path.producer_ids.allocate)
+                                           producer_id_allocator=self.broker.data_path.producer_ids.allocate,
+                                           transaction_version=lambda: features.level(TRANSACTION_VERSION))
 
     # -- topic and partitions -----------------------------------------------------------------------
     def start(self) -> None:
@@ -91,12 +94,18 @@ class TransactionRuntime:
         topic = self.broker.metadata.get(self.topic)
         if topic is not None:
             self.num_partitions = topic.num_partitions
+            if self.broker.replica_manager.enabled:
+                return      # in a cluster: loaded by the partitions this broker leads (replica_manager)
             for p in range(topic.num_partitions):
                 self.runtime.load(p)
 
     def ensure_topic(self) -> None:
         """Create ``__transaction_state`` on first use (compacted, as Kafka creates it)."""
         if self.broker.metadata.get(self.topic) is not None:
+            return
+        if self.broker.cluster is not None:     # created in ZooKeeper; loaded where it is led
+            self.broker.cluster.create_internal_topic(self.topic, self.num_partitions, {
+                "cleanup.policy": "compact", "segment.bytes": str(self.broker.config["transaction.state.log.segment.bytes"])}, "transaction.state.log.replication.factor")
             return
         self.broker.create_topic(self.topic, self.num_partitions, 1, {
             "cleanup.policy": "compact",
@@ -211,8 +220,12 @@ class TransactionRuntime:
                 token.answer(response)
             out = []
             plog = self.broker.data_path.log(self.topic, shard.partition)
-        self.broker.data_path.wait_flushed({plog}).listen(
-            lambda flushed: self._prepared(shard, markers, out, flushed))
+        flushed = self.broker.data_path.wait_flushed({plog})
+        rm = self.broker.replica_manager
+        if rm.enabled:      # in a cluster the Prepare records reach the ISR before any marker is written
+            flushed = rm.after_replicated((self.topic, shard.partition), plog, flushed,
+                                          self.broker.config["offsets.commit.timeout.ms"])
+        flushed.listen(lambda flushed: self._prepared(shard, markers, out, flushed))
 
     def _drain_markers(self, shard) -> list:
         markers = shard.drain_markers()
@@ -244,20 +257,20 @@ class TransactionRuntime:
         answer their EndTxn, then make the markers durable before completing each."""
         self._marking_scheduled = False
         prepared, self._to_mark = self._to_mark, []
-        by_partition: dict[tuple, list] = {}
+        by_partition: dict[tuple, list] = {}     # (topic, partition, transaction version) -> markers
         for _, markers, _ in prepared:
             for m in markers:
-                for tp in m.partitions:
-                    by_partition.setdefault(tp, []).append(m)
+                for topic, p in m.partitions:
+                    by_partition.setdefault((topic, p, m.transaction_version), []).append(m)
         logs_of: dict[int, set] = {}        # id(marker) -> the logs holding its control batches
         failed: set[int] = set()
-        for (topic, p), ms in by_partition.items():
+        for (topic, p, tv), ms in by_partition.items():
             # One append for all; if it fails, one each, so a marker the log refuses does not
             # hold back the others.
             for group in ([ms] if len(ms) == 1 else [ms, *([m] for m in ms)]):
                 try:
                     plog = self._append_markers(topic, p, [(m.producer_id, m.producer_epoch, m.committed,
-                                                            m.coordinator_epoch) for m in group])
+                                                            m.coordinator_epoch) for m in group], tv)
                 except CoordinatorAppendError as e:
                     if len(group) == 1:
                         log.warning("writing the marker of %s to %s-%d failed (%s): retrying",
@@ -300,31 +313,33 @@ class TransactionRuntime:
             self._resume(m.transactional_id)
 
     def write_markers(self, producer_id: int, producer_epoch: int, committed: bool, coordinator_epoch: int,
-                      partitions) -> set:
+                      partitions, transaction_version: int = 0) -> set:
         """WriteTxnMarkers' work for one marker: a COMMIT/ABORT control batch appended to each
         of ``partitions`` ((topic, partition) pairs); a deleted partition is skipped (Kafka
         drops markers for partitions that no longer exist). Returns the logs to fsync."""
         logs = set()
         for topic, p in partitions:
-            plog = self._append_markers(topic, p, [(producer_id, producer_epoch, committed, coordinator_epoch)])
+            plog = self._append_markers(topic, p, [(producer_id, producer_epoch, committed, coordinator_epoch)],
+                                        transaction_version)
             if plog is not None:
                 logs.add(plog)
         return logs
 
-    def _append_markers(self, topic: str, p: int, markers: list):
+    def _append_markers(self, topic: str, p: int, markers: list, transaction_version: int = 0):
         """One append of a control batch per ``(producer_id, producer_epoch, committed,
         coordinator_epoch)`` to ``topic``-``p`` (through the group coordinator for
         ``__consumer_offsets``, whose shard settles the producers' pending offsets). Returns
         the log, or None for a partition that no longer exists (Kafka drops markers for partitions
-        that no longer exist); raises CoordinatorAppendError."""
+        that no longer exist); raises CoordinatorAppendError. ``transaction_version``: the one the
+        transactions ran with, which sets how the partition checks the markers' epoch."""
         if topic == OFFSETS_TOPIC:
-            return self.broker.group_coordinator.write_txn_markers(p, markers)
+            return self.broker.group_coordinator.write_txn_markers(p, markers, transaction_version)
         if not self.partition_exists(topic, p):
             return None
         now = self.runtime.now_ms()
         plog = append_records(self.broker, topic, p, b"".join(
             build_end_txn_marker_batch(pid, epoch, committed, coordinator_epoch, now)
-            for pid, epoch, committed, coordinator_epoch in markers))
+            for pid, epoch, committed, coordinator_epoch in markers), transaction_version)
         self.broker.data_path.appended(topic, p)       # the LSO moved: wake read_committed fetches
         return plog
 

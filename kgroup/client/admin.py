@@ -48,7 +48,7 @@ from .connection import KafkaClient, now_ms
 from .consumer_protocol import decode_assignment
 from .consumer_coordinator import parse_offset_fetch
 from .errors import KafkaConnectionError, KafkaTimeoutError
-from .types import NodeInfo, OffsetAndMetadata, TopicInfo
+from .types import NAMES_MAX_VERSIONS, NodeInfo, OffsetAndMetadata, TopicInfo
 
 log = logging.getLogger("kgroup.client.admin")
 
@@ -507,13 +507,15 @@ class Admin:
                 raise KafkaError(err, f"FindCoordinator for {key} failed")
             await asyncio.sleep(self.config["retry.backoff.ms"] / 1000)
 
-    async def _group_request(self, group_id: str, build, check, timeout_ms: int | None = None):
+    async def _group_request(self, group_id: str, build, check, timeout_ms: int | None = None,
+                             max_version: int | None = None):
         """Send to the coordinator, retrying NOT_COORDINATOR / loading / disconnects."""
         deadline = now_ms() + (timeout_ms or self._timeout)
         while True:
             try:
                 node = await self.find_coordinator(group_id, max(1, deadline - now_ms()))
-                resp = await self._client.send(node.node_id, build(), group="coordinator", node=node)
+                resp = await self._client.send(node.node_id, build(), group="coordinator", node=node,
+                                               max_version=max_version)
                 code = check(resp)
                 if code in (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE,
                             ErrorCode.COORDINATOR_LOAD_IN_PROGRESS):
@@ -727,7 +729,9 @@ class Admin:
             err, _ = parse_offset_fetch(resp, group_id)
             return err.code if err else ErrorCode.NONE
 
-        _, resp = await self._group_request(group_id, build, check)
+        # by name, as Java's admin (ListConsumerGroupOffsetsHandler: forTopicNames)
+        _, resp = await self._group_request(group_id, build, check,
+                                            max_version=NAMES_MAX_VERSIONS[OffsetFetchRequest.API_KEY])
         err, offsets = parse_offset_fetch(resp, group_id)
         if err:
             raise err
@@ -756,7 +760,9 @@ class Admin:
                     return c
             return ErrorCode.NONE
 
-        _, resp = await self._group_request(group_id, build, check)
+        # by name, as Java's admin (AlterConsumerGroupOffsetsHandler: forTopicNames)
+        _, resp = await self._group_request(group_id, build, check,
+                                            max_version=NAMES_MAX_VERSIONS[OffsetCommitRequest.API_KEY])
         return {TopicPartition(t.name, p.partition_index): _check(p.error_code, f"{t.name}-{p.partition_index}")
                 for t in resp.topics for p in t.partitions}
 

@@ -19,9 +19,11 @@ from typing import Awaitable, Callable, Mapping
 
 from kgroup.protocol.errors import ErrorCode, KafkaError
 from kgroup.protocol.messages.offset_fetch import OffsetFetchRequest
+from kgroup.protocol.schema import ZERO_UUID
 
 from .assignors import ClusterMetadata, TopicPartition, get_assignor
 from .connection import KafkaClient, now_ms
+from .types import NAMES_MAX_VERSIONS
 from .errors import KafkaConnectionError, KafkaTimeoutError, is_retriable
 from .membership import GroupMembership
 from .membership_consumer import ConsumerGroupMembership
@@ -167,7 +169,8 @@ class ConsumerCoordinator:
                 if node is None:
                     raise KafkaConnectionError("coordinator unknown")
                 resp = await self.client.send(node.node_id, o.request, group=COORDINATOR_GROUP, node=node,
-                                              timeout_ms=o.timeout_ms, min_version=o.min_version)
+                                              timeout_ms=o.timeout_ms, min_version=o.min_version,
+                                              max_version=o.max_version)
             else:
                 resp = await self.client.send_any(o.request, timeout_ms=o.timeout_ms)
         except asyncio.CancelledError:
@@ -279,7 +282,7 @@ class ConsumerCoordinator:
         self.wakeup()
         return fut
 
-    async def coordinator_request(self, body, timeout_ms: int):
+    async def coordinator_request(self, body, timeout_ms: int, max_version: int | None = None):
         """Send a request to the group coordinator (OffsetFetch), finding it first and
         retrying on coordinator moves and retriable errors until ``timeout_ms``."""
         deadline = now_ms() + timeout_ms
@@ -299,32 +302,37 @@ class ConsumerCoordinator:
                     pass
                 continue
             try:
-                return await self.client.send(node.node_id, body, group=COORDINATOR_GROUP, node=node)
+                return await self.client.send(node.node_id, body, group=COORDINATOR_GROUP, node=node,
+                                              max_version=max_version)
             except (KafkaConnectionError, KafkaTimeoutError) as e:
                 await self._dispatch(self.machine.mark_coordinator_unknown(str(e)))
                 if now_ms() >= deadline:
                     raise
 
     async def fetch_committed(self, partitions, timeout_ms: int) -> dict[TopicPartition, OffsetAndMetadata | None]:
-        """OffsetFetch (require_stable, as Java) for these partitions."""
+        """OffsetFetch (require_stable, as Java) for these partitions: by topic id (v10+) when the
+        KIP-848 consumer knows every topic's id (Java's CommitRequestManager), else by name."""
         partitions = sorted(set(partitions))
         if not partitions:
             return {}
         by_topic: dict[str, list[int]] = {}
         for tp in partitions:
             by_topic.setdefault(tp.topic, []).append(tp.partition)
+        ids = self.machine.commit_topic_ids(by_topic)
         req = OffsetFetchRequest(
             group_id=self.group_id,
             topics=[OffsetFetchRequest.OffsetFetchRequestTopic(name=t, partition_indexes=p) for t, p in by_topic.items()],
             groups=[OffsetFetchRequest.OffsetFetchRequestGroup(
-                group_id=self.group_id, topics=[OffsetFetchRequest.OffsetFetchRequestTopics(name=t, partition_indexes=p)
-                                                for t, p in by_topic.items()])],
+                group_id=self.group_id, topics=[OffsetFetchRequest.OffsetFetchRequestTopics(
+                    name=t, topic_id=ids[t] if ids else ZERO_UUID, partition_indexes=p) for t, p in by_topic.items()])],
             require_stable=True)
+        names = {tid: t for t, tid in ids.items()} if ids else None
         deadline = now_ms() + timeout_ms
         attempts = 0
         while True:
-            resp = await self.coordinator_request(req, max(0, deadline - now_ms()))
-            error, offsets = parse_offset_fetch(resp, self.group_id)
+            resp = await self.coordinator_request(req, max(0, deadline - now_ms()),
+                                                  max_version=None if ids else NAMES_MAX_VERSIONS[req.API_KEY])
+            error, offsets = parse_offset_fetch(resp, self.group_id, names)
             if error is None:
                 return {tp: offsets.get(tp) for tp in partitions}
             if error.code in (ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR):
@@ -342,8 +350,9 @@ def _is_leave(request) -> bool:
                 and request.member_epoch < 0))
 
 
-def parse_offset_fetch(resp, group_id: str) -> tuple[KafkaError | None, dict]:
-    """(group or partition error, {tp: OffsetAndMetadata or None}) from any OffsetFetch version."""
+def parse_offset_fetch(resp, group_id: str, topic_names=None) -> tuple[KafkaError | None, dict]:
+    """(group or partition error, {tp: OffsetAndMetadata or None}) from any OffsetFetch version
+    (``topic_names``: topic id -> name, for v10+, which names topics by id only)."""
     if resp.groups:
         group = next((g for g in resp.groups if g.group_id == group_id), resp.groups[0])
         code, topics = group.error_code, group.topics
@@ -353,13 +362,14 @@ def parse_offset_fetch(resp, group_id: str) -> tuple[KafkaError | None, dict]:
         return KafkaError(ErrorCode(code)), {}
     offsets: dict = {}
     for t in topics:
+        name = t.name or (topic_names or {}).get(getattr(t, "topic_id", ZERO_UUID), "")
         for p in t.partitions:
             if p.error_code:
                 err = ErrorCode(p.error_code)
                 if err == ErrorCode.UNSTABLE_OFFSET_COMMIT:
                     return KafkaError(err, "There are unstable offsets for the requested topic partitions"), {}
-                return KafkaError(err, f"Error fetching offset for {t.name}-{p.partition_index}: {err.name}"), {}
-            tp = TopicPartition(t.name, p.partition_index)
+                return KafkaError(err, f"Error fetching offset for {name}-{p.partition_index}: {err.name}"), {}
+            tp = TopicPartition(name, p.partition_index)
             offsets[tp] = (OffsetAndMetadata(p.committed_offset, p.metadata or "",
                                              None if p.committed_leader_epoch < 0 else p.committed_leader_epoch)
                            if p.committed_offset >= 0 else None)

@@ -15,11 +15,12 @@ from typing import Mapping
 
 from kgroup.protocol.errors import ErrorCode, KafkaError
 from kgroup.protocol.messages.offset_commit import OffsetCommitRequest
+from kgroup.protocol.schema import ZERO_UUID
 
 from .assignors import TopicPartition
 from .errors import CommitFailedError, FencedInstanceIdError, RebalanceInProgressError, is_retriable
 from .membership_types import NO_GENERATION, CommitCompleted, MemberState, PendingRequest, SendRequest
-from .types import OffsetAndMetadata
+from .types import NAMES_MAX_VERSIONS, OffsetAndMetadata
 
 log = logging.getLogger("kgroup.client.membership")
 
@@ -82,12 +83,23 @@ class OffsetCommitMixin:
                 partition_index=tp.partition, committed_offset=om.offset,
                 committed_leader_epoch=-1 if om.leader_epoch is None else om.leader_epoch,
                 committed_metadata=om.metadata))
+        ids = self.commit_topic_ids(topics)
         req = OffsetCommitRequest(group_id=self.config.group_id, generation_id_or_member_epoch=gen.generation_id,
                                   member_id=gen.member_id, group_instance_id=instance,
-                                  topics=[OffsetCommitRequest.OffsetCommitRequestTopic(name=t, partitions=p)
+                                  topics=[OffsetCommitRequest.OffsetCommitRequestTopic(
+                                      name=t, topic_id=ids[t] if ids else ZERO_UUID, partitions=p)
                                           for t, p in topics.items()])
         self._pending[token] = PendingRequest("offset_commit", gen, (offsets, kind), now)
-        out.append(SendRequest(token, req))
+        out.append(SendRequest(token, req, max_version=None if ids else NAMES_MAX_VERSIONS[req.API_KEY]))
+
+    def commit_topic_ids(self, topics) -> dict[str, bytes] | None:
+        """The topic ids to commit with (OffsetCommit v10+), or None to name the topics: the
+        classic consumer always names them (Java's ConsumerCoordinator builds forTopicNames)."""
+        return None
+
+    def topic_name_of(self, topic_id: bytes) -> str:
+        """The name of a topic a response names by id only (v10+)."""
+        return ""
 
     def _handle_offset_commit(self, token, pending, resp, now, out) -> None:
         self._commit_done(token, pending, self._commit_error(pending, resp, out), now, out)
@@ -101,7 +113,7 @@ class OffsetCommitMixin:
                 if error == ErrorCode.NONE:
                     continue
                 if error == ErrorCode.TOPIC_AUTHORIZATION_FAILED:
-                    unauthorized.add(topic.name)
+                    unauthorized.add(topic.name or self.topic_name_of(topic.topic_id))
                     continue
                 if error in (ErrorCode.GROUP_AUTHORIZATION_FAILED, ErrorCode.OFFSET_METADATA_TOO_LARGE,
                              ErrorCode.INVALID_COMMIT_OFFSET_SIZE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,

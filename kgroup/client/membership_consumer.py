@@ -213,6 +213,17 @@ class ConsumerGroupMembership(GroupMembership):
             return out
         return super().on_failure(token, error, now)
 
+    def commit_topic_ids(self, topics) -> dict[str, bytes] | None:
+        """KIP-848's consumer commits with topic ids when every topic's id is known (Java's
+        CommitRequestManager: forTopicIdsOrNames), else by name."""
+        ids = {name: tid for tid, name in self.topic_names.items()}
+        if all(t in ids for t in topics):
+            return {t: ids[t] for t in topics}
+        return None
+
+    def topic_name_of(self, topic_id: bytes) -> str:
+        return self.topic_names.get(topic_id, "")
+
     def on_topic_names(self, token: int, names: Mapping[bytes, str], now: int) -> list:
         """The answer to :class:`ResolveTopicIds`: every topic id -> name the cluster knows."""
         if self._pending.pop(token, None) is not None:

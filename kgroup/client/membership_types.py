@@ -43,6 +43,7 @@ class SendRequest:
     to_coordinator: bool = True  # False: the least-loaded node (FindCoordinator)
     timeout_ms: int | None = None  # None: request.timeout.ms
     min_version: int | None = None  # the request uses a field older versions lack
+    max_version: int | None = None  # the request names its topics (no topic ids below the next version)
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,7 @@ from kgroup.protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
 from kgroup.protocol.messages.produce import ProduceRequest
 from kgroup.protocol.primitives import DecodeError, varint_size
 from kgroup.protocol.records import Compression, Record, build_batch, frame_batch
+from kgroup.protocol.schema import ZERO_UUID
 
 from .assignors import TopicPartition
 from .config import ProducerConfig
@@ -56,7 +57,7 @@ from .transactions import (COORDINATOR_KEY_GROUP, COORDINATOR_KEY_TRANSACTION, T
                            TV1_MAX_VERSIONS, TV2_MIN_VERSIONS,
                            ConsumerGroupMetadata, Outcome, State, TransactionAbortableError,
                            TransactionManager)
-from .types import NodeInfo, OffsetAndMetadata, RecordMetadata
+from .types import NAMES_MAX_VERSIONS, NodeInfo, OffsetAndMetadata, RecordMetadata
 
 log = logging.getLogger("kgroup.client.producer")
 
@@ -518,18 +519,24 @@ class Producer:
         for b in batches:
             by_topic.setdefault(b.tp.topic, []).append(ProduceRequest.PartitionProduceData(index=b.tp.partition,
                                                                                            records=b.built))
+        # Produce v13 names topics by id (Java's Sender, from its metadata); by name below it
+        topics = self._client.topics
+        ids = {t: info.topic_id if (info := topics.get(t)) is not None else ZERO_UUID for t in by_topic}
+        use_ids = ZERO_UUID not in ids.values()
         req = ProduceRequest(transactional_id=None if self._txn is None else self._txn.transactional_id,
                              acks=self._acks, timeout_ms=self.config["request.timeout.ms"],
-                             topic_data=[ProduceRequest.TopicProduceData(name=t, partition_data=p)
+                             topic_data=[ProduceRequest.TopicProduceData(name=t, topic_id=ids[t], partition_data=p)
                                          for t, p in by_topic.items()])
+        versions = self._txn_versions(0)
+        if not use_ids:
+            versions["max_version"] = min(versions.get("max_version", NAMES_MAX_VERSIONS[0]), NAMES_MAX_VERSIONS[0])
         try:
             if self._acks == 0:
-                await self._client.send(node, req, expect_response=False)
+                await self._client.send(node, req, expect_response=False, **versions)
                 for b in batches:
                     b.complete(-1, -1)
                 return
-            resp = await self._client.send(node, req, timeout_ms=self.config["request.timeout.ms"],
-                                           **self._txn_versions(0))
+            resp = await self._client.send(node, req, timeout_ms=self.config["request.timeout.ms"], **versions)
         except (KafkaConnectionError, KafkaTimeoutError, UnsupportedVersionError) as e:
             for b in batches:
                 self._retry_or_fail(b, e)
@@ -540,7 +547,9 @@ class Producer:
                 self._inflight_tp[b.tp] -= 1
                 self._inflight_batches.discard(b)
             self._wakeup.set()
-        by_tp = {TopicPartition(t.name, p.index): p for t in resp.responses for p in t.partition_responses}
+        names = {tid: t for t, tid in ids.items()}
+        by_tp = {TopicPartition(t.name or names.get(t.topic_id, ""), p.index): p
+                 for t in resp.responses for p in t.partition_responses}
         for b in batches:
             p = by_tp.get(b.tp)
             if p is None:

@@ -29,7 +29,7 @@ COORDINATOR_KEY_TRANSACTION = 1  # FindCoordinator key type for a transactional.
 # KIP-890 part 2 versions (Produce v12, TxnOffsetCommit v5, EndTxn v5) are transaction version 2:
 # used only when the broker finalizes transaction.version 2, as Java's TransactionManager does;
 # otherwise the TV1 caps below apply (partitions added explicitly, the epoch kept).
-TRANSACTIONAL_MAX_VERSIONS = {0: 12, 24: 3, 26: 5, 28: 5}
+TRANSACTIONAL_MAX_VERSIONS = {0: 13, 24: 3, 26: 5, 28: 5}
 TV1_MAX_VERSIONS = {0: 11, 26: 4, 28: 4}
 TV2_MIN_VERSIONS = {0: 12, 26: 5, 28: 5}
 

@@ -95,3 +95,9 @@ class ConsumerRebalanceListener:
 
     def on_partitions_lost(self, lost: list[TopicPartition]):
         return self.on_partitions_revoked(lost)
+
+
+# The last versions before topic ids (KIP-516) of the requests that name topics: a request is
+# capped there when a topic's id is unknown, as the Java client caps it (and always for the
+# classic consumer's and the admin's offset requests: Java builds them forTopicNames).
+NAMES_MAX_VERSIONS: dict[int, int] = {0: 12, 1: 12, 8: 9, 9: 9}     # Produce, Fetch, OffsetCommit, OffsetFetch

@@ -33,6 +33,7 @@ from .messages import (alter_user_scram_credentials, create_acls, delete_acls, d
                        describe_user_scram_credentials, sasl_authenticate, sasl_handshake)
 from .messages import (describe_producers, describe_topic_partitions, get_telemetry_subscriptions,
                        list_config_resources, offset_for_leader_epoch, push_telemetry, update_features)
+from .messages import elect_leaders     # the cluster's controller (kgroup/cluster/)
 from .primitives import DecodeError
 from .schema import DECODE_FAILURES, Message, is_flexible
 
@@ -76,6 +77,7 @@ class ApiKey(enum.IntEnum):
     SASL_AUTHENTICATE = 36
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
+    ELECT_LEADERS = 43
     INCREMENTAL_ALTER_CONFIGS = 44
     OFFSET_DELETE = 47
     DESCRIBE_USER_SCRAM_CREDENTIALS = 50
@@ -180,6 +182,7 @@ API_BY_KEY: dict[int, Api] = {a.key: a for a in (
     _api(ApiKey.PUSH_TELEMETRY, push_telemetry, "PushTelemetry"),
     _api(ApiKey.LIST_CONFIG_RESOURCES, list_config_resources, "ListConfigResources"),
     _api(ApiKey.DESCRIBE_TOPIC_PARTITIONS, describe_topic_partitions, "DescribeTopicPartitions"),
+    _api(ApiKey.ELECT_LEADERS, elect_leaders, "ElectLeaders"),
 )}
 
 

@@ -12,12 +12,16 @@ emptied of records is dropped, unless it is the last batch of a live producer, w
 header is kept so the producer state survives a reload.
 
 A clean is planned, built off to the side (on the broker's cleaner thread) and swapped in:
-see CleanPlan. An aborted transaction's data is removed (Kafka's CleanedTransactionMetadata: its
-batches are discarded once the ABORT marker is in the cleaned range; the producer's last batch
-keeps its empty header). Simplifications: control batches (transaction markers) are kept, where
-Kafka removes a marker whose transaction has no data left once its delete horizon passed;
-segments are rewritten one by one (Kafka also merges small ones); the offset map covers the
-whole cleanable range, not only the dirty part.
+see CleanPlan. Transactions follow Kafka's CleanedTransactionMetadata: an aborted transaction's
+batches are discarded once its ABORT marker is in the cleaned range; a transaction marker is kept
+while a pass still meets its transaction's data, the first pass that meets none stamps the
+marker's batch with a delete horizon (as a tombstone's, KIP-534) and a pass past that horizon
+drops it. The aborted transaction index of a cleaned segment keeps only the transactions whose
+data the pass met. A batch emptied of its records keeps an empty header when it is a live
+producer's last (its last data batch, or its marker when it has no data since its epoch: the
+marker carries that epoch) or the last batch of the cleaned range. Simplifications: segments
+are rewritten one by one (Kafka also merges small ones); the offset map covers the whole
+cleanable range, not only the dirty part.
 """
 from __future__ import annotations
 
@@ -26,6 +30,7 @@ import threading
 from dataclasses import dataclass, field
 
 from kgroup.protocol.records import (
+    CONTROL_ABORT,
     CONTROL_COMMIT,
     RecordBatchError,
     TimestampType,
@@ -37,6 +42,7 @@ from kgroup.protocol.records import (
 from kgroup.storage.config import LONG_MAX
 from kgroup.storage.log import PartitionLog
 from kgroup.storage.segment import CLEANED_SUFFIX, LogSegment
+from kgroup.storage.txn_index import AbortedTxn
 
 log = logging.getLogger(__name__)
 
@@ -174,8 +180,34 @@ def _end_transaction(seg, header, batch, pending, batches, offset_map, aborted) 
             offset_map[key] = offset
 
 
+def retain_empty(header, last_records: dict[int, tuple[int, int]], end_offset: int) -> bool:
+    """Whether a batch left without records keeps an empty header (Kafka's
+    ``BatchRetention.RETAIN_EMPTY`` in Cleaner.cleanInto): the last batch of a live producer keeps
+    its sequence, or its epoch when its last entry is a marker (``isBatchLastRecordOfProducer``),
+    and the last batch of the cleaned range keeps the range's last offset."""
+    if header.has_producer_id:
+        last = last_records.get(header.producer_id)
+        if last is not None:
+            last_data_offset, epoch = last
+            if last_data_offset >= 0:
+                if header.last_offset == last_data_offset:
+                    return True
+            elif header.is_control and header.producer_epoch == epoch:
+                return True
+    return header.last_offset + 1 == end_offset
+
+
+def _empty_header(header) -> bytes:
+    return build_batch(
+        [], base_offset=header.base_offset, producer_id=header.producer_id,
+        producer_epoch=header.producer_epoch, base_sequence=header.base_sequence,
+        timestamp_type=header.timestamp_type, is_transactional=header.is_transactional,
+        is_control=header.is_control, partition_leader_epoch=header.partition_leader_epoch,
+        max_timestamp=header.max_timestamp, last_offset_delta=header.last_offset_delta)
+
+
 def filter_batch(header, records, offset_map: dict[bytes, int], now_ms: int, delete_retention_ms: int,
-                 producer_last_offsets: dict[int, int], aborted: bool = False):
+                 last_records: dict[int, tuple[int, int]], aborted: bool = False, end_offset: int = -1):
     """``(None, 0)`` to keep the batch as it is, else ``(new bytes or b"" to drop it, records
     removed)``; an ``aborted`` transaction's batch loses every record."""
     horizon = header.delete_horizon_ms
@@ -197,13 +229,8 @@ def filter_batch(header, records, offset_map: dict[bytes, int], now_ms: int, del
         return None, 0
     log_append = header.timestamp_type == TimestampType.LOG_APPEND_TIME
     if not retained:
-        if header.has_producer_id and producer_last_offsets.get(header.producer_id) == header.last_offset:
-            return build_batch(
-                [], base_offset=header.base_offset, producer_id=header.producer_id,
-                producer_epoch=header.producer_epoch, base_sequence=header.base_sequence,
-                timestamp_type=header.timestamp_type, is_transactional=header.is_transactional,
-                partition_leader_epoch=header.partition_leader_epoch, max_timestamp=header.max_timestamp,
-                last_offset_delta=header.last_offset_delta), removed
+        if retain_empty(header, last_records, end_offset):
+            return _empty_header(header), removed
         return b"", removed
     return build_batch(
         retained, base_offset=header.base_offset, producer_id=header.producer_id,
@@ -213,6 +240,76 @@ def filter_batch(header, records, offset_map: dict[bytes, int], now_ms: int, del
         max_timestamp=header.max_timestamp if log_append else None,
         last_offset_delta=header.last_offset_delta,
         delete_horizon_ms=now_ms + delete_retention_ms if set_horizon else horizon), removed
+
+
+def filter_control_batch(header, records, can_discard: bool, now_ms: int, delete_retention_ms: int,
+                         last_records: dict[int, tuple[int, int]], end_offset: int = -1):
+    """The cleaner's rule for a transaction marker (Cleaner.cleanInto with MemoryRecords.filterTo),
+    answered as ``filter_batch``: a marker whose transaction has no data left (``can_discard``)
+    is stamped with a delete horizon the first time and dropped once a pass is past it (an empty
+    header kept where ``retain_empty`` says); any other marker is kept as it is."""
+    horizon = header.delete_horizon_ms
+    if not records:
+        # a header the cleaner emptied earlier: it goes unless it must still be kept
+        return (None, 0) if retain_empty(header, last_records, end_offset) else (b"", 0)
+    if can_discard and horizon is not None and horizon <= now_ms:
+        if retain_empty(header, last_records, end_offset):
+            return _empty_header(header), len(records)
+        return b"", len(records)
+    if not can_discard or horizon is not None:
+        return None, 0
+    return build_batch(
+        records, base_offset=header.base_offset, producer_id=header.producer_id,
+        producer_epoch=header.producer_epoch, base_sequence=header.base_sequence,
+        compression=header.compression, timestamp_type=header.timestamp_type,
+        is_transactional=header.is_transactional, is_control=True,
+        partition_leader_epoch=header.partition_leader_epoch,
+        max_timestamp=header.max_timestamp if header.timestamp_type == TimestampType.LOG_APPEND_TIME else None,
+        last_offset_delta=header.last_offset_delta,
+        delete_horizon_ms=now_ms + delete_retention_ms), 0
+
+
+class CleanedTransactions:
+    """Kafka's CleanedTransactionMetadata for one pass: which producers' transactions the pass
+    has met data of since their last marker, so a marker is known to end a transaction with data
+    left (kept) or without (removable once its delete horizon passed). ``aborted`` holds the base
+    offsets of the batches of the aborted transactions whose ABORT marker is in the range."""
+    __slots__ = ("aborted", "committed_seen", "aborted_seen", "kept_aborts")
+
+    def __init__(self, aborted: set[int]):
+        self.aborted = aborted
+        self.committed_seen: set[int] = set()     # ongoingCommittedTxns
+        self.aborted_seen: set[int] = set()       # ongoingAbortedTxns with a lastObservedBatchOffset
+        self.kept_aborts: set[int] = set()        # ABORT marker offsets whose index entry stays
+
+    def on_batch(self, header) -> bool:
+        """A data batch was read; True when it belongs to an aborted transaction (discard it)."""
+        if not header.is_transactional:
+            return False
+        if header.base_offset in self.aborted:
+            self.aborted_seen.add(header.producer_id)
+            return True
+        self.committed_seen.add(header.producer_id)
+        return False
+
+    def on_control_batch(self, header, records) -> bool:
+        """A marker was read; True when its transaction has no data left in the log."""
+        if not records:
+            return True     # emptied by an earlier clean
+        kind = control_record_type(records[0].key)
+        pid = header.producer_id
+        if kind == CONTROL_ABORT:
+            if pid in self.aborted_seen:
+                self.aborted_seen.discard(pid)
+                self.kept_aborts.add(header.base_offset)
+                return False
+            return True
+        if kind == CONTROL_COMMIT:
+            if pid in self.committed_seen:
+                self.committed_seen.discard(pid)
+                return False
+            return True
+        return False
 
 
 class CleanAborted(Exception):
@@ -236,7 +333,7 @@ class CleanPlan:
     truncations: int
     now_ms: int
     delete_retention_ms: int
-    producer_last_offsets: dict[int, int]
+    producer_last_records: dict[int, tuple[int, int]]    # producer id -> (last data offset or -1, epoch)
     index_interval_bytes: int
     max_index_size: int
     abort: threading.Event = field(default_factory=threading.Event)
@@ -266,7 +363,8 @@ def plan_clean(plog: PartitionLog, now_ms: int) -> CleanPlan | None:
     cfg = plog.config
     return CleanPlan(plog, plog.directory, segments, [s.size for s in segments], end, plog.truncations,
                      now_ms, cfg.delete_retention_ms,
-                     {pid: e.last_data_offset for pid, e in plog.producer_state.producers.items()},
+                     {pid: (e.last_data_offset, e.producer_epoch)
+                      for pid, e in plog.producer_state.producers.items()},
                      cfg.index_interval_bytes, cfg.segment_index_bytes)
 
 
@@ -284,8 +382,9 @@ def build_cleaned(plan: CleanPlan) -> CleanedSegments:
             reader.size = min(reader.size, size)
             readers.append(reader)
         offset_map, aborted = build_offset_map(readers, plan.abort)
+        txns = CleanedTransactions(aborted)
         for reader in readers:
-            done.cleaned.append(_clean_segment(reader, plan, offset_map, aborted, stats))
+            done.cleaned.append(_clean_segment(reader, plan, offset_map, txns, stats))
             stats.segments_cleaned += 1
         return done
     except BaseException:
@@ -296,13 +395,17 @@ def build_cleaned(plan: CleanPlan) -> CleanedSegments:
             reader.close_handlers()
 
 
-def _clean_segment(reader: LogSegment, plan: CleanPlan, offset_map, aborted: set[int],
+def _clean_segment(reader: LogSegment, plan: CleanPlan, offset_map, txns: CleanedTransactions,
                    stats: CleanerStats) -> LogSegment | None:
     """The cleaned copy of one segment, or None when cleaning changes nothing in it."""
     out: LogSegment | None = None
     parts: list = []
     headers: list = []
     pending = 0
+
+    def new_segment() -> LogSegment:
+        return LogSegment(plan.directory, reader.base_offset, create=True, suffix=CLEANED_SUFFIX,
+                          index_interval_bytes=plan.index_interval_bytes, max_index_size=plan.max_index_size)
 
     def add(data, header) -> None:
         # batches are appended to the cleaned segment a few MiB at a time (its indexes built
@@ -327,28 +430,40 @@ def _clean_segment(reader: LogSegment, plan: CleanPlan, offset_map, aborted: set
             if plan.abort.is_set():
                 raise CleanAborted(reader.log_path)
             result = None
-            if not header.is_control:
-                records = _decode(reader, header, batch)
-                if records is not None:
+            records = _decode(reader, header, batch)
+            if records is not None:
+                if header.is_control:
+                    result, removed = filter_control_batch(
+                        header, records, txns.on_control_batch(header, records), plan.now_ms,
+                        plan.delete_retention_ms, plan.producer_last_records, plan.end_offset)
+                else:
                     result, removed = filter_batch(header, records, offset_map, plan.now_ms,
-                                                   plan.delete_retention_ms, plan.producer_last_offsets,
-                                                   header.base_offset in aborted)
-                    stats.records_removed += removed
+                                                   plan.delete_retention_ms, plan.producer_last_records,
+                                                   txns.on_batch(header), plan.end_offset)
+                stats.records_removed += removed
             if result is None and out is None:
                 continue  # nothing changed yet: no need to copy anything
             if out is None:
                 # First change: start the cleaned segment with the unchanged prefix.
-                out = LogSegment(plan.directory, reader.base_offset, create=True, suffix=CLEANED_SUFFIX,
-                                 index_interval_bytes=plan.index_interval_bytes,
-                                 max_index_size=plan.max_index_size)
+                out = new_segment()
                 for _, kept_header, kept in reader.iter_batches(0, pos):
                     add(kept, kept_header)
             if result is None:
                 add(batch, header)
             elif result:
                 add(result, read_batch_header(result))
+        # the aborted transactions whose data this pass met stay in the index (Kafka's cleaned
+        # index gets those whose ABORT marker is retained with data behind it)
+        index = reader.txn_index.entries()
+        kept_index = [t for t in index if t.last_offset in txns.kept_aborts]
         if out is None:
-            return None
+            if len(kept_index) == len(index):
+                return None
+            out = new_segment()
+            for _, kept_header, kept in reader.iter_batches():
+                add(kept, kept_header)
+        for txn in kept_index:
+            out.txn_index.append(AbortedTxn(*txn))
         flush_parts()
         out.on_become_inactive()
         out.flush(indexes=True)

@@ -7,7 +7,10 @@ truncation, flushing/recovery points, loading (with recovery after an unclean sh
 compaction (delegated to ``kgroup.storage.cleaner``). Synchronous and single-threaded: the
 caller serialises access.
 
-On a single node the high watermark is the log end offset. Differences from Kafka worth
+On a single node the high watermark is the log end offset; a replicated partition's
+(``kgroup.broker.replica_manager``) is set by its Partition (``set_high_watermark``), and its
+followers append the leader's batches as they are (``append_as_follower``). The leader epoch cache
+(``leader_epoch_cache.py``) records where each leader epoch starts. Differences from Kafka worth
 knowing: reads return whole batches only (Kafka may end with a partial batch) and never span
 two segments; truncating into the middle of a batch removes the batch and the log end offset
 becomes that batch's base offset (restart-stable; Kafka keeps the requested offset in memory).
@@ -40,6 +43,7 @@ from kgroup.protocol.records import (
     validate_batch,
 )
 from kgroup.storage.config import LogConfig
+from kgroup.storage.leader_epoch_cache import CHECKPOINT_FILE, LeaderEpochFileCache
 from kgroup.storage.errors import (
     InvalidTimestampError,
     KafkaStorageError,
@@ -148,6 +152,10 @@ class PartitionLog:
         self._segments: list[LogSegment] = []
         self._bases: list[int] = []
         self._truncations = 0       # a sync mark taken before a truncation moves no recovery point
+        # None: the high watermark is the log end offset (one node); else set by replication
+        self._hw: int | None = None
+        # read below if the directory has a leader-epoch-checkpoint (a replicated log's)
+        self.leader_epoch_cache = LeaderEpochFileCache(self.directory, read=False)
         self._load(recovery_point, log_start_offset, had_clean_shutdown)
         # LogCleaner's checkpoint for this log: offsets before it have been compacted
         self.cleaner_checkpoint = self.log_start_offset
@@ -165,7 +173,23 @@ class PartitionLog:
 
     @property
     def high_watermark(self) -> int:
-        return self._leo
+        hw = self._hw
+        return self._leo if hw is None else hw
+
+    @property
+    def replicated(self) -> bool:
+        """The high watermark is set by replication rather than following the log end."""
+        return self._hw is not None
+
+    def set_high_watermark(self, offset: int) -> int:
+        """UnifiedLog.updateHighWatermark: the high watermark, kept within [log start, log end];
+        from the first call on it no longer follows the log end offset. Returns it."""
+        hw = self._hw = min(max(offset, self.log_start_offset), self._leo)
+        return hw
+
+    def follow_log_end(self) -> None:
+        """The high watermark is the log end offset again (one replica)."""
+        self._hw = None
 
     @property
     def last_stable_offset(self) -> int:
@@ -173,9 +197,10 @@ class PartitionLog:
         start offset (DeleteRecords may pass it: UnifiedLog.maybeIncrementFirstUnstableOffset),
         else the HW."""
         first_unstable = self.producer_state.first_unstable_offset()
+        hw = self._leo if self._hw is None else self._hw
         if first_unstable is None:
-            return self._leo
-        return min(max(first_unstable, self.log_start_offset), self._leo)
+            return hw
+        return min(max(first_unstable, self.log_start_offset), hw)
 
     @property
     def active_segment(self) -> LogSegment:
@@ -212,7 +237,10 @@ class PartitionLog:
 
     def _load(self, recovery_point: int, log_start_offset: int, clean: bool) -> None:
         bases = []
-        for name in os.listdir(self.directory):
+        names = os.listdir(self.directory)
+        if CHECKPOINT_FILE in names:
+            self.leader_epoch_cache.load()
+        for name in names:
             path = os.path.join(self.directory, name)
             if name.endswith((CLEANED_SUFFIX, DELETED_SUFFIX, ".tmp")):
                 os.unlink(path)  # an interrupted compaction, deletion or checkpoint
@@ -264,6 +292,9 @@ class PartitionLog:
             start = self.log_start_offset
             self._truncate_fully_and_start_at(start)
         self.recovery_point = self._leo if clean else min(recovery_point, self._leo)
+        if self.leader_epoch_cache:     # entries past the recovered end or before the start go (UnifiedLog's load)
+            self.leader_epoch_cache.truncate_from_end(self._leo)
+            self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
         if txn_rebuild_from is not None and txn_rebuild_from < self._leo:
             # Replay from a snapshot at or before the first recovered segment, through it.
             for offset in [o for o in self.producer_state.snapshots if o > txn_rebuild_from]:
@@ -295,10 +326,12 @@ class PartitionLog:
     # --- appends ---------------------------------------------------------------------------
 
     def append(self, records, *, origin: AppendOrigin = AppendOrigin.CLIENT,
-               leader_epoch: int | None = None) -> AppendResult:
+               leader_epoch: int | None = None, transaction_version: int = 0) -> AppendResult:
         """Validate, assign offsets and append one produce partition's records (one or more
         batches). A duplicate idempotent batch is answered with its original offsets and not
-        written. Raises the ``kgroup.storage.errors`` / ``records`` exceptions."""
+        written. ``transaction_version``: the one the coordinator wrote these markers with
+        (UnifiedLog.appendAsLeader's). Raises the ``kgroup.storage.errors`` / ``records``
+        exceptions."""
         self.check_open()
         cfg = self.config
         now = self._clock()
@@ -359,13 +392,17 @@ class PartitionLog:
         for (pos, _), header in zip(found, headers):
             if header.has_producer_id:
                 control = memoryview(buf)[pos:pos + header.size] if header.is_control else None
-                duplicate = psm.check(header, origin, pending, control)
+                duplicate = psm.check(header, origin, pending, control, transaction_version)
                 if duplicate is not None:
                     # Kafka answers with the original batch's offsets and its timestamp.
                     return AppendResult(duplicate.first_offset, duplicate.last_offset, duplicate.timestamp,
                                         self.log_start_offset, duplicate.timestamp,
                                         duplicate.offset_delta + 1, 0, duplicate=True)
 
+        if self._hw is not None and epoch != self.leader_epoch_cache.latest_epoch and epoch >= 0:
+            # UnifiedLog.maybeAssignEpochStartOffset (a replicated log; one node's log has one
+            # epoch since its start and keeps no checkpoint: no fsync on its produce path)
+            self.leader_epoch_cache.assign(epoch, first_offset)
         try:
             segment.append(buf, headers)
         except OSError as e:
@@ -380,6 +417,64 @@ class PartitionLog:
             self.flush()
         return AppendResult(first_offset, last_offset, now if cfg.log_append_time else -1,
                             self.log_start_offset, max_ts, record_count, valid)
+
+    def append_as_follower(self, records) -> int:
+        """UnifiedLog.appendAsFollower: the leader's batches as it stored them (offsets, leader
+        epochs and timestamps kept), CRC-checked, starting at this log's end; the producer state
+        (idempotent sequences, open and aborted transactions) follows them as at load. A
+        trailing partial batch (a fetch cut by its size limit) is left for the next fetch.
+        Returns the new log end offset."""
+        self.check_open()
+        view = memoryview(records)
+        found: list[tuple[int, BatchHeader]] = []
+        valid = 0
+        expected = self._leo
+        for pos, header, batch in iter_batches(view):
+            if header.base_offset < expected:
+                raise InvalidRecordError(
+                    f"Out of order offsets: the follower's log ends at {expected}, a replicated batch starts "
+                    f"at {header.base_offset} ({self.directory})")
+            validate_batch(header, batch)
+            found.append((pos, header))
+            valid = pos + header.size
+            expected = header.next_offset
+        if not found:
+            return self._leo
+        buf = view[:valid]
+        first_offset, last_offset = found[0][1].base_offset, found[-1][1].last_offset
+        if first_offset > self._leo:
+            # the leader's log starts past ours (retention, DeleteRecords): start over there
+            self._truncate_fully_and_start_at(first_offset)
+        max_ts = max(h.max_timestamp for _, h in found)
+        try:
+            segment = self._maybe_roll(valid, max_ts, last_offset, self._clock())
+        except OSError as e:
+            raise KafkaStorageError(f"Error while rolling log segment for {self.directory}: {e}") from e
+        headers = [h for _, h in found]
+        cache = self.leader_epoch_cache
+        for header in headers:
+            epoch = header.partition_leader_epoch
+            if epoch > cache.latest_epoch:
+                cache.assign(epoch, header.base_offset)
+        pending: dict[int, ProducerAppendInfo] = {}
+        psm = self.producer_state
+        for pos, header in found:
+            if header.has_producer_id:
+                control = buf[pos:pos + header.size] if header.is_control else None
+                psm.check(header, AppendOrigin.REPLICATION, pending, control)
+        try:
+            segment.append(buf, headers)
+        except OSError as e:
+            raise KafkaStorageError(f"Error while appending records to {self.directory}: {e}") from e
+        self._leo = headers[-1].next_offset
+        for info in pending.values():
+            if info.completed_transactions:
+                self._index_aborted(segment, info)
+            psm.update(info)
+        psm.update_map_end_offset(self._leo)
+        if self.unflushed_messages >= self.config.flush_messages:
+            self.flush()
+        return self._leo
 
     def _index_aborted(self, segment: LogSegment, info: ProducerAppendInfo) -> None:
         """An ABORT marker was appended to ``segment``: record the transaction in its txn index
@@ -636,7 +731,7 @@ class PartitionLog:
         return deleted
 
     def _delete_segments(self, predicate, reason: str) -> int:
-        segs, hw = self._segments, self._leo
+        segs, hw = self._segments, self.high_watermark
         deletable = []
         for i, seg in enumerate(segs):
             nxt = segs[i + 1] if i + 1 < len(segs) else None
@@ -662,6 +757,9 @@ class PartitionLog:
         if offset > self.log_start_offset:
             self.log_start_offset = offset
             self.producer_state.on_log_start_offset_incremented(offset)
+            self.leader_epoch_cache.truncate_from_start(offset)
+            if self._hw is not None and self._hw < offset:
+                self._hw = offset
 
     def delete_records_before(self, offset: int) -> int:
         """DeleteRecords: advance the log start offset (-1 means the high watermark), drop the
@@ -700,6 +798,9 @@ class PartitionLog:
             self._truncate_fully_and_start_at(offset)
             return True
         self.recovery_point = min(self.recovery_point, self._leo)
+        self.leader_epoch_cache.truncate_from_end(self._leo)
+        if self._hw is not None and self._hw > self._leo:
+            self._hw = self._leo
         self._rebuild_producer_state()
         return True
 
@@ -714,7 +815,10 @@ class PartitionLog:
         seg = self._new_segment(offset, create=True)
         self._segments, self._bases = [seg], [offset]
         self._leo = self.log_start_offset = self.recovery_point = offset
+        if self._hw is not None:
+            self._hw = offset
         self.producer_state.truncate_fully_and_start_at(offset)
+        self.leader_epoch_cache.clear()
 
     # --- compaction (kgroup.storage.cleaner plans and builds; the log swaps) ----------------------
 

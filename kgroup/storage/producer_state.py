@@ -151,6 +151,9 @@ class ProducerStateEntry:
                 f"coordinator_epoch={self.coordinator_epoch}, batches={list(self.batch_metadata)})")
 
 
+_SHORT_MAX = 32767
+
+
 def _in_sequence(last_seq: int, next_seq: int) -> bool:
     return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == INT32_MAX)
 
@@ -169,14 +172,24 @@ class ProducerAppendInfo:
         self.started_transactions: list[int] = []
         self.completed_transactions: list[CompletedTxn] = []
 
-    def _check_producer_epoch(self, epoch: int, offset: int) -> None:
-        if epoch < self.updated.producer_epoch:
-            message = (f"Epoch of producer {self.producer_id} at offset {offset} is {epoch}, which is "
-                       f"smaller than the last seen epoch {self.updated.producer_epoch}")
-            if self.origin == AppendOrigin.REPLICATION:
-                log.warning(message)
-            else:
-                raise InvalidProducerEpochError(message)
+    def _check_producer_epoch(self, epoch: int, offset: int, transaction_version: int = 0) -> None:
+        """A marker of transaction version 2 carries the epoch the coordinator bumped when it ended
+        the transaction, so it must be above the producer's (Kafka's checkProducerEpoch); the same
+        epoch is a retry of a marker already written when no transaction is open (KAFKA-19999)."""
+        current = self.updated.producer_epoch
+        if transaction_version >= 2:
+            if epoch > current or (epoch == current and (self.updated.current_txn_first_offset is None
+                                                          or epoch == _SHORT_MAX)):
+                return
+        elif epoch >= current:
+            return
+        comparison = "<=" if transaction_version >= 2 else "<"
+        message = (f"Epoch of producer {self.producer_id} at offset {offset} is {epoch}, which is "
+                   f"{comparison} the last seen epoch {current}")
+        if self.origin == AppendOrigin.REPLICATION:
+            log.warning(message)
+        else:
+            raise InvalidProducerEpochError(message)
 
     def _check_sequence(self, epoch: int, first_seq: int, offset: int) -> None:
         updated, current = self.updated, self.current
@@ -199,9 +212,11 @@ class ProducerAppendInfo:
                 f"Out of order sequence number for producer {self.producer_id} at offset {offset}: "
                 f"{first_seq} (incoming seq. number), {last_seq} (current end sequence number)")
 
-    def append(self, header: BatchHeader, batch=None) -> CompletedTxn | None:
+    def append(self, header: BatchHeader, batch=None, transaction_version: int = 0) -> CompletedTxn | None:
         """Validate and stage one batch (offsets already assigned). ``batch`` (the bytes) is
-        needed for control batches, whose one record is the end-transaction marker."""
+        needed for control batches, whose one record is the end-transaction marker;
+        ``transaction_version`` is the one the coordinator wrote the marker with (WriteTxnMarkers
+        v2), 0 for data and for markers replayed from the log."""
         if header.is_control:
             if header.records_count == 0 or batch is None:
                 return None  # the cleaner removed the marker; nothing to apply
@@ -210,7 +225,8 @@ class ProducerAppendInfo:
                 return None
             marker = read_end_transaction_marker(records[0])
             return self.append_end_txn_marker(marker.control_type == CONTROL_ABORT, marker.coordinator_epoch,
-                                              header.producer_epoch, header.base_offset, records[0].timestamp)
+                                              header.producer_epoch, header.base_offset, records[0].timestamp,
+                                              transaction_version)
         self.append_data_batch(header.producer_epoch, header.base_sequence, header.last_sequence,
                                header.max_timestamp, header.base_offset, header.last_offset,
                                header.is_transactional)
@@ -231,8 +247,8 @@ class ProducerAppendInfo:
             self.started_transactions.append(first_offset)
 
     def append_end_txn_marker(self, is_abort: bool, coordinator_epoch: int, epoch: int, offset: int,
-                              timestamp: int) -> CompletedTxn | None:
-        self._check_producer_epoch(epoch, offset)
+                              timestamp: int, transaction_version: int = 0) -> CompletedTxn | None:
+        self._check_producer_epoch(epoch, offset, transaction_version)
         if self.updated.coordinator_epoch > coordinator_epoch:
             if self.origin != AppendOrigin.REPLICATION:
                 raise TransactionCoordinatorFencedError(
@@ -289,7 +305,8 @@ class ProducerStateManager:
         return ProducerAppendInfo(producer_id, current, origin)
 
     def check(self, header: BatchHeader, origin: AppendOrigin = AppendOrigin.CLIENT,
-              pending: dict[int, ProducerAppendInfo] | None = None, batch=None) -> BatchMetadata | None:
+              pending: dict[int, ProducerAppendInfo] | None = None, batch=None,
+              transaction_version: int = 0) -> BatchMetadata | None:
         """Return the original batch metadata if ``header`` is a duplicate (clients only);
         otherwise validate it into ``pending`` (raising Kafka's errors) and return None."""
         if origin is AppendOrigin.CLIENT:
@@ -301,7 +318,7 @@ class ProducerStateManager:
         info = pending.get(header.producer_id)
         if info is None:
             info = pending[header.producer_id] = self.prepare_update(header.producer_id, origin)
-        info.append(header, batch)
+        info.append(header, batch, transaction_version)
         return None
 
     def update(self, info: ProducerAppendInfo) -> None:

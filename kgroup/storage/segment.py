@@ -512,10 +512,11 @@ class LogSegment:
 
     def replace_with(self, cleaned: "LogSegment") -> None:
         """Swap in the files of ``cleaned`` (built and fsynced off to the side by the cleaner,
-        same base offset; its transaction index is this one's, left as it is) and take its
-        state: renames only. The old indexes go first, so a crash at any point leaves either
-        the old files or a log whose indexes are rebuilt on load; the caller fsyncs the
-        directory."""
+        same base offset) and take its state: renames only. The old indexes go first, so a crash
+        at any point leaves either the old files or a log whose indexes are rebuilt on load; the
+        caller fsyncs the directory. The aborted transaction index follows the log: the cleaned
+        one only lacks transactions whose data an earlier pass already removed, so either index
+        reads right beside either log."""
         self.index.delete()
         self.time_index.delete()
         if self._fd >= 0:
@@ -526,6 +527,12 @@ class LogSegment:
         os.replace(cleaned.log_path, self.log_path)
         os.replace(cleaned.index.path, self.index.path)
         os.replace(cleaned.time_index.path, self.time_index.path)
+        self.txn_index.close()
+        if os.path.exists(cleaned.txn_index.path):
+            os.replace(cleaned.txn_index.path, self.txn_index.path)
+        else:
+            self.txn_index.delete()
+        self.txn_index.unload()
         self.index.unload()
         self.time_index.unload()
         self.size = cleaned.size

@@ -146,6 +146,12 @@ class TransactionIndex:
             os.close(self._fd)
             self._fd = -1
 
+    def unload(self) -> None:
+        """Forget what was read: the file was replaced (a cleaned copy swapped in)."""
+        self.close()
+        self._entries = None
+        self.synced_writes = self.writes
+
     def delete(self) -> None:
         self.close()
         self._entries = []

@@ -17,13 +17,18 @@ ephemeral port and a fresh data directory under pytest's ``tmp_path``):
   the run (``.certs``: CA, client certificate "client"), and users ``alice`` / ``admin``
   (passwords ``alice-secret`` / ``admin-secret``) for PLAIN and SCRAM; ``security_config(listener,
   user, mechanism)`` gives a client's keys (docs/security.md).
+* ``kafka_cluster`` — a :class:`kgroup.testing.cluster.KafkaCluster`: a ZooKeeper (Debian's
+  ``zookeeper`` package) and three ``kgroup serve`` brokers (node ids 1-3) over it; ``kill(n)``,
+  ``stop(n)``, ``pause(n)``, ``resume(n)``, ``start_broker(n)``, ``leader(topic, p)``,
+  ``controller()`` (docs/cluster.md).
 
 When a test that used one of these fixtures fails, its report gets two sections: the tail of
 the broker's log and the rebalance timelines of the groups the broker knows (the state it
 last had, as ``KafkaBroker.groups()`` shows it).
 
 ``@pytest.mark.kafka_broker_config(key=value, ...)`` on a test sets broker config keys (Kafka's
-names with dots as underscores, or a dict as the single argument) for the function fixtures.
+names with dots as underscores, or a dict as the single argument) for the function fixtures
+(every broker of ``kafka_cluster``).
 """
 from __future__ import annotations
 
@@ -70,6 +75,15 @@ def kafka_broker_clean(kafka_broker_session):
 def kafka_broker_process(request, tmp_path):
     with KafkaBroker(tmp_path / "kafka-data", _overrides(request), process=True) as b:
         yield b
+
+
+@pytest.fixture
+def kafka_cluster(request, tmp_path):
+    """Three kgroup brokers and a ZooKeeper (Debian's zookeeper package) on 127.0.0.1: kill,
+    stop, pause, resume and start a broker by its node id (kgroup.testing.cluster)."""
+    from .cluster import KafkaCluster
+    with KafkaCluster(3, tmp_path / "kafka-cluster", _overrides(request)) as c:
+        yield c
 
 
 SECURE_USERS = {"alice": "alice-secret", "admin": "admin-secret"}

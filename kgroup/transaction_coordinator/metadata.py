@@ -51,7 +51,8 @@ VALID_PREVIOUS_STATES: dict[TransactionState, frozenset] = {
     S.EMPTY: frozenset({S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
     S.ONGOING: frozenset({S.ONGOING, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
     S.PREPARE_COMMIT: frozenset({S.ONGOING}),
-    S.PREPARE_ABORT: frozenset({S.ONGOING, S.PREPARE_EPOCH_FENCE}),
+    # transaction version 2 also aborts with no transaction open (an epoch bump)
+    S.PREPARE_ABORT: frozenset({S.ONGOING, S.PREPARE_EPOCH_FENCE, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
     S.COMPLETE_COMMIT: frozenset({S.PREPARE_COMMIT}),
     S.COMPLETE_ABORT: frozenset({S.PREPARE_ABORT}),
     S.DEAD: frozenset({S.EMPTY, S.COMPLETE_ABORT, S.COMPLETE_COMMIT}),
@@ -99,7 +100,8 @@ class TransactionMetadata:
 
     def transit(self, state: TransactionState, *, now_ms: int, **changes) -> "TransactionMetadata":
         """The metadata after a transition to ``state`` (Kafka's prepareTransitionTo plus the
-        checks of completeTransitionTo), as a new object; ``self`` is not changed."""
+        checks of completeTransitionTo), as a new object; ``self`` is not changed. As in Kafka,
+        the previous producer id becomes the current one unless ``changes`` says otherwise."""
         if self.state not in VALID_PREVIOUS_STATES[state]:
             raise IllegalTransition(f"{self.transactional_id}: {self.state.kafka_name} -> {state.kafka_name}")
         if not changes.keys() <= _FIELDS:
@@ -108,6 +110,7 @@ class TransactionMetadata:
         new = object.__new__(TransactionMetadata)
         d = new.__dict__
         d.update(self.__dict__)
+        d["previous_producer_id"] = self.producer_id
         d.update(changes)
         new.state = state
         new.txn_last_update_timestamp = now_ms

@@ -109,6 +109,7 @@ class TxnMarkers(NamedTuple):
     committed: bool
     coordinator_epoch: int
     partitions: tuple
+    transaction_version: int = 0    # the transaction's (TransactionMetadata.clientTransactionVersion)
 
     def request(self) -> WriteTxnMarkersRequest:
         M = WriteTxnMarkersRequest.WritableTxnMarker
@@ -118,7 +119,7 @@ class TxnMarkers(NamedTuple):
         return WriteTxnMarkersRequest(markers=[M(
             producer_id=self.producer_id, producer_epoch=self.producer_epoch,
             transaction_result=self.committed, coordinator_epoch=self.coordinator_epoch,
-            topics=[M.WritableTxnMarkerTopic(name=t, partition_indexes=ps) for t, ps in by_topic.items()])])
+            transaction_version=self.transaction_version, topics=[M.WritableTxnMarkerTopic(name=t, partition_indexes=ps) for t, ps in by_topic.items()])])
 
 
 def _fenced(error: ErrorCode, version: int, first_with_fenced: int) -> ErrorCode:
@@ -164,8 +165,10 @@ def _add_partitions_error(req, version: int, error) -> AddPartitionsToTxnRespons
 class TransactionCoordinatorShard:
     def __init__(self, partition: int = 0, config: TransactionCoordinatorConfig | None = None,
                  scheduler=None, producer_id_allocator: Callable[[], int] | None = None,
-                 coordinator_epoch: int = 0):
+                 coordinator_epoch: int = 0, transaction_version: Callable[[], int] | None = None):
         self.partition = partition
+        # the broker's finalized transaction.version (the coordinator's own aborts use it)
+        self.transaction_version: Callable[[], int] = transaction_version or (lambda: 0)
         self.config = config or TransactionCoordinatorConfig()
         self.scheduler = scheduler if scheduler is not None else TimerQueue()
         self.timer = CoordinatorTimer(self.scheduler)
@@ -265,7 +268,7 @@ class TransactionCoordinatorShard:
     def _queue_markers(self, res: Result, m: TransactionMetadata) -> None:
         markers = TxnMarkers(m.transactional_id, m.producer_id, m.producer_epoch,
                              m.state is S.PREPARE_COMMIT, self.coordinator_epoch,
-                             tuple(sorted(m.partitions)))
+                             tuple(sorted(m.partitions)), m.client_transaction_version)
         res.on_commit(lambda _extra: self._markers.append(markers))
 
     def _set_last_epoch(self, res: Result, tid: str, epoch: int) -> None:
@@ -348,26 +351,36 @@ class TransactionCoordinatorShard:
         self._set_last_epoch(res, tid, last_epoch)
         return answer(E.NONE, new.producer_id, new.producer_epoch)
 
-    def _fence_and_abort(self, res: Result, m: TransactionMetadata, now_ms: int) -> TransactionMetadata:
+    def _fence_and_abort(self, res: Result, m: TransactionMetadata, now_ms: int) -> None:
         """Ongoing -> (PrepareEpochFence) -> PrepareAbort with the epoch bumped, markers queued.
-        PrepareEpochFence is Kafka's in-memory pending state of this one step, never written."""
+        PrepareEpochFence is Kafka's in-memory pending state of this one step, never written.
+        The coordinator aborts with the broker's finalized transaction version, not the
+        client's: under version 2 the transaction becomes one (its markers checked as such, the
+        next producer id taking over when the epoch is exhausted), as in Kafka's
+        abortTimedOutTransactions and handleInitProducerId."""
+        if self.transaction_version() >= 2:
+            self._prepare_end_v2(res, m, S.PREPARE_ABORT, now_ms)
+            return
         if m.producer_epoch == SHORT_MAX:
             raise AssertionError("cannot fence a producer at epoch Short.MaxValue")
         fence = m.transit(S.PREPARE_EPOCH_FENCE, now_ms=m.txn_last_update_timestamp,
                           producer_epoch=m.producer_epoch + 1)
-        new = fence.transit(S.PREPARE_ABORT, now_ms=now_ms)
+        new = fence.transit(S.PREPARE_ABORT, now_ms=now_ms, client_transaction_version=0)
         self._write(res, new)
         self._set_last_epoch(res, m.transactional_id, NO_PRODUCER_EPOCH)
         self._queue_markers(res, new)
-        return new
 
     # == AddPartitionsToTxn / AddOffsetsToTxn =====================================================
-    def _producers_transaction(self, tid, pid, epoch):
+    def _producers_transaction(self, tid, pid, epoch, pending_first: bool = False):
         """The checks AddPartitionsToTxn and EndTxn begin with (Kafka repeats them in each
-        handler): (the producer's transaction metadata, None), or (None, the error to answer)."""
+        handler): (the producer's transaction metadata, None), or (None, the error to answer).
+        AddPartitionsToTxn checks a pending transition first (``pending_first``: under TV2 the
+        producer may already use the id still pending), EndTxn v0-4 after the id and epoch."""
         if not tid:
             return None, E.INVALID_REQUEST
         m = self.transactions.get(tid)
+        if pending_first and m is not None and m.pending_transition_in_progress:
+            return None, E.CONCURRENT_TRANSACTIONS
         if m is None or m.producer_id != pid:
             return None, E.INVALID_PRODUCER_ID_MAPPING
         if m.producer_epoch != epoch:
@@ -380,16 +393,17 @@ class TransactionCoordinatorShard:
                         transaction_version: int = 0) -> ErrorCode:
         """Kafka's handleAddPartitionsToTransaction: the error to answer, records written to res.
         ``transaction_version`` 2: a broker adding a TV2 producer's partition (AddPartitionsToTxn
-        v5, from Produce v12 or TxnOffsetCommit v5), recorded with the transaction."""
-        m, error = self._producers_transaction(tid, pid, epoch)
+        v4+, from Produce v12 or TxnOffsetCommit v5), recorded with the transaction (0 from a
+        client's AddPartitionsToTxn v0-3 or AddOffsetsToTxn)."""
+        m, error = self._producers_transaction(tid, pid, epoch, pending_first=True)
         if m is None:
             return error
         if m.state is S.ONGOING and partitions <= m.partitions:
             return E.NONE      # already in the transaction: nothing to write
         start = now_ms if m.state in (S.EMPTY, S.COMPLETE_ABORT, S.COMPLETE_COMMIT) else m.txn_start_timestamp
-        tv = {"client_transaction_version": transaction_version} if transaction_version else {}
+        # prepareAddPartitions records the client's transaction version with the transaction
         self._write(res, m.transit(S.ONGOING, now_ms=now_ms, partitions=m.partitions | partitions,
-                                   txn_start_timestamp=start, **tv))
+                                   txn_start_timestamp=start, client_transaction_version=transaction_version))
         return E.NONE
 
     @coordinator_api(error=lambda req, version, e: _add_partitions_error(req, version, e))
@@ -423,7 +437,7 @@ class TransactionCoordinatorShard:
             if verify_only:
                 return self.verify_partitions(tid, pid, epoch, wanted), False
             written = len(res.records)
-            error = self._add_partitions(res, tid, pid, epoch, frozenset(wanted), now_ms, 2 if version >= 5 else 0)
+            error = self._add_partitions(res, tid, pid, epoch, frozenset(wanted), now_ms, 2 if version >= 4 else 0)
             return {tp: error for tp in wanted}, len(res.records) > written
 
         if version < 4:
@@ -505,38 +519,50 @@ class TransactionCoordinatorShard:
         transaction ends with the producer epoch bumped (a new producer id at epoch 0 once the
         epoch is exhausted), the markers carry the bumped epoch, and the answer gives the client
         its id and epoch for the next transaction. A retry of an EndTxn that went through (the
-        epoch just before the current one, or the producer id rotated away) gets the same answer."""
+        epoch just before the current one, or the producer id rotated away) gets the same answer;
+        an abort with no transaction open (Empty, or after a completed one) still bumps the epoch."""
         m = self.transactions.get(tid) if tid else None
         if m is None:
             return (E.INVALID_REQUEST if not tid else E.INVALID_PRODUCER_ID_MAPPING), NO_PRODUCER_ID, NO_PRODUCER_EPOCH
-        prepare, complete = ((S.PREPARE_COMMIT, S.COMPLETE_COMMIT) if committed
-                             else (S.PREPARE_ABORT, S.COMPLETE_ABORT))
-        rotated = (m.next_producer_id == NO_PRODUCER_ID and pid == m.previous_producer_id
-                   and m.producer_epoch == 0 and m.client_transaction_version >= 2)
-        retry = rotated or (pid == m.producer_id and epoch == m.producer_epoch - 1)
-        if retry and m.state in (prepare, complete):
-            nxt = m.next_producer_id
-            return E.NONE, (nxt if nxt != NO_PRODUCER_ID else m.producer_id), (0 if nxt != NO_PRODUCER_ID
-                                                                                else m.producer_epoch)
-        if retry and m.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT, S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
-            return E.INVALID_TXN_STATE, NO_PRODUCER_ID, NO_PRODUCER_EPOCH     # a retry of the other outcome
-        if pid != m.producer_id:
-            return E.INVALID_PRODUCER_ID_MAPPING, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
-        if epoch != m.producer_epoch:
-            return E.PRODUCER_FENCED, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         if m.pending_transition_in_progress:
+            # checked first: the markers of the previous EndTxn are being written
             return E.CONCURRENT_TRANSACTIONS, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
-        if m.state is not S.ONGOING:
+        retry_on_overflow = (m.previous_producer_id == pid and epoch == SHORT_MAX - 1 and m.producer_epoch == 0)
+        retry_on_bump = m.producer_epoch == epoch + 1
+        if m.producer_id != pid and not retry_on_overflow:
+            return E.INVALID_PRODUCER_ID_MAPPING, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+        state = m.state
+        if state in (S.ONGOING, S.EMPTY):
+            valid = epoch == m.producer_epoch
+        else:       # CompleteCommit / CompleteAbort
+            valid = retry_on_bump or retry_on_overflow or epoch == m.producer_epoch
+        if not valid:
+            return E.PRODUCER_FENCED, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+        retry = retry_on_bump or retry_on_overflow
+        if state is S.ONGOING:
+            return self._prepare_end_v2(res, m, S.PREPARE_COMMIT if committed else S.PREPARE_ABORT, now_ms)
+        done = S.COMPLETE_COMMIT if committed else S.COMPLETE_ABORT
+        if retry and state is done:
+            return E.NONE, m.producer_id, m.producer_epoch
+        if committed or retry:
             return E.INVALID_TXN_STATE, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
-        bumped = epoch + 1
-        # TransactionMetadata.isProducerEpochExhausted on the current epoch: the bump itself may
-        # still reach Short.MaxValue, then the next producer id takes over
-        nxt = self._new_producer_id() if is_epoch_exhausted(epoch) else NO_PRODUCER_ID
-        new = m.transit(prepare, now_ms=now_ms, producer_epoch=bumped, next_producer_id=nxt,
-                        client_transaction_version=2)
+        return self._prepare_end_v2(res, m, S.PREPARE_ABORT, now_ms, no_partition_added=True)
+
+    def _prepare_end_v2(self, res, m: TransactionMetadata, state: TransactionState, now_ms: int,
+                        no_partition_added: bool = False) -> tuple[ErrorCode, int, int]:
+        """TransactionMetadata.prepareAbortOrCommit under transaction version 2: the epoch bumped
+        (the next producer id allocated when the current epoch is exhausted; the bump itself may
+        still reach Short.MaxValue), the last epoch the one before (an InitProducerId naming it is
+        a retry), the markers queued; answers the id and epoch to use next."""
+        nxt = self._new_producer_id() if is_epoch_exhausted(m.producer_epoch) else NO_PRODUCER_ID
+        bumped = m.producer_epoch if m.producer_epoch == SHORT_MAX else m.producer_epoch + 1
+        new = m.transit(state, now_ms=now_ms, producer_epoch=bumped, next_producer_id=nxt,
+                        client_transaction_version=2,
+                        txn_start_timestamp=now_ms if no_partition_added else m.txn_start_timestamp)
         self._write(res, new)
+        self._set_last_epoch(res, m.transactional_id, m.producer_epoch)
         self._queue_markers(res, new)
-        return E.NONE, (nxt if nxt != NO_PRODUCER_ID else pid), (0 if nxt != NO_PRODUCER_ID else bumped)
+        return E.NONE, (nxt if nxt != NO_PRODUCER_ID else m.producer_id), (0 if nxt != NO_PRODUCER_ID else bumped)
 
     def _end_txn(self, res, tid, pid, epoch, committed: bool, now_ms) -> ErrorCode:
         """Kafka's endTransaction for a client (transactions V1)."""
@@ -544,7 +570,8 @@ class TransactionCoordinatorShard:
         if m is None:
             return error
         if m.state is S.ONGOING:
-            new = m.transit(S.PREPARE_COMMIT if committed else S.PREPARE_ABORT, now_ms=now_ms)
+            new = m.transit(S.PREPARE_COMMIT if committed else S.PREPARE_ABORT, now_ms=now_ms,
+                            client_transaction_version=0)
             self._write(res, new)
             self._queue_markers(res, new)
             return E.NONE

@@ -193,3 +193,97 @@ def test_one_failure_policy_on_every_write_path(tmp_path, failure):
         assert tshard.transactions["tx"].producer_epoch == init.producer_epoch
         assert tshard.transactions["tx"].state.kafka_name == "Ongoing"
     inproc(tmp_path, scenario)
+
+
+def test_txn_offset_commit_below_v2_answers_loading_as_coordinator_not_available(tmp_path):
+    """KafkaApis.handleTxnOffsetCommitRequest: while the group's offsets partition loads, v2+ is
+    answered COORDINATOR_LOAD_IN_PROGRESS and v0-1 COORDINATOR_NOT_AVAILABLE (clients before 2.0
+    do not know the former)."""
+    async def scenario(b):
+        gc = b.group_coordinator
+        await answer_of(submit(b, commit_request(GROUP, {0: 1}), 8))
+        init = await answer_of(submit(b, InitProducerIdRequest(transactional_id="tx", transaction_timeout_ms=60000), 4))
+        added = await answer_of(submit(b, AddOffsetsToTxnRequest(transactional_id="tx", producer_id=init.producer_id,
+                                                                 producer_epoch=init.producer_epoch, group_id=GROUP), 3))
+        assert added.error_code == 0
+        T = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
+
+        async def txn_commit(version):
+            return _errors(await answer_of(submit(b, TxnOffsetCommitRequest(
+                transactional_id="tx", group_id=GROUP, producer_id=init.producer_id,
+                producer_epoch=init.producer_epoch, generation_id=-1, member_id="", topics=[T(name="t", partitions=[
+                    T.TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=7)])]), version)))
+        gc.runtime.states[P] = CoordinatorState.LOADING       # the partition's log being replayed
+        assert await txn_commit(0) == [E.COORDINATOR_NOT_AVAILABLE]
+        assert await txn_commit(1) == [E.COORDINATOR_NOT_AVAILABLE]
+        assert await txn_commit(2) == [E.COORDINATOR_LOAD_IN_PROGRESS]
+        assert await txn_commit(3) == [E.COORDINATOR_LOAD_IN_PROGRESS]
+        gc.runtime.states[P] = CoordinatorState.ACTIVE
+        assert await txn_commit(1) == [0]
+    inproc(tmp_path, scenario)
+
+
+def test_markers_carry_the_transaction_coordinator_epoch(tmp_path):
+    """The COMMIT/ABORT markers carry the epoch at which this broker leads the transaction's
+    __transaction_state partition (TransactionMarkerChannelManager: coordinatorEpoch), so a
+    partition refuses the markers of an older coordinator (TRANSACTION_COORDINATOR_FENCED)."""
+    from kgroup.protocol.messages.end_txn import EndTxnRequest
+    from kgroup.protocol.records import read_end_txn_marker_batch
+    from kgroup.storage.errors import TransactionCoordinatorFencedError
+    from kgroup.storage.producer_state import AppendOrigin
+
+    async def scenario(b):
+        tc = b.transaction_coordinator
+        tp = transaction_partition("tx-epoch", 50)
+        init = await answer_of(submit(b, InitProducerIdRequest(transactional_id="tx-epoch",
+                                                               transaction_timeout_ms=60000), 4))
+        tc.unload_partition(tp)
+        tc.load_partition(tp, epoch=7)
+        for _ in range(200):
+            if tc.runtime.is_active(tp):
+                break
+            await asyncio.sleep(0.01)
+        added = await answer_of(submit(b, AddOffsetsToTxnRequest(transactional_id="tx-epoch", producer_id=init.producer_id,
+                                                                 producer_epoch=init.producer_epoch, group_id=GROUP), 3))
+        assert added.error_code == 0
+        ended = await answer_of(submit(b, EndTxnRequest(transactional_id="tx-epoch", producer_id=init.producer_id,
+                                                        producer_epoch=init.producer_epoch, committed=True), 4))
+        assert ended.error_code == 0
+        offsets_log = b.data_path.log("__consumer_offsets", P)
+        for _ in range(200):
+            markers = [read_end_txn_marker_batch(bytes(batch), h) for h, batch in offsets_log.iter_batches()
+                       if h.is_control]
+            if markers:
+                break
+            await asyncio.sleep(0.01)
+        assert [(m.control_type, m.coordinator_epoch) for m in markers] == [(1, 7)]
+        # a marker of an older coordinator epoch for this producer is fenced
+        from kgroup.protocol.records import build_end_txn_marker_batch
+        with pytest.raises(TransactionCoordinatorFencedError):
+            offsets_log.append(build_end_txn_marker_batch(init.producer_id, init.producer_epoch, False, 6, 0),
+                               origin=AppendOrigin.COORDINATOR)
+    inproc(tmp_path, scenario)
+
+
+def test_a_transaction_state_partition_holding_markers_loads(tmp_path):
+    """A COMMIT/ABORT marker in __transaction_state (the clients' AddPartitionsToTxn refuses internal
+    topics, but a log may hold one) settles nothing there: the partition loads, with its
+    transactions, instead of staying in loading."""
+    from kgroup.protocol.records import build_end_txn_marker_batch
+    from kgroup.storage.producer_state import AppendOrigin
+
+    async def scenario(b):
+        tc = b.transaction_coordinator
+        tp = transaction_partition("tx-m", 50)
+        init = await answer_of(submit(b, InitProducerIdRequest(transactional_id="tx-m", transaction_timeout_ms=60000), 4))
+        plog = b.data_path.log("__transaction_state", tp)
+        plog.append(build_end_txn_marker_batch(77, 0, False, 0, 0), origin=AppendOrigin.COORDINATOR)
+        tc.unload_partition(tp)
+        tc.load_partition(tp, epoch=1)
+        for _ in range(300):
+            if tc.runtime.states.get(tp) is not CoordinatorState.LOADING:
+                break
+            await asyncio.sleep(0.01)
+        assert tc.runtime.is_active(tp)
+        assert tc.runtime.shards[tp].transactions["tx-m"].producer_id == init.producer_id
+    inproc(tmp_path, scenario)

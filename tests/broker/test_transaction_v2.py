@@ -107,3 +107,50 @@ def test_transaction_version_1_beside_it(broker):
     st = _state(c, "tv1")
     assert (st.producer_id, st.producer_epoch) == (pid, epoch)               # no bump in TV1
     assert _lso(c) == 2
+
+
+def _marker(c, pid, epoch, version, transaction_version=0):
+    from kgroup.protocol.messages.write_txn_markers import WriteTxnMarkersRequest
+    M = WriteTxnMarkersRequest.WritableTxnMarker
+    r = c.request(WriteTxnMarkersRequest(markers=[M(
+        producer_id=pid, producer_epoch=epoch, transaction_result=False, coordinator_epoch=0,
+        transaction_version=transaction_version,
+        topics=[M.WritableTxnMarkerTopic(name="t2", partition_indexes=[0])])]), version)
+    return r.markers[0].topics[0].partitions[0].error_code
+
+
+def test_write_txn_markers_v2_checks_the_epoch_as_the_transaction_version_says(broker):
+    """WriteTxnMarkers v2's TransactionVersion: a version 2 marker must carry the bumped epoch
+    (INVALID_PRODUCER_EPOCH at the data's epoch: KafkaApis passes it to the append, and
+    ProducerAppendInfo.checkProducerEpoch refuses it); a v1 request (version 0) accepts it."""
+    c = RawClient(broker.port)
+    create(c, "t2", 1)
+    for tid, accepted in (("m2", False), ("m1", True)):
+        init = c.request(InitProducerIdRequest(transactional_id=tid, transaction_timeout_ms=60000), 5)
+        pid, epoch = init.producer_id, init.producer_epoch
+        assert _produce(c, tid, pid, epoch, 0, b"x") == 0
+        lso = _lso(c)
+        if accepted:
+            assert _marker(c, pid, epoch, 1) == 0
+            assert _lso(c) > lso
+        else:
+            assert _marker(c, pid, epoch, 2, transaction_version=2) == E.INVALID_PRODUCER_EPOCH
+            assert _lso(c) == lso                                             # still open
+            assert _marker(c, pid, epoch + 1, 2, transaction_version=2) == 0
+            assert _lso(c) > lso
+            assert _marker(c, pid, epoch + 1, 2, transaction_version=2) == 0   # a retry, nothing open
+
+
+def test_end_txn_v5_abort_with_no_transaction_bumps_the_epoch(broker):
+    """TV2's EndTxn ABORT in Empty (Kafka 4.3: a PrepareAbort with no partitions and the epoch
+    bumped, completed at once) answers the next epoch; a COMMIT there is INVALID_TXN_STATE."""
+    c = RawClient(broker.port)
+    init = c.request(InitProducerIdRequest(transactional_id="empty", transaction_timeout_ms=60000), 5)
+    pid, epoch = init.producer_id, init.producer_epoch
+    assert _end(c, "empty", pid, epoch, True)[0] == E.INVALID_TXN_STATE
+    assert _end(c, "empty", pid, epoch, False) == (0, pid, epoch + 1)
+    _wait_complete(c, "empty")
+    st = _state(c, "empty")
+    assert (st.transaction_state, st.producer_epoch, st.topics) == ("CompleteAbort", epoch + 1, [])
+    assert _end(c, "empty", pid, epoch, False) == (0, pid, epoch + 1)          # a retry
+    assert _end(c, "empty", pid, epoch + 1, False) == (0, pid, epoch + 2)      # abort again: another bump

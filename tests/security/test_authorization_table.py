@@ -260,6 +260,10 @@ ROWS = [
      [(A.RT_TOPIC, T, A.DESCRIBE)], E.TOPIC_AUTHORIZATION_FAILED),
     ("ListConfigResources", ApiKey.LIST_CONFIG_RESOURCES, 1, _r(ApiKey.LIST_CONFIG_RESOURCES, resource_types=[]),
      [(A.RT_CLUSTER, A.CLUSTER_NAME, A.DESCRIBE_CONFIGS)], E.CLUSTER_AUTHORIZATION_FAILED),
+    ("ElectLeaders", ApiKey.ELECT_LEADERS, 2, lambda: _req(ApiKey.ELECT_LEADERS, election_type=0, timeout_ms=1000,
+                                                            topic_partitions=[_nested(ApiKey.ELECT_LEADERS, "TopicPartitions")(
+                                                                topic=T, partitions=[0])]),
+     [(A.RT_CLUSTER, A.CLUSTER_NAME, A.ALTER)], E.CLUSTER_AUTHORIZATION_FAILED),
     ("UpdateFeatures", ApiKey.UPDATE_FEATURES, 1, lambda: _req(ApiKey.UPDATE_FEATURES, validate_only=True, feature_updates=[
         _nested(ApiKey.UPDATE_FEATURES, "FeatureUpdateKey")(feature="group.version", max_version_level=1, upgrade_type=1)]),
      [(A.RT_CLUSTER, A.CLUSTER_NAME, A.ALTER)], E.CLUSTER_AUTHORIZATION_FAILED),

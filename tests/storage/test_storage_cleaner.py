@@ -167,3 +167,154 @@ def test_aborted_transactions_are_removed(tmp_path, clock):
     assert [(h.base_offset, h.records_count) for h in emptied] == [(3, 0)]   # the producer's last batch
     assert [h.base_offset for h in headers if h.is_control] == [4, 5]       # markers are kept
 
+
+
+def read_committed_values(plog: PartitionLog) -> list[tuple[int, bytes, bytes | None]]:
+    """What a read_committed consumer returns from offset 0, filtering as Java's Fetcher does:
+    a producer listed in the aborted transactions is skipped from its first offset until its
+    ABORT marker."""
+    from kgroup.protocol.records import CONTROL_ABORT, control_record_type, iter_batches
+    pending: list = []
+    skipping: set[int] = set()
+    out = []
+    fetched = []
+    offset = 0
+    while offset < plog.last_stable_offset:      # one fetch returns one segment's batches
+        result, aborted = plog.read_committed(offset, 1 << 24)
+        pending += [a for a in aborted if a not in pending]
+        batches = list(iter_batches(result.records))
+        fetched += batches
+        offset = batches[-1][1].next_offset
+    pending.sort(key=lambda a: a.first_offset)
+    for _, header, batch in fetched:
+        records = decode_records(batch, header)
+        if header.is_transactional:
+            while pending and pending[0].first_offset <= header.last_offset:
+                skipping.add(pending.pop(0).producer_id)
+        if header.is_control:
+            if records and control_record_type(records[0].key) == CONTROL_ABORT:
+                skipping.discard(header.producer_id)
+            continue
+        if header.is_transactional and header.producer_id in skipping:
+            continue
+        out += [(r.offset, r.key, r.value) for r in records]
+    return out
+
+
+def _two_producers_log(path, clock):
+    """pid 7 aborts a transaction then commits one; pid 8 commits a transaction whose only
+    record is later superseded, then commits another."""
+    from kgroup.protocol.records import build_end_txn_marker_batch
+    from kgroup.storage.producer_state import AppendOrigin
+    plog = compacted(path, clock, delete_retention_ms=DAY, segment_bytes=1 << 20)
+
+    def txn(pid, seq, pairs):
+        plog.append(keyed(pairs, producer_id=pid, producer_epoch=0, base_sequence=seq, is_transactional=True))
+
+    def marker(pid, commit):
+        plog.append(build_end_txn_marker_batch(pid, 0, commit, 0, T0), origin=AppendOrigin.COORDINATOR)
+    txn(7, 0, [(b"x", b"aborted")])          # 0
+    marker(7, False)                         # 1 ABORT
+    txn(8, 0, [(b"y", b"old")])              # 2
+    marker(8, True)                          # 3 COMMIT
+    txn(7, 1, [(b"z", b"committed")])        # 4
+    marker(7, True)                          # 5 COMMIT
+    txn(8, 1, [(b"w", b"committed")])        # 6
+    marker(8, True)                          # 7 COMMIT
+    plog.append(keyed([(b"y", b"new")]))     # 8
+    plog.roll()
+    plog.append(keyed([(b"other", b"x")]))   # 9 (active segment)
+    # pid 7 aborts once more in the active segment: a read_committed read must still drop it
+    txn(7, 2, [(b"x", b"aborted-again")])    # 10
+    marker(7, False)                         # 11 ABORT
+    return plog
+
+
+def _markers(plog):
+    return [(h.base_offset, h.records_count, h.delete_horizon_ms) for h, _ in plog.iter_batches() if h.is_control]
+
+
+def test_transaction_markers_go_once_past_their_delete_horizon(tmp_path, clock):
+    """Kafka's CleanedTransactionMetadata: a pass that still meets a transaction's data keeps its
+    marker as it is; the first pass that meets none stamps the marker's batch with a delete
+    horizon (now + delete.retention.ms); a pass past the horizon drops it. Markers of
+    transactions with data left stay for good. The aborted transaction index drops the
+    transaction whose data is gone, so a read_committed reader and the LSO see the same
+    before and after, and after a reload."""
+    plog = _two_producers_log(tmp_path / "t-0", clock)
+    expected = [(4, b"z", b"committed"), (6, b"w", b"committed"), (8, b"y", b"new"), (9, b"other", b"x")]
+    assert read_committed_values(plog) == [(2, b"y", b"old")] + expected
+    lso = plog.last_stable_offset
+    assert lso == plog.log_end_offset == 12
+    cleaner.clean(plog, T0)          # the aborted and superseded data go, every marker stays
+    assert [o for o, _, _ in contents(plog) if o < 9] == [1, 3, 4, 5, 6, 7, 8]
+    assert _markers(plog)[:4] == [(1, 1, None), (3, 1, None), (5, 1, None), (7, 1, None)]
+    assert [t.last_offset for t in plog.segments[0].txn_index.entries()] == [1]
+    assert read_committed_values(plog) == expected and plog.last_stable_offset == lso
+
+    cleaner.clean(plog, T0 + 1)      # no data behind markers 1 and 3 now: horizon stamped
+    horizon = T0 + 1 + DAY
+    assert _markers(plog)[:4] == [(1, 1, horizon), (3, 1, horizon), (5, 1, None), (7, 1, None)]
+    assert plog.segments[0].txn_index.entries() == []
+    assert read_committed_values(plog) == expected and plog.last_stable_offset == lso
+
+    assert cleaner.clean(plog, horizon - 1).segments_rewritten == 0     # not past the horizon yet
+    cleaner.clean(plog, horizon)
+    assert _markers(plog)[:2] == [(5, 1, None), (7, 1, None)]
+    assert [o for o, _, _ in contents(plog) if o < 9] == [4, 5, 6, 7, 8]
+    assert read_committed_values(plog) == expected and plog.last_stable_offset == lso
+    assert cleaner.clean(plog, horizon + DAY).segments_rewritten == 0
+
+    before = contents(plog)
+    plog.close()
+    again = compacted(tmp_path / "t-0", clock, delete_retention_ms=DAY, segment_bytes=1 << 20)
+    assert contents(again) == before and read_committed_values(again) == expected
+    assert again.last_stable_offset == lso
+    again.close(clean=False)
+    for name in os.listdir(tmp_path / "t-0"):
+        if name.endswith(".snapshot"):
+            os.unlink(tmp_path / "t-0" / name)
+    rebuilt = compacted(tmp_path / "t-0", clock, delete_retention_ms=DAY, segment_bytes=1 << 20)
+    assert contents(rebuilt) == before and read_committed_values(rebuilt) == expected
+    assert rebuilt.last_stable_offset == lso
+    assert {pid: rebuilt.producer_state.last_entry(pid).last_seq for pid in (7, 8)} == {7: 2, 8: 1}
+
+
+def test_a_marker_that_is_its_producers_last_entry_keeps_an_empty_header(tmp_path, clock):
+    """A marker written with a bumped epoch (transaction version 2) leaves its producer without
+    data since that epoch: the marker is the producer's last entry, so once past its horizon it
+    keeps an empty control header carrying the epoch (Kafka's isBatchLastRecordOfProducer);
+    the committed data, superseded, is gone."""
+    from kgroup.protocol.records import build_end_txn_marker_batch
+    from kgroup.storage.producer_state import AppendOrigin
+    plog = compacted(tmp_path / "t-0", clock, delete_retention_ms=DAY, segment_bytes=1 << 20)
+    plog.append(keyed([(b"q", b"txn")], producer_id=9, producer_epoch=0, base_sequence=0,
+                      is_transactional=True))                                                   # 0
+    plog.append(build_end_txn_marker_batch(9, 1, True, 0, T0), origin=AppendOrigin.COORDINATOR)  # 1, epoch 1
+    plog.append(keyed([(b"q", b"plain")]))                                                      # 2
+    plog.roll()
+    plog.append(keyed([(b"other", b"x")]))
+    cleaner.clean(plog, T0)
+    cleaner.clean(plog, T0)
+    assert _markers(plog) == [(1, 1, T0 + DAY)]
+    cleaner.clean(plog, T0 + DAY)
+    control = [h for h, _ in plog.iter_batches() if h.is_control]
+    assert [(h.base_offset, h.records_count, h.producer_id, h.producer_epoch, h.is_transactional)
+            for h in control] == [(1, 0, 9, 1, True)]
+    assert [o for o, _, _ in contents(plog)] == [2, 3]
+    assert cleaner.clean(plog, T0 + 2 * DAY).segments_rewritten == 0      # the empty header stays
+
+
+def test_the_last_batch_of_the_cleaned_range_keeps_an_empty_header(tmp_path, clock):
+    """Kafka's cleaner keeps the last batch of a cleaning round, emptied, so the range's last
+    offset is not lost: a tombstone there goes past its horizon but its header stays."""
+    plog = compacted(tmp_path / "t-0", clock, delete_retention_ms=DAY, segment_bytes=1 << 20)
+    plog.append(keyed([(b"a", b"1")]))
+    plog.append(keyed([(b"a", None)]))
+    plog.roll()
+    plog.append(keyed([(b"b", b"1")]))
+    cleaner.clean(plog, T0)
+    cleaner.clean(plog, T0 + DAY)
+    headers = [(h.base_offset, h.records_count) for h, _ in plog.iter_batches()]
+    assert headers == [(1, 0), (2, 1)]
+    assert plog.segments[0].next_offset == 2

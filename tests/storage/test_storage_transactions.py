@@ -317,3 +317,32 @@ def test_read_committed_matches_kafkas_exact_search():
             assert aborted == plog.collect_aborted_transactions(fetch_offset, upper)
             plog.close()
     check()
+
+
+def test_a_transaction_version_2_marker_must_carry_a_bumped_epoch(tmp_path, clock):
+    """ProducerAppendInfo.checkProducerEpoch: a marker written with transaction version 2 must
+    have an epoch above the producer's (the coordinator bumped it) while a transaction is open;
+    the same epoch with no transaction open is a retry of a marker already written and is
+    accepted; a version 0/1 marker needs only an epoch not below the producer's."""
+    from kgroup.storage.errors import InvalidProducerEpochError
+    plog = PartitionLog(str(tmp_path / "t-0"), clock=clock)
+    p = Producer(plog, 7)
+    p.send(1)
+
+    def marker(epoch, tv):
+        return plog.append(R.build_end_txn_marker_batch(7, epoch, True, 0, T0), origin=AppendOrigin.COORDINATOR,
+                           transaction_version=tv)
+    with pytest.raises(InvalidProducerEpochError):
+        marker(0, 2)                                  # the data's epoch: not a TV2 marker's
+    assert plog.last_stable_offset == 0               # nothing written, the transaction still open
+    marker(1, 2)
+    assert plog.last_stable_offset == plog.log_end_offset == 2
+    marker(1, 2)                                      # a retry: accepted, nothing open
+    with pytest.raises(InvalidProducerEpochError):
+        marker(0, 2)
+    with pytest.raises(InvalidProducerEpochError):
+        marker(0, 0)
+    p.epoch, p.seq = 1, 0                             # a new epoch starts its sequences again
+    p.send(1)
+    marker(1, 0)                                      # version 0/1: the same epoch ends it
+    assert plog.last_stable_offset == plog.log_end_offset

@@ -220,11 +220,13 @@ def test_new_producer_fences_the_old_one_and_aborts_its_transaction():
     assert markers.partitions == (("t", 0), ("t", 1))
     # The old producer is fenced whatever it tries.
     assert c.end("tx", pid, epoch, True) == E.PRODUCER_FENCED
-    assert c.add_partitions("tx", pid, epoch, [("t", 2)]) == {("t", 2): E.PRODUCER_FENCED}
+    # AddPartitionsToTxn checks the pending transition first (the markers being written)
+    assert c.add_partitions("tx", pid, epoch, [("t", 2)]) == {("t", 2): E.CONCURRENT_TRANSACTIONS}
     # Until the abort markers are written the new instance is told to retry.
     assert c.init("tx").error_code == E.CONCURRENT_TRANSACTIONS
     c.complete_all()
     assert c.txn("tx").state is S.COMPLETE_ABORT
+    assert c.add_partitions("tx", pid, epoch, [("t", 2)]) == {("t", 2): E.PRODUCER_FENCED}
     r = c.init("tx")
     assert (r.error_code, r.producer_id, r.producer_epoch) == (E.NONE, pid, epoch + 2)
     assert c.end("tx", pid, epoch + 1, False) == E.PRODUCER_FENCED
@@ -459,7 +461,7 @@ LEGAL = {
     S.EMPTY: {S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT},
     S.ONGOING: {S.ONGOING, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT},
     S.PREPARE_COMMIT: {S.ONGOING},
-    S.PREPARE_ABORT: {S.ONGOING, S.PREPARE_EPOCH_FENCE},
+    S.PREPARE_ABORT: {S.ONGOING, S.PREPARE_EPOCH_FENCE, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT},   # 4.x (TV2)
     S.COMPLETE_COMMIT: {S.PREPARE_COMMIT},
     S.COMPLETE_ABORT: {S.PREPARE_ABORT},
     S.DEAD: {S.EMPTY, S.COMPLETE_ABORT, S.COMPLETE_COMMIT},
@@ -555,7 +557,9 @@ def test_end_txn_v5_bumps_the_epoch_every_transaction():
     assert (m.state, m.producer_epoch, m.client_transaction_version) == (S.PREPARE_COMMIT, epoch + 1, 2)
     [markers] = c.markers
     assert (markers.producer_id, markers.producer_epoch) == (pid, epoch + 1)     # the markers fence the old epoch
-    assert _end_v5(c, "tx", pid, epoch, True) == (E.NONE, pid, epoch + 1)       # a retry while completing
+    # the markers are being written (Kafka's pending transition): checked before anything else
+    assert _end_v5(c, "tx", pid, epoch, True) == (E.CONCURRENT_TRANSACTIONS, -1, -1)
+    assert _end_v5(c, "tx", 12345, epoch, False) == (E.CONCURRENT_TRANSACTIONS, -1, -1)
     assert c.complete_all()
     assert _end_v5(c, "tx", pid, epoch, True) == (E.NONE, pid, epoch + 1)       # and after
     assert _end_v5(c, "tx", pid, epoch, False)[0] == E.INVALID_TXN_STATE        # not the outcome it had
@@ -580,6 +584,130 @@ def test_end_txn_v5_at_an_exhausted_epoch_moves_to_a_new_producer_id():
         S.COMPLETE_COMMIT, 1000, 77, 0, -1)
     assert _end_v5(c, "tx", 77, 32766, True) == (E.NONE, 1000, 0)              # a retry after the rotation
     assert c.allocated == [1000]
+
+
+def test_end_txn_v5_abort_with_no_transaction_open_bumps_the_epoch():
+    """TransactionCoordinator.endTransaction under TV2: an ABORT in Empty, CompleteCommit or
+    CompleteAbort (not a retry) is a PrepareAbort with no partitions and the epoch bumped, its
+    start time the update time; a COMMIT there is INVALID_TXN_STATE; the epoch must be the
+    current one (PRODUCER_FENCED otherwise)."""
+    c = Ctx()
+    r = c.init("e")
+    pid, epoch = r.producer_id, r.producer_epoch
+    assert c.txn("e").state is S.EMPTY
+    assert _end_v5(c, "e", pid, epoch, True)[0] == E.INVALID_TXN_STATE
+    assert _end_v5(c, "e", pid, epoch + 1, False)[0] == E.PRODUCER_FENCED
+    c.now += 5
+    assert _end_v5(c, "e", pid, epoch, False) == (E.NONE, pid, epoch + 1)
+    m = c.txn("e")
+    assert (m.state, m.producer_epoch, m.partitions, m.txn_start_timestamp, m.client_transaction_version) == (
+        S.PREPARE_ABORT, epoch + 1, frozenset(), c.now, 2)
+    [markers] = c.complete_all()
+    assert (markers.partitions, markers.producer_epoch, markers.transaction_version) == ((), epoch + 1, 2)
+    assert c.txn("e").state is S.COMPLETE_ABORT
+    assert _end_v5(c, "e", pid, epoch, False) == (E.NONE, pid, epoch + 1)      # a retry: same answer
+    assert _end_v5(c, "e", pid, epoch, True)[0] == E.INVALID_TXN_STATE         # retry of the other outcome
+    # CompleteAbort, current epoch: another abort bumps again
+    assert _end_v5(c, "e", pid, epoch + 1, False) == (E.NONE, pid, epoch + 2)
+    c.complete_all()
+    # CompleteCommit, current epoch: an abort bumps, a commit is refused
+    assert add_v4(c, ("e", pid, epoch + 2, [("t", 0)], False)) == {"e": {("t", 0): E.NONE}}
+    assert _end_v5(c, "e", pid, epoch + 2, True) == (E.NONE, pid, epoch + 3)
+    c.complete_all()
+    assert _end_v5(c, "e", pid, epoch + 3, True)[0] == E.INVALID_TXN_STATE
+    assert _end_v5(c, "e", pid, epoch + 3, False) == (E.NONE, pid, epoch + 4)
+    c.complete_all()
+    assert _end_v5(c, "e", pid, epoch + 1, False)[0] == E.PRODUCER_FENCED       # an old epoch
+
+
+def test_end_txn_v5_retry_after_rotation_needs_the_exhausted_epoch():
+    """retryOnOverflow: the previous producer id at Short.MaxValue - 1 only; the previous id
+    becomes the current one at the next transition, as Kafka's prepareTransitionTo sets it."""
+    c = exhausted_ctx()
+    assert add_v4(c, ("tx", 77, 32766, [("t", 0)], False)) == {"tx": {("t", 0): E.NONE}}
+    assert _end_v5(c, "tx", 77, 32766, False) == (E.NONE, 1000, 0)
+    c.complete_all()
+    assert _end_v5(c, "tx", 77, 32765, False)[0] == E.INVALID_PRODUCER_ID_MAPPING
+    assert _end_v5(c, "tx", 77, 32766, False) == (E.NONE, 1000, 0)
+    assert add_v4(c, ("tx", 1000, 0, [("t", 0)], False)) == {"tx": {("t", 0): E.NONE}}
+    assert c.txn("tx").previous_producer_id == 1000
+    assert _end_v5(c, "tx", 77, 32766, False)[0] == E.INVALID_PRODUCER_ID_MAPPING
+
+
+def test_transaction_version_recorded_per_request_and_carried_by_the_markers():
+    """prepareAddPartitions and prepareAbortOrCommit record the client's transaction version:
+    AddPartitionsToTxn v0-3 and EndTxn v0-4 are version 0, v4+/v5 version 2; the markers are
+    written with the transaction's version (WriteTxnMarkers v2's TransactionVersion)."""
+    c = Ctx()
+    r = c.init("tx")
+    pid = r.producer_id
+    assert add_v4(c, ("tx", pid, 0, [("t", 0)], False)) == {"tx": {("t", 0): E.NONE}}
+    assert c.txn("tx").client_transaction_version == 2
+    assert _end_v5(c, "tx", pid, 0, True) == (E.NONE, pid, 1)
+    [m] = c.complete_all()
+    assert m.transaction_version == 2 and m.request().markers[0].transaction_version == 2
+    # the same id driven by a transaction version 1 client
+    assert set(c.add_partitions("tx", pid, 1, [("t", 0)], version=3).values()) == {E.NONE}
+    assert c.txn("tx").client_transaction_version == 0
+    assert c.end("tx", pid, 1, True) == E.NONE
+    [m] = c.complete_all()
+    assert (m.producer_epoch, m.transaction_version) == (1, 0)
+
+
+def test_timed_out_transaction_under_transaction_version_2_is_aborted_as_one():
+    """abortTimedOutTransactions ends the transaction with the broker's finalized transaction
+    version: under version 2 the epoch is bumped once, the transaction recorded as version 2
+    and its markers written as such, whatever version the client ran."""
+    c = Ctx()
+    c.shard.transaction_version = lambda: 2
+    pid, epoch = c.ongoing("slow", timeout=15000)                  # a TV1 client (AddPartitionsToTxn v3)
+    assert c.txn("slow").client_transaction_version == 0
+    c.advance(10000)
+    c.advance(10000)
+    m = c.txn("slow")
+    assert (m.state, m.producer_epoch, m.client_transaction_version) == (S.PREPARE_ABORT, epoch + 1, 2)
+    [markers] = c.complete_all()
+    assert (markers.committed, markers.producer_epoch, markers.transaction_version) == (False, epoch + 1, 2)
+    assert c.txn("slow").state is S.COMPLETE_ABORT
+
+
+def test_add_partitions_checks_a_pending_transition_before_the_producer():
+    """handleAddPartitionsToTransaction: CONCURRENT_TRANSACTIONS while markers are written comes
+    before the producer id and epoch checks (with TV2 the producer may use the id still
+    pending); EndTxn v0-4 checks the id and epoch first."""
+    c = Ctx()
+    pid, epoch = c.ongoing("tx")
+    assert c.end("tx", pid, epoch, True) == E.NONE
+    assert c.txn("tx").state is S.PREPARE_COMMIT
+    assert c.add_partitions("tx", pid + 1, epoch, [("t", 5)]) == {("t", 5): E.CONCURRENT_TRANSACTIONS}
+    assert c.add_partitions("tx", pid, epoch + 3, [("t", 5)]) == {("t", 5): E.CONCURRENT_TRANSACTIONS}
+    assert c.end("tx", pid + 1, epoch, True) == E.INVALID_PRODUCER_ID_MAPPING
+    assert c.end("tx", pid, epoch, True) == E.CONCURRENT_TRANSACTIONS
+
+
+def test_init_producer_id_after_a_v5_end_txn_with_the_epoch_before_it_is_a_retry():
+    """prepareAbortOrCommit under TV2 keeps the epoch before the bump as lastProducerEpoch, so an
+    InitProducerId naming it (a producer that missed the EndTxn answer) is a retry answered with
+    the current epoch, not PRODUCER_FENCED; naming the current epoch bumps (KIP-360)."""
+    c = Ctx()
+    pid, epoch = c.ongoing("tx")
+    assert _end_v5(c, "tx", pid, epoch, True) == (E.NONE, pid, epoch + 1)
+    c.complete_all()
+    r = c.init("tx", producer_id=pid, producer_epoch=epoch)
+    assert (r.error_code, r.producer_id, r.producer_epoch) == (E.NONE, pid, epoch + 1)
+    r = c.init("tx", producer_id=pid, producer_epoch=epoch + 1)
+    assert (r.error_code, r.producer_id, r.producer_epoch) == (E.NONE, pid, epoch + 2)
+    r = c.init("tx", producer_id=pid, producer_epoch=epoch)
+    assert r.error_code == E.PRODUCER_FENCED
+
+
+def test_init_producer_id_after_a_rotation_retries_with_the_exhausted_epoch():
+    c = exhausted_ctx()
+    assert add_v4(c, ("tx", 77, 32766, [("t", 0)], False)) == {"tx": {("t", 0): E.NONE}}
+    assert _end_v5(c, "tx", 77, 32766, True) == (E.NONE, 1000, 0)
+    c.complete_all()
+    r = c.init("tx", producer_id=77, producer_epoch=32766)
+    assert (r.error_code, r.producer_id, r.producer_epoch) == (E.NONE, 1000, 0)
 
 
 @pytest.mark.parametrize("timeouts", [[15000], [15000, 42000], [], [95000]])

@@ -9,5 +9,7 @@ def handle(broker, ctx, req, version):
     def new_configs(r):
         admin.current_configs(broker, r.resource_type, r.resource_name)   # the resource exists
         return {c.name: c.value for c in r.configs}
-    return AlterConfigsResponse(throttle_time_ms=0, responses=admin.alter_resources(
+    resp = AlterConfigsResponse(throttle_time_ms=0, responses=admin.alter_resources(
         broker, req, AlterConfigsResponse.AlterConfigsResourceResponse, new_configs, ctx))
+    # in a cluster, answered once the topics' new configs are in ZooKeeper
+    return resp if broker.cluster is None else broker.cluster.after_writes(resp)

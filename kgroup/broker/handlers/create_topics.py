@@ -2,7 +2,12 @@
 replica assignments onto this node, topic configs, ``validate_only``; v5+ returns the resolved
 partition count, replication factor and configs; v7+ the topic id. The partition logs are
 created in time slices (Broker.run_in_slices): a request of up to 10,000 partitions is answered
-once every topic is created and saved, while other connections are served meanwhile."""
+once every topic is created and saved, while other connections are served meanwhile.
+
+In a cluster (kgroup/cluster/): any replication factor up to the live brokers, replicas placed
+as Kafka's AdminUtils places them (racks included) or as assigned, written to ZooKeeper by this
+broker (AdminZkClient) and answered once every partition has a leader in its metadata cache
+(DelayedCreatePartitions; REQUEST_TIMED_OUT past the request's timeout)."""
 from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages.create_topics import CreateTopicsResponse
 from .controller_limits import check_create_topics_records
@@ -52,6 +57,8 @@ def handle(broker, ctx, req, version):
             resp.topics.append(Result(name=t.name, error_code=e.code, error_message=str(e), configs=None))
     if not creations:
         return resp
+    if broker.cluster is not None:
+        return broker.cluster.answer_later(_create_in_cluster(broker, req, version, resp, creations))
 
     def create_all():
         for i, name, num_partitions, rf, configs in creations:
@@ -92,12 +99,35 @@ def _all_configs(broker, configs):
             for k in TOPIC_CONFIGS}
 
 
+async def _create_in_cluster(broker, req, version, resp, creations):
+    cluster = broker.cluster
+    timeout_s = max(req.timeout_ms, 0) / 1000.0
+    by_name = {t.name: t for t in req.topics}
+    for i, name, num_partitions, rf, configs in creations:
+        try:
+            t = by_name[name]
+            if t.assignments:
+                assignment = {a.partition_index: list(a.broker_ids) for a in t.assignments}
+            else:
+                assignment = cluster.place(num_partitions, rf)
+            topic_id = await cluster.create_topic(name, assignment, configs, timeout_s)
+            resp.topics[i] = _created(broker, version, name, topic_id, num_partitions, rf, configs)
+        except KafkaError as e:
+            resp.topics[i] = Result(name=name, error_code=e.code, error_message=str(e), configs=None)
+    return resp
+
+
 def _from_assignments(broker, assignments):
     node = broker.config.node_id
     indexes = sorted(a.partition_index for a in assignments)
     if indexes != list(range(len(indexes))):
         raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                          "Partitions should be a consecutive 0-based integer sequence")
+    if broker.cluster is not None:
+        broker.cluster.check_manual_assignment({a.partition_index: list(a.broker_ids) for a in assignments})
+        if len({len(a.broker_ids) for a in assignments}) != 1:
+            raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "All partitions should have the same number of replicas")
+        return len(assignments), len(assignments[0].broker_ids)
     for a in assignments:
         if not a.broker_ids or len(set(a.broker_ids)) != len(a.broker_ids):
             raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,

@@ -6,7 +6,8 @@ unknown ones then left out; an unknown topic asked for is UNKNOWN_TOPIC_OR_PARTI
 name INVALID_TOPIC_EXCEPTION). A cursor naming a topic the request does not ask for, or a negative
 partition, fails the request with INVALID_REQUEST (DescribeTopicPartitionsRequestHandler,
 KRaftMetadataCache.describeTopicResponse). This node leads every partition at epoch 0, as
-Metadata answers."""
+Metadata answers; in a cluster (kgroup/cluster/) each partition's leader, leader epoch,
+replicas, ISR and offline replicas come from the metadata cache, as Metadata's."""
 from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages.describe_topic_partitions import DescribeTopicPartitionsResponse
 from ..authorization import DESCRIBE, RT_TOPIC, denied_topics, operations
@@ -52,12 +53,19 @@ def handle(broker, ctx, req, version):
             continue
         first = cursor.partition_index if cursor is not None and name == cursor.topic_name else 0
         upper = min(topic.num_partitions, first + remaining)
+        if broker.cluster is None:
+            partitions = [Partition(error_code=0, partition_index=p, leader_id=node, leader_epoch=0,
+                                    replica_nodes=[node], isr_nodes=[node], eligible_leader_replicas=[],
+                                    last_known_elr=[], offline_replicas=[]) for p in range(first, upper)]
+        else:
+            partitions = [Partition(error_code=int(ErrorCode.LEADER_NOT_AVAILABLE) if i.leader < 0 else 0,
+                                    partition_index=i.partition, leader_id=i.leader, leader_epoch=i.leader_epoch,
+                                    replica_nodes=list(i.replicas), isr_nodes=list(i.isr), eligible_leader_replicas=[],
+                                    last_known_elr=[], offline_replicas=list(i.offline_replicas))
+                          for i in broker.cluster.cache.partitions(name) if first <= i.partition < upper]
         resp.topics.append(Topic(
             error_code=0, name=name, topic_id=topic.topic_id, is_internal=topic.is_internal,
-            topic_authorized_operations=operations(broker, ctx, RT_TOPIC, name),
-            partitions=[Partition(error_code=0, partition_index=p, leader_id=node, leader_epoch=0,
-                                  replica_nodes=[node], isr_nodes=[node], eligible_leader_replicas=[],
-                                  last_known_elr=[], offline_replicas=[]) for p in range(first, upper)]))
+            topic_authorized_operations=operations(broker, ctx, RT_TOPIC, name), partitions=partitions))
         if upper < topic.num_partitions:
             resp.next_cursor = Cursor(topic_name=name, partition_index=upper)
             break

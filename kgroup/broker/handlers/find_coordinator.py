@@ -1,7 +1,11 @@
 """FindCoordinator (10) v0-6: this node coordinates every group (it owns every
 ``__consumer_offsets`` partition); the topic is created on first use. Loading errors come from
 the group APIs, as in Kafka. Transactional ids (key type 1): this node too, ``__transaction_state``
-created on first use. Batched keys from v4."""
+created on first use. Batched keys from v4.
+
+In a cluster (kgroup/cluster/): the leader of the key's partition of the coordinator topic, from
+the metadata cache; COORDINATOR_NOT_AVAILABLE while it has none, or while the topic is being
+created (in ZooKeeper, with its replication factor capped by the live brokers), as Kafka answers."""
 from ...protocol.errors import ErrorCode
 from ...protocol.messages.find_coordinator import FindCoordinatorResponse
 from ..authorization import DESCRIBE, RT_GROUP, RT_TRANSACTIONAL_ID, allowed
@@ -14,6 +18,8 @@ def handle(broker, ctx, req, version):
     node = broker.config.node_id
     host, port = broker.advertised_listener(ctx.listener_name)
     keys = req.coordinator_keys if version >= 4 else [req.key]
+    if broker.cluster is not None and req.key_type in (GROUP, TRANSACTION):
+        return _cluster(broker, ctx, req, version, keys)
     if req.key_type == GROUP:
         broker.group_coordinator.ensure_offsets_topic()
         error, message = ErrorCode.NONE, None
@@ -42,3 +48,34 @@ def handle(broker, ctx, req, version):
     return FindCoordinatorResponse(throttle_time_ms=0, error_code=error, error_message=message,
                                    node_id=node if found else -1, host=host if found else "",
                                    port=port if found else -1)
+
+
+def _cluster(broker, ctx, req, version, keys):
+    runtime = broker.group_coordinator if req.key_type == GROUP else broker.transaction_coordinator
+    if req.key_type == GROUP:
+        runtime.ensure_offsets_topic()
+    else:
+        runtime.ensure_topic()
+    cache = broker.cluster.cache
+    rt, denied_code = ((RT_GROUP, ErrorCode.GROUP_AUTHORIZATION_FAILED) if req.key_type == GROUP else
+                       (RT_TRANSACTIONAL_ID, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
+    out = []
+    for k in keys:
+        if broker.authorizer is not None and not allowed(broker, ctx, DESCRIBE, rt, k):
+            out.append((k, -1, "", -1, denied_code, None))
+            continue
+        endpoint = None
+        leader = None
+        if cache.is_ready(runtime.topic):
+            leader = cache.leader(runtime.topic, runtime.shard_for(k))
+            if leader is not None:
+                endpoint = cache.endpoint(leader, ctx.listener_name)
+        if endpoint is None:
+            out.append((k, -1, "", -1, ErrorCode.COORDINATOR_NOT_AVAILABLE, None))
+        else:
+            out.append((k, leader, endpoint[0], endpoint[1], ErrorCode.NONE, None))
+    if version >= 4:
+        return FindCoordinatorResponse(throttle_time_ms=0, coordinators=[
+            Coordinator(key=k, node_id=n, host=h, port=p, error_code=e, error_message=m) for k, n, h, p, e, m in out])
+    _k, n, h, p, e, m = out[0]
+    return FindCoordinatorResponse(throttle_time_ms=0, error_code=e, error_message=m, node_id=n, host=h, port=p)

@@ -8,5 +8,7 @@ def handle(broker, ctx, req, version):
     def new_configs(r):
         return admin.incremental(broker, r.resource_type, r.resource_name,
                                  [(c.name, c.config_operation, c.value) for c in r.configs])
-    return IncrementalAlterConfigsResponse(throttle_time_ms=0, responses=admin.alter_resources(
+    resp = IncrementalAlterConfigsResponse(throttle_time_ms=0, responses=admin.alter_resources(
         broker, req, IncrementalAlterConfigsResponse.AlterConfigsResourceResponse, new_configs, ctx))
+    # in a cluster, answered once the topics' new configs are in ZooKeeper
+    return resp if broker.cluster is None else broker.cluster.after_writes(resp)

@@ -11,6 +11,11 @@ nothing (-1); read_uncommitted uses the high watermark, which is the log end her
 Timestamp lookups read the records of the batch they land in, which for a compressed batch
 means decompressing it (every codec is a dependency). A batch that cannot be read answers the
 partition with the error's code (CORRUPT_MESSAGE), as Kafka's ``Errors.forException``.
+
+In a cluster only the partition's leader answers (NOT_LEADER_OR_FOLLOWER; the current leader epoch
+checked, KIP-320), a consumer's latest is the high watermark with the leader's epoch, and while a
+new leader's high watermark is below its first offset a consumer gets OFFSET_NOT_AVAILABLE (KIP-207);
+a follower's request (replica id >= 0) sees the log end.
 """
 from ...protocol.errors import ErrorCode
 from ...protocol.messages.list_offsets import ListOffsetsResponse
@@ -28,6 +33,9 @@ PartitionResponse = ListOffsetsResponse.ListOffsetsPartitionResponse
 
 
 def handle(broker, ctx, req, version):
+    rm = broker.replica_manager
+    if rm.enabled:
+        return _handle_cluster(broker, ctx, req, version)
     resp = ListOffsetsResponse(throttle_time_ms=0, topics=[])
     denied = denied_topics(broker, ctx, DESCRIBE, (t.name for t in req.topics))   # KafkaApis: DESCRIBE
     for t in req.topics:
@@ -66,4 +74,60 @@ def handle(broker, ctx, req, version):
                 epoch = found.leader_epoch if found.leader_epoch is not None else -1
             pr.error_code = 0
             pr.offset, pr.timestamp, pr.leader_epoch = offset, stamp, epoch
+    return resp
+
+
+def _handle_cluster(broker, ctx, req, version):
+    """Partition.fetchOffsetForTimestamp on the partition's leader."""
+    rm = broker.replica_manager
+    consumer = req.replica_id < 0
+    resp = ListOffsetsResponse(throttle_time_ms=0, topics=[])
+    denied = denied_topics(broker, ctx, DESCRIBE, (t.name for t in req.topics))
+    for t in req.topics:
+        tr = TopicResponse(name=t.name, partitions=[])
+        resp.topics.append(tr)
+        topic = broker.metadata.get(t.name)
+        for p in t.partitions:
+            pr = PartitionResponse(partition_index=p.partition_index, timestamp=-1, offset=-1, leader_epoch=-1)
+            tr.partitions.append(pr)
+            if denied and t.name in denied:
+                pr.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                continue
+            plog = broker.data_path.log(t.name, p.partition_index) if topic else None
+            if plog is None or not 0 <= p.partition_index < topic.num_partitions:
+                pr.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            if p.timestamp < 0 and version < _SPECIAL.get(p.timestamp, 1 << 15):
+                pr.error_code = ErrorCode.UNSUPPORTED_VERSION
+                continue
+            part, error = rm.leader_partition(t.name, p.partition_index, p.current_leader_epoch)
+            if error is not None:
+                pr.error_code = error
+                continue
+            if not consumer:
+                last_fetchable = plog.log_end_offset
+            elif req.isolation_level == 1:
+                last_fetchable = plog.last_stable_offset
+            else:
+                last_fetchable = plog.high_watermark
+            not_available = consumer and part.leader_epoch_start_offset > plog.high_watermark
+            try:
+                if p.timestamp == LATEST_TIMESTAMP:
+                    found = None if not_available else (-1, last_fetchable, part.leader_epoch)
+                else:
+                    hit = plog.fetch_offset_by_timestamp(p.timestamp)
+                    found = None if hit is None else (
+                        hit.timestamp, hit.offset, hit.leader_epoch if hit.leader_epoch is not None else -1)
+                    if found is not None and p.timestamp not in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP) \
+                            and found[1] >= last_fetchable and found[1] >= 0:
+                        found = None
+            except (LogError, RecordBatchError) as e:
+                pr.error_code = e.error_code
+                continue
+            if found is None and not_available and p.timestamp not in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
+                pr.error_code = ErrorCode.OFFSET_NOT_AVAILABLE
+                continue
+            pr.error_code = 0
+            if found is not None:
+                pr.timestamp, pr.offset, pr.leader_epoch = found
     return resp

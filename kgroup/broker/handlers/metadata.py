@@ -2,6 +2,12 @@
 by this node, topic ids (v10+), auto-creation (``auto.create.topics.enable`` and, v4+, the
 request's ``allow_auto_topic_creation``).
 
+In a cluster (kgroup/cluster/), Kafka's ZkMetadataCache answer: every live broker with its
+endpoint on the request's listener and rack, the controller, and per partition the leader
+(-1 and LEADER_NOT_AVAILABLE when it is not live), leader epoch, replicas, ISR and offline
+replicas; a topic whose partitions have no state yet is LEADER_NOT_AVAILABLE, and so is one
+being auto-created (written to ZooKeeper, the client asks again).
+
 v0: an empty topic list means all topics; v1+: null means all, empty means none. Internal topics
 are never auto-created here (``__consumer_offsets`` is created by the coordinator on first use).
 """
@@ -19,10 +25,19 @@ Partition = MetadataResponse.MetadataResponsePartition
 def handle(broker, ctx, req, version):
     md = broker.metadata
     node = broker.config.node_id
-    host, port = broker.advertised_listener(ctx.listener_name)
-    resp = MetadataResponse(
-        brokers=[Broker(node_id=node, host=host, port=port, rack=None)],
-        cluster_id=md.cluster_id, controller_id=node, topics=[])
+    cluster = broker.cluster
+    if cluster is None:
+        host, port = broker.advertised_listener(ctx.listener_name)
+        resp = MetadataResponse(
+            brokers=[Broker(node_id=node, host=host, port=port, rack=None)],
+            cluster_id=md.cluster_id, controller_id=node, topics=[])
+    else:
+        cache = cluster.cache
+        resp = MetadataResponse(
+            brokers=[Broker(node_id=b, host=h, port=p, rack=r) for b, h, p, r in cache.alive_brokers(ctx.listener_name)],
+            cluster_id=md.cluster_id, controller_id=cache.controller_id if cache.controller_id is not None else -1,
+            topics=[])
+        md = _ClusterTopics(cluster)
     if req.topics is None or (version == 0 and not req.topics):
         wanted = [t for t in md.topics]
         by_id = ()
@@ -49,6 +64,13 @@ def handle(broker, ctx, req, version):
             # whose partitions have no leader yet
             resp.topics.append(Topic(error_code=ErrorCode.LEADER_NOT_AVAILABLE, name=name, partitions=[]))
             continue
+        if topic is None and allow_create and name not in INTERNAL_TOPICS and cluster is not None:
+            try:
+                md.create(broker, name)
+                resp.topics.append(Topic(error_code=ErrorCode.LEADER_NOT_AVAILABLE, name=name, partitions=[]))
+            except KafkaError as e:
+                resp.topics.append(Topic(error_code=e.code, name=name, partitions=[]))
+            continue
         if topic is None and allow_create and name not in INTERNAL_TOPICS:
             try:
                 topic = broker.create_topic(name, -1, -1, {})
@@ -59,7 +81,7 @@ def handle(broker, ctx, req, version):
             resp.topics.append(Topic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name,
                                      partitions=[]))
             continue
-        resp.topics.append(_topic(topic, node))
+        resp.topics.append(_topic(topic, node) if cluster is None else md.describe(name))
     for tid in by_id:
         topic = md.by_id(tid)
         if topic is not None and authorizer is not None and not authorizer.authorize(ctx, DESCRIBE, RT_TOPIC, topic.name):
@@ -70,7 +92,7 @@ def handle(broker, ctx, req, version):
             resp.topics.append(Topic(error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=tid,
                                      partitions=[]))
         else:
-            resp.topics.append(_topic(topic, node))
+            resp.topics.append(_topic(topic, node) if cluster is None else md.describe(topic.name))
     if version >= 8:   # without an authorizer every supported operation, when asked (KafkaApis)
         if req.include_topic_authorized_operations:
             for t in resp.topics:       # every topic but those refused (KafkaApis' topicMetadata)
@@ -94,3 +116,36 @@ def _topic(topic, node):
         partitions=[Partition(error_code=0, partition_index=p, leader_id=node, leader_epoch=0,
                               replica_nodes=[node], isr_nodes=[node], offline_replicas=[])
                     for p in range(topic.num_partitions)])
+
+
+class _ClusterTopics:
+    """The cluster's topics as Metadata reads them (the metadata cache), in the registry's shape."""
+
+    def __init__(self, cluster):
+        self.cluster = cluster
+        self.cache = cluster.cache
+        self.topics = cluster.cache.topics
+        self.creating = ()
+
+    def get(self, name):
+        return self.cluster.broker.metadata.get(name) if name in self.cache.topics else None
+
+    def by_id(self, topic_id):
+        name = self.cache.topic_name(topic_id)
+        return self.get(name) if name is not None else None
+
+    def create(self, broker, name):
+        num_partitions, rf = broker.metadata.check_create(name, -1, -1, {})
+        self.cluster.create_topic_in_background(name, num_partitions, rf, {})
+
+    def describe(self, name):
+        cache = self.cache
+        topic_id = cache.topic_id(name) or bytes(16)
+        if not cache.is_ready(name):
+            return Topic(error_code=ErrorCode.LEADER_NOT_AVAILABLE, name=name, topic_id=topic_id,
+                         is_internal=name in INTERNAL_TOPICS, partitions=[])
+        return Topic(error_code=0, name=name, topic_id=topic_id, is_internal=name in INTERNAL_TOPICS, partitions=[
+            Partition(error_code=ErrorCode.LEADER_NOT_AVAILABLE if p.leader < 0 else 0, partition_index=p.partition,
+                      leader_id=p.leader, leader_epoch=p.leader_epoch, replica_nodes=list(p.replicas),
+                      isr_nodes=list(p.isr), offline_replicas=list(p.offline_replicas))
+            for p in cache.partitions(name)])

@@ -8,6 +8,12 @@ topic by its id.
 Per partition: exactly one batch (Kafka's ProduceRequest.validateRecords for v3+), validated and
 appended as received; errors are per partition with Kafka's codes. acks=-1 waits for the group
 commit fsync (see ``data_path``); acks=1 answers once written; acks=0 sends nothing back.
+
+In a cluster (``replica_manager.enabled``) a partition is written only by its leader
+(NOT_LEADER_OR_FOLLOWER otherwise, with KIP-951's CurrentLeader and NodeEndpoints from v10),
+min.insync.replicas is checked against the partition's ISR, and an acks=-1 answer also waits
+until the whole ISR has the records (``ReplicaManager.delayed_produce``, REQUEST_TIMED_OUT after
+the request's timeout).
 """
 from ...protocol.errors import ErrorCode
 from ...protocol.messages.produce import ProduceResponse
@@ -55,6 +61,9 @@ def handle(broker, ctx, req, version, _added=False, _waited=False):
         if added is not None:
             return chain(added, lambda: handle(broker, ctx, req, version, _added=True))
     dp = broker.data_path
+    rm = broker.replica_manager
+    cluster = rm.enabled
+    replicated = [] if cluster and req.acks == -1 else None     # acks=all waits for the ISR
     resp = ProduceResponse(responses=[], throttle_time_ms=0)
     written, to_flush = [], set()
     bad_acks = req.acks not in (-1, 0, 1)
@@ -99,7 +108,22 @@ def handle(broker, ctx, req, version, _added=False, _waited=False):
                     pr.error_code = error
                     continue
             plog = dp.log(td.name, pd.index)
-            if req.acks == -1 and plog.config.min_insync_replicas > 1:
+            if cluster:
+                part, error = rm.leader_partition(td.name, pd.index)
+                if error is not None:
+                    pr.error_code = error
+                    if version >= 10:
+                        _leader_hint(rm, td.name, pd.index, pr, resp)
+                    continue
+                min_isr = plog.config.min_insync_replicas
+                if req.acks == -1 and len(part.isr) < min_isr:
+                    # Partition.appendRecordsToLeader
+                    pr.error_code = ErrorCode.NOT_ENOUGH_REPLICAS
+                    pr.error_message = (f"The size of the current ISR Set({', '.join(map(str, part.isr))}) is "
+                                        f"insufficient to satisfy the min.isr requirement of {min_isr} for "
+                                        f"partition {td.name}-{pd.index}")
+                    continue
+            elif req.acks == -1 and plog.config.min_insync_replicas > 1:
                 # Partition.appendRecordsToLeader: this node is the whole ISR
                 pr.error_code = ErrorCode.NOT_ENOUGH_REPLICAS
                 pr.error_message = (f"The size of the current ISR Set({broker.config.node_id}) is insufficient to "
@@ -116,6 +140,10 @@ def handle(broker, ctx, req, version, _added=False, _waited=False):
                                     for i, m in e.record_errors]
                 continue
             pr.error_code = 0
+            if cluster:
+                rm.leader_appended(part)
+                if replicated is not None:
+                    replicated.append((part, result.last_offset + 1, min_isr, pr))
             pr.base_offset = result.base_offset
             pr.log_append_time_ms = result.log_append_time
             pr.log_start_offset = result.log_start_offset
@@ -133,9 +161,25 @@ def handle(broker, ctx, req, version, _added=False, _waited=False):
             # the producer (which then refreshes its metadata).
             ctx.connection.close("error in a produce request with acks=0")
         return None
+    if replicated:
+        delayed = rm.delayed_produce(replicated, req.timeout_ms)
+        if to_flush:
+            return PendingResponse.gather([_after_flush(dp.wait_flushed(to_flush), resp), delayed],
+                                          lambda _: resp)
+        return delayed.then(lambda _: resp)
     if req.acks == -1 and to_flush:
         return _after_flush(dp.wait_flushed(to_flush), resp)
     return resp
+
+
+def _leader_hint(rm, topic, partition, pr, resp) -> None:
+    """KIP-951: the leader this broker knows for a partition it does not lead, and its endpoint."""
+    leader, epoch = rm.leader_hint(topic, partition)
+    pr.current_leader = ProduceResponse.LeaderIdAndEpoch(leader_id=leader, leader_epoch=epoch)
+    endpoint = rm.endpoint(leader) if leader >= 0 else None
+    if endpoint is not None and all(n.node_id != leader for n in resp.node_endpoints):
+        resp.node_endpoints.append(ProduceResponse.NodeEndpoint(node_id=leader, host=endpoint[0], port=endpoint[1],
+                                                                rack=endpoint[2]))
 
 
 def _add_partitions_implicitly(broker, req, version):

@@ -1,5 +1,8 @@
 """WriteTxnMarkers (27) v1-2 (v2 carries the transaction version): the path by which a transaction coordinator writes COMMIT/ABORT
-control batches (the runtime calls the same ``write_markers`` directly, being on this node).
+control batches (the runtime calls the same ``write_markers`` directly, being on this node). A
+marker of transaction version 2 must carry an epoch above the producer's (the coordinator bumped
+it); an older or equal one is refused INVALID_PRODUCER_EPOCH, unless it repeats a marker already
+written (ProducerAppendInfo.checkProducerEpoch).
 Answered once the markers are fsynced. Unknown partitions answer UNKNOWN_TOPIC_OR_PARTITION."""
 from ...protocol.errors import ErrorCode
 from ...protocol.messages.write_txn_markers import WriteTxnMarkersResponse
@@ -29,7 +32,8 @@ def handle(broker, ctx, req, version):
                 else:
                     try:
                         logs |= txn.write_markers(m.producer_id, m.producer_epoch, m.transaction_result,
-                                                  m.coordinator_epoch, ((t.name, p),))
+                                                  m.coordinator_epoch, ((t.name, p),),
+                                                  m.transaction_version if version >= 2 else 0)
                     except CoordinatorAppendError as e:
                         if isinstance(e.cause, CorruptIndexError):
                             raise e.cause from None     # a broken index is the broker's failure

@@ -5,9 +5,8 @@ the compatibility matrix (tests/interop/test_matrix_burrow.py).
         burrow.wait_group("g", lambda parts: ...)      # polls Burrow's HTTP API
         burrow.group_lag("g")                          # {(topic, partition): current-lag}
 
-ZooKeeper runs as ``java ... ZooKeeperServerMain zoo.cfg`` from /usr/share/java/zookeeper.jar
-(Debian's ``zookeeper``; its jar's manifest carries the class path), loopback only, no admin
-server. Burrow runs as ``/usr/bin/Burrow --config-dir DIR`` with burrow.toml.tmpl filled in.
+ZooKeeper is kgroup.testing.zookeeper's ZooKeeperServer (Debian's ``zookeeper``, loopback only,
+no admin server). Burrow runs as ``/usr/bin/Burrow --config-dir DIR`` with burrow.toml.tmpl filled in.
 Both are stopped (SIGTERM, then SIGKILL) by ``stop()``. scripts/install-interop-deps.sh
 installs them; nothing here skips when they are missing: it fails saying what to install.
 """
@@ -16,16 +15,15 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import time
 import urllib.error
 import urllib.request
 
+from kgroup.testing.zookeeper import ZooKeeperServer, tail as _tail
 from tests.harness import free_port
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ZOOKEEPER_JAR = "/usr/share/java/zookeeper.jar"
 
 
 def burrow_binary() -> str:
@@ -34,16 +32,6 @@ def burrow_binary() -> str:
         raise RuntimeError("Burrow is not installed: run scripts/install-interop-deps.sh "
                            "(as root: apt-get install burrow zookeeper)")
     return path
-
-
-def zookeeper_command(cfg: str) -> list[str]:
-    java = shutil.which("java")
-    if java is None or not os.path.exists(ZOOKEEPER_JAR):
-        raise RuntimeError("ZooKeeper is not installed: run scripts/install-interop-deps.sh "
-                           "(as root: apt-get install zookeeper)")
-    return [java, "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-            "-Dzookeeper.admin.enableServer=false", "-cp", ZOOKEEPER_JAR,
-            "org.apache.zookeeper.server.ZooKeeperServerMain", cfg]
 
 
 def _render(template: str, dest: str, **values) -> None:
@@ -75,14 +63,8 @@ class BurrowStack:
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self, timeout: float = 60.0) -> "BurrowStack":
-        os.makedirs(os.path.join(self.work_dir, "zk-data"), exist_ok=True)
-        self.zk_port = free_port()
-        cfg = os.path.join(self.work_dir, "zoo.cfg")
-        _render("zoo.cfg.tmpl", cfg, data_dir=os.path.join(self.work_dir, "zk-data"), port=self.zk_port)
-        with open(self.zk_log, "ab") as log:
-            self.zk = subprocess.Popen(zookeeper_command(cfg), cwd=self.work_dir, stdout=log,
-                                       stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        self._wait_zookeeper(timeout)
+        self.zk = ZooKeeperServer(self.work_dir).start(timeout)
+        self.zk_port = self.zk.port
         self.http_port = free_port()
         _render("burrow.toml.tmpl", os.path.join(self.work_dir, "burrow.toml"), work_dir=self.work_dir,
                 zk_port=self.zk_port, bootstrap=self.bootstrap, http_port=self.http_port)
@@ -101,24 +83,10 @@ class BurrowStack:
             time.sleep(0.2)
         raise RuntimeError("Burrow did not start:\n" + self.log_tail())
 
-    def _wait_zookeeper(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.zk.poll() is not None:
-                raise RuntimeError(f"ZooKeeper exited with {self.zk.returncode}:\n{_tail(self.zk_log)}")
-            try:
-                with socket.create_connection(("127.0.0.1", self.zk_port), timeout=1) as s:
-                    s.sendall(b"srvr")
-                    if b"Mode:" in s.recv(4096):
-                        return
-            except OSError:
-                pass
-            time.sleep(0.2)
-        raise RuntimeError("ZooKeeper did not start:\n" + _tail(self.zk_log))
-
     def stop(self) -> None:
         _stop(self.burrow)
-        _stop(self.zk)
+        if self.zk is not None:
+            self.zk.stop()
 
     def __enter__(self) -> "BurrowStack":
         return self.start()
@@ -173,10 +141,3 @@ class BurrowStack:
             time.sleep(0.3)
         raise AssertionError(f"Burrow never reported the expected lag for {group}: {last}\n{self.log_tail()}")
 
-
-def _tail(path: str, n: int = 60) -> str:
-    try:
-        with open(path, errors="replace") as f:
-            return "".join(f.readlines()[-n:])
-    except OSError:
-        return ""
