@@ -30,6 +30,7 @@ from ..protocol.messages.offset_for_leader_epoch import OffsetForLeaderEpochRequ
 from ..protocol.records import RecordBatchError
 from ..storage.errors import LogError
 from ..storage.leader_epoch_cache import UNDEFINED_EPOCH
+from .inter_broker import connect
 
 log = logging.getLogger("kgroup.replica_fetcher")
 
@@ -123,13 +124,8 @@ class ReplicaFetcher:
         conn = self.connection
         if conn is not None and not conn.closed:
             return conn
-        endpoint = self.rm.endpoint(self.source_id)
-        if endpoint is None:
-            raise KafkaConnectionError(f"no endpoint known for broker {self.source_id}")
-        conn = BrokerConnection(endpoint[0], endpoint[1], node_id=self.source_id,
-                                client_id=f"broker-{self.rm.broker_id}-fetcher-0",
-                                request_timeout_ms=self.timeout_ms + self.max_wait_ms)
-        await conn.connect()
+        conn = await connect(self.rm, self.source_id, f"broker-{self.rm.broker_id}-fetcher-0",
+                             self.timeout_ms + self.max_wait_ms)
         self.connection = conn
         return conn
 
