@@ -59,6 +59,7 @@ class ReplicaFetcher:
         self.connection: BrokerConnection | None = None
         self.task: asyncio.Task | None = None
         self.wakeup = asyncio.Event()
+        self.closing = False
         config = self.rm.broker.config
         self.max_wait_ms = config["replica.fetch.wait.max.ms"]
         self.min_bytes = config["replica.fetch.min.bytes"]
@@ -77,6 +78,9 @@ class ReplicaFetcher:
         self.partitions.pop(tp, None)
 
     async def close(self) -> None:
+        # also checked by the loop: asyncio.wait_for (Python 3.11) swallows a cancellation that
+        # arrives with the response it waited for, and the loop would go on
+        self.closing = True
         if self.task is not None:
             self.task.cancel()
             try:
@@ -93,7 +97,7 @@ class ReplicaFetcher:
         return {tp: fs for tp, fs in self.partitions.items() if fs.state == state and fs.delayed_until <= now}
 
     async def _run(self) -> None:
-        while True:
+        while not self.closing:
             if not any(s.state != FAILED for s in self.partitions.values()):
                 self.wakeup.clear()
                 await self.wakeup.wait()
