@@ -128,9 +128,10 @@ def test_confluent_kafka_commits_and_aborts_across_brokers(cluster):
 
 
 def test_markers_are_retried_to_a_new_leader(cluster):
-    """The leader of orders-1 refuses the coordinator's markers (NOT_LEADER_OR_FOLLOWER): the
-    transaction stays in PrepareCommit, its EndTxn answered; orders-1 moves to broker 2 and the
-    marker is retried there, then the transaction completes."""
+    """The leader of orders-1 does not answer the coordinator's markers (its connection drops
+    each WriteTxnMarkers, as a broker about to fail): the transaction stays in PrepareCommit, its
+    EndTxn answered, the markers retried; orders-1 moves to broker 2 and the marker is sent there,
+    then the transaction completes."""
     from confluent_kafka import Producer
     c = cluster
     p = Producer({"bootstrap.servers": c.brokers[1].bootstrap_servers, "transactional.id": "moving",
@@ -141,7 +142,7 @@ def test_markers_are_retried_to_a_new_leader(cluster):
     for i, v in enumerate(values):
         p.produce(T, value=v, partition=i % 2)
     assert p.flush(30) == 0
-    c.brokers[3].inject_errors("WriteTxnMarkers", ["NOT_LEADER_OR_FOLLOWER"] * 1000, client_id="broker-1")
+    c.brokers[3].drop_connection(api="WriteTxnMarkers", count=None, client_id="broker-1")
     p.commit_transaction(30)        # answered once PrepareCommit is written, before the markers
     time.sleep(0.5)
     assert txn_state(c, "moving") == "PrepareCommit"
