@@ -95,7 +95,7 @@ class AddPartitionsToTxnManager:
             for *_, partitions, answer in entries:
                 answer.answer({tp: code for tp in partitions})
             return
-        except Exception as e:          # noqa: BLE001 - answered as a failed exchange, logged
+        except Exception:          # noqa: BLE001 - answered as a failed exchange, logged
             log.exception("AddPartitionsToTxn to broker %d failed", broker_id)
             for *_, partitions, answer in entries:
                 answer.answer({tp: ErrorCode.NETWORK_EXCEPTION for tp in partitions})

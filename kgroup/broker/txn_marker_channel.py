@@ -30,7 +30,6 @@ import logging
 from ..protocol.errors import ErrorCode
 from ..protocol.messages.write_txn_markers import WriteTxnMarkersRequest
 from .coordinator_runtime import CoordinatorAppendError
-from .inter_broker import SEND_ERRORS
 from .pending import PendingResponse
 from .transaction_runtime import MARKER_RETRY_S
 
@@ -173,7 +172,7 @@ class TransactionMarkerChannel:
                                           for t, ps in by_topic.items()]))
         try:
             resp = await self.rm.channel.send(broker_id, WriteTxnMarkersRequest(markers=markers))
-        except (*SEND_ERRORS, Exception) as e:       # noqa: BLE001 - every failure is retried
+        except Exception as e:       # noqa: BLE001 - SEND_ERRORS or any other failure: retried
             log.info("WriteTxnMarkers to broker %d failed (%s): retrying", broker_id, e)
             self._retry([(pm, tp) for pm, tps in entries for tp in tps])
             return
