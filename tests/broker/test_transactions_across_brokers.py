@@ -221,3 +221,23 @@ def test_our_tv2_producer_across_brokers(cluster):
     assert [committed for p_, committed in markers(c, 2, OFFSETS) if p_ == pid] == [True, False, True]
     assert sorted(read_committed(c, len(expected))) == sorted(expected)
     assert committed_offsets(c, GROUP, (0, 1)) == {0: 3, 1: 4}
+
+
+def test_write_txn_markers_on_a_cluster(cluster):
+    """WriteTxnMarkers as a coordinator sends it: NOT_LEADER_OR_FOLLOWER from a follower (the
+    coordinator retries it elsewhere); from the leader, answered once its ISR has the marker."""
+    from kgroup.protocol.messages.write_txn_markers import WriteTxnMarkersRequest as W
+    c = cluster
+
+    def send(broker):
+        M = W.WritableTxnMarker
+        r = request(c.brokers[broker], W(markers=[M(producer_id=77, producer_epoch=0, transaction_result=False,
+                                                     coordinator_epoch=0, topics=[M.WritableTxnMarkerTopic(
+                                                         name=T, partition_indexes=[0])])]), version=1)
+        return r.markers[0].topics[0].partitions[0].error_code
+    assert send(3) == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert markers(c, 3, T, 0) == []
+    assert send(2) == ErrorCode.NONE
+    end = c.offsets(2, T, 0)[0]
+    assert c.offsets(2, T, 0) == (end, end)           # the high watermark passed it: the ISR has it
+    assert markers(c, 2, T, 0) == [(77, False)]
