@@ -13,7 +13,9 @@ In a cluster (``replica_manager.enabled``) a partition is written only by its le
 (NOT_LEADER_OR_FOLLOWER otherwise, with KIP-951's CurrentLeader and NodeEndpoints from v10),
 min.insync.replicas is checked against the partition's ISR, and an acks=-1 answer also waits
 until the whole ISR has the records (``ReplicaManager.delayed_produce``, REQUEST_TIMED_OUT after
-the request's timeout).
+the request's timeout). A transactional batch whose transactional id's coordinator is on another
+broker is verified (TV2: added) there, over the network, before the append
+(``add_partitions_to_txn_manager.py``).
 """
 from ...protocol.errors import ErrorCode
 from ...protocol.messages.produce import ProduceResponse

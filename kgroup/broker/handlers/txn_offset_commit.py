@@ -11,7 +11,8 @@ id and epoch. A refusal answers every partition: a stale or future epoch INVALID
 an unknown producer INVALID_PRODUCER_ID_MAPPING, a partition not in the transaction
 TRANSACTION_ABORTABLE (INVALID_TXN_STATE below v4, AddPartitionsToTxnManager); from v5 (transaction
 version 2, no AddOffsetsToTxn) the partition is added to the transaction instead, then the offsets
-are committed. Below v2
+are committed. In a cluster, a transaction coordinator on another broker is asked over the network
+(``add_partitions_to_txn_manager.py``, AddPartitionsToTxn v4+). Below v2
 COORDINATOR_LOAD_IN_PROGRESS is answered COORDINATOR_NOT_AVAILABLE, which clients before 2.0
 expect (KafkaApis.handleTxnOffsetCommitRequest)."""
 from ...coordinator.responses import txn_offset_commit_error_response
