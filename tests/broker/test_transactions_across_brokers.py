@@ -241,3 +241,27 @@ def test_write_txn_markers_on_a_cluster(cluster):
     end = c.offsets(2, T, 0)[0]
     assert c.offsets(2, T, 0) == (end, end)           # the high watermark passed it: the ISR has it
     assert markers(c, 2, T, 0) == [(77, False)]
+
+
+def test_an_unreachable_coordinator_is_retried_by_the_producer(cluster):
+    """While the transaction coordinator's broker is not reachable, a leader answers a
+    transactional batch NOT_ENOUGH_REPLICAS (retried by every client without a metadata refresh,
+    as Kafka's ReplicaManager answers COORDINATOR_NOT_AVAILABLE / NETWORK_EXCEPTION), then
+    verifies it once the coordinator is back."""
+    from kgroup.protocol.messages.init_producer_id import InitProducerIdRequest
+    from kgroup.protocol.records import Record, build_batch
+    from .test_replication import produce
+    c = cluster
+    init = request(c.brokers[1], InitProducerIdRequest(transactional_id="gone", transaction_timeout_ms=60000,
+                                                       producer_id=-1, producer_epoch=-1), version=4)
+    batch = build_batch([Record(value=b"x")], producer_id=init.producer_id, producer_epoch=init.producer_epoch,
+                        base_sequence=0, is_transactional=True)
+    c.down.add(1)
+    try:
+        _, pr = produce(c.brokers[3], batch, partition=1, transactional_id="gone", version=11)
+        assert pr.error_code == ErrorCode.NOT_ENOUGH_REPLICAS
+    finally:
+        c.down.discard(1)
+    _, pr = produce(c.brokers[3], batch, partition=1, transactional_id="gone", version=11)
+    assert pr.error_code == ErrorCode.TRANSACTION_ABORTABLE      # asked, and not in the transaction
+    assert c.offsets(3, T, 1)[0] == 0
