@@ -25,7 +25,9 @@ so its figure for the same scenario is bounded below by the session timeout; its
 shutdown moves leadership before the broker goes, with no session wait. Kafka's own broker is not
 run here (no JVM broker in the set-up): its column is that bound. The killed broker is restarted
 between rounds; the next round waits until every ISR is full again, then librdkafka's
-reconnect.backoff.max.ms (10 s), so that the clients' backoff from the restart is not measured.
+reconnect.backoff.max.ms (10 s), so that the clients' backoff from the restart is not measured,
+and until the producer's backlog is drained (under 20 records unacknowledged; at most 30 s, the
+backlog at the signal is printed with each round).
 
 Replication (--mode replication). On one fresh 3-broker cluster, in the same run: a confluent-kafka
 producer sends --records records of --size bytes to a 1-partition topic at RF 1 with acks=all, at
@@ -72,6 +74,7 @@ class Workload:
         self.first_ack: dict[int, float] = {}
         self.first_commit: float | None = None
         self.consumed = [0, 0, 0]
+        self.backlog = 0       # the producer's records not yet acknowledged
         self.errors: list[str] = []
         self.threads = [threading.Thread(target=self._produce, daemon=True)]
         self.threads += [threading.Thread(target=self._consume, args=(i,), daemon=True) for i in range(3)]
@@ -105,6 +108,7 @@ class Workload:
                       on_delivery=self._on_delivery)
             n += 1
             p.poll(0.005)
+            self.backlog = len(p)
         p.flush(10)
 
     def _on_delivery(self, err, m) -> None:
@@ -177,18 +181,26 @@ def failover_rounds(session_ms: int, rounds: int, signals: list[str], keep: str 
                 for r in range(rounds):
                     coordinator = cluster.leader("__consumer_offsets", group_partition(GROUP, 3))
                     was_controller = cluster.controller() == coordinator
+                    # the producer's backlog from the previous round drained: a record produced
+                    # after the signal waits for the failover, not behind older records
+                    # (given 30 s: one that does not drain is reported with the round)
+                    drain_until = time.monotonic() + 30
+                    while w.backlog >= 20 and time.monotonic() < drain_until:
+                        time.sleep(0.1)
+                    backlog = w.backlog
                     w.mark()
                     (cluster.kill if sig == "SIGKILL" else cluster.stop)(coordinator)
                     exited = w.mark_exited()
                     cluster.wait_for(lambda: w.result() is not None, 4 * session_ms / 1000 + 60,
                                      what="the group consuming and committing again")
                     res = {**w.result(), "broker": coordinator, "controller": was_controller,
-                           "exited": exited}
+                           "exited": exited, "backlog": backlog}
                     results[sig].append(res)
                     print(f"  session {session_ms} ms, {sig} round {r + 1}: broker {coordinator}"
                           f"{' (the controller)' if was_controller else ''}: "
                           + ", ".join(f"{k} {v:.2f} s" for k, v in res.items()
-                                      if k not in ("broker", "controller")), flush=True)
+                                      if k not in ("broker", "controller", "backlog"))
+                          + f"; producer backlog at the signal {backlog} records", flush=True)
                     cluster.start_broker(coordinator)
                     cluster.wait_for(lambda: full_isrs(cluster), 120, what="full ISRs again")
                     # librdkafka backs off reconnecting to a broker it failed to reach, up to
