@@ -81,6 +81,7 @@ def respond(broker, req, version, group_id, member_id, lock_ms, requested, acked
     def evaluate(force):
         budget = req.max_bytes
         left = max_records
+        endpoints: dict = {}
         got_any = False
         by_topic: dict = {}
         keys = list(dict.fromkeys(list(sps) + list(acked) + requested))
@@ -100,6 +101,8 @@ def respond(broker, req, version, group_id, member_id, lock_ms, requested, acked
                 elif isinstance(sp, ErrorCode):
                     pd.error_code = int(sp)
                     include = True
+                    if sp == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+                        pd.current_leader = leader_hint(broker, topic_id, p, PartitionData, endpoints)
                 elif left > 0 and budget > 0:
                     try:
                         records, acquired = spm.acquire(sp, member_id, left, budget)
@@ -121,7 +124,9 @@ def respond(broker, req, version, group_id, member_id, lock_ms, requested, acked
         for sp in sps.values():
             if not isinstance(sp, ErrorCode) and sp.dirty:
                 spm._persist(sp)
-        return ShareFetchResponse(error_code=0, acquisition_lock_timeout_ms=lock_ms, node_endpoints=[],
+        return ShareFetchResponse(error_code=0, acquisition_lock_timeout_ms=lock_ms,
+                                  node_endpoints=[ShareFetchResponse.NodeEndpoint(node_id=n, host=h, port=port, rack=r)
+                                                  for n, (h, port, r) in endpoints.items()],
                                   responses=[TopicResponse(topic_id=t, partitions=ps) for t, ps in by_topic.items()])
 
     first = evaluate(False)
@@ -136,3 +141,15 @@ def respond(broker, req, version, group_id, member_id, lock_ms, requested, acked
     waiter = FetchWaiter(names, evaluate)
     waiter.pending.listen(lambda w: out.fail(w.error) if w.error is not None else out.answer(w.response))
     broker.data_path.park(waiter, req.max_wait_ms)
+
+
+def leader_hint(broker, topic_id, partition, partition_data_cls, endpoints: dict):
+    """KIP-951 (as KafkaApis fills ShareFetch/ShareAcknowledge): the partition's leader this
+    broker knows, its endpoint added to ``endpoints`` (node id -> (host, port, rack))."""
+    rm = broker.replica_manager
+    topic = broker.metadata.by_id(topic_id)
+    leader, epoch = rm.leader_hint(topic.name, partition) if topic is not None else (-1, -1)
+    endpoint = rm.endpoint(leader) if leader >= 0 else None
+    if endpoint is not None:
+        endpoints[leader] = endpoint
+    return partition_data_cls.LeaderIdAndEpoch(leader_id=leader, leader_epoch=epoch)
