@@ -14,6 +14,8 @@ from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
 from kgroup.cluster import zk_data as zd
 from kgroup.protocol.messages.find_coordinator import FindCoordinatorRequest
 from kgroup.protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
+from kgroup.protocol.messages.share_acknowledge import ShareAcknowledgeRequest
+from kgroup.protocol.messages.share_fetch import ShareFetchRequest
 from kgroup.share_coordinator.shard import share_state_partition
 from kgroup.testing.cluster import KafkaCluster
 from tests.harness import RawClient
@@ -49,6 +51,36 @@ def find_share_coordinator(cluster, key):
             return co.node_id
         assert co.error_code == 15 and time.monotonic() < deadline, co     # COORDINATOR_NOT_AVAILABLE
         time.sleep(0.2)
+
+
+def not_leader_answers(cluster, n, group, topic_id):
+    """ShareFetch and ShareAcknowledge of work-0 at broker ``n`` (not its leader): both answer
+    NOT_LEADER_OR_FOLLOWER with the leader (KIP-951's CurrentLeader and NodeEndpoints)."""
+    F, A = ShareFetchRequest, ShareAcknowledgeRequest
+    raw = RawClient(cluster.broker(n).port)
+    try:
+        fetch = raw.request(F(group_id=group, member_id="m-wire", share_session_epoch=0, max_wait_ms=0, min_bytes=1,
+                              max_records=10, batch_size=10, topics=[F.FetchTopic(topic_id=topic_id, partitions=[
+                                  F.FetchTopic.FetchPartition(partition_index=0, acknowledgement_batches=[])])],
+                              forgotten_topics_data=[]), 1)
+        ack = raw.request(A(group_id=group, member_id="m-wire", share_session_epoch=1, topics=[
+            A.AcknowledgeTopic(topic_id=topic_id, partitions=[A.AcknowledgeTopic.AcknowledgePartition(
+                partition_index=0, acknowledgement_batches=[A.AcknowledgeTopic.AcknowledgePartition.AcknowledgementBatch(
+                    first_offset=0, last_offset=0, acknowledge_types=[1])])])]), 1)
+        raw.request(F(group_id=group, member_id="m-wire", share_session_epoch=-1, max_wait_ms=0, min_bytes=1,
+                      max_records=10, batch_size=10, topics=[], forgotten_topics_data=[]), 1)
+    finally:
+        raw.close()
+    leaders = set()
+    for resp in (fetch, ack):
+        assert resp.error_code == 0
+        (pd,), = [t.partitions for t in resp.responses]
+        assert pd.error_code == 6, pd       # NOT_LEADER_OR_FOLLOWER
+        (ep,) = resp.node_endpoints
+        assert ep.node_id == pd.current_leader.leader_id
+        leaders.add((ep.node_id, ep.port))
+    (got,) = leaders
+    return got
 
 
 def set_group_configs(cluster, group, configs):
@@ -89,6 +121,8 @@ def test_share_group_survives_a_leaders_death(tmp_path, victim):
         state_p = share_state_partition(group, topic_id, 0, STATE_PARTITIONS)
         state_leader = c.leader("__share_group_state", state_p)
         set_group_configs(c, group, {"share.auto.offset.reset": "earliest", "share.record.lock.duration.ms": "3000"})
+        follower = next(n for n in (1, 2, 3) if n != data_leader)
+        assert not_leader_answers(c, follower, group, topic_id) == (data_leader, c.broker(data_leader).port)
         p = Producer({"bootstrap.servers": c.bootstrap_servers, "acks": "all"})
         for i in range(6):
             p.produce("work", value=b"v%d" % i, partition=0)
