@@ -185,7 +185,7 @@ class ShareCoordinatorRuntime:
               delivery_complete_count=delivery_complete_count,
               state_batches=[P.StateBatch(first_offset=a, last_offset=b, delivery_state=s, delivery_count=c)
                              for a, b, s, c in batches])])])
-        if not hold:
+        if not hold or self.broker.cluster is not None:    # in a cluster: at the state partition's leader
             return self.call("write", req, 1)
         self.ensure_topic()
         answer = self.runtime.execute(self.partition_for(group_id, topic_id, partition),
