@@ -35,6 +35,7 @@ class SharePersister:
         self.runtime = runtime
         self.timeout_ms = timeout_ms
         self._connections: dict[int, BrokerConnection] = {}
+        self._locks: dict[int, asyncio.Lock] = {}
 
     def call(self, api: str, req, version: int):
         """The merged answer of every part of ``req`` (a PendingResponse)."""
@@ -101,16 +102,17 @@ class SharePersister:
         return answered.response
 
     async def _remote(self, leader: int, sub, version: int):
-        conn = self._connections.get(leader)
-        if conn is None or conn.closed:
-            endpoint = self.broker.replica_manager.endpoint(leader)
-            if endpoint is None:
-                return None
-            conn = BrokerConnection(endpoint[0], endpoint[1], node_id=leader,
-                                    client_id=f"broker-{self.broker.config.node_id}-share-persister",
-                                    request_timeout_ms=self.timeout_ms)
-            self._connections[leader] = conn
-            await conn.connect()
+        async with self._locks.setdefault(leader, asyncio.Lock()):     # one connection per leader
+            conn = self._connections.get(leader)
+            if conn is None or conn.closed:
+                endpoint = self.broker.replica_manager.endpoint(leader)
+                if endpoint is None:
+                    return None
+                conn = BrokerConnection(endpoint[0], endpoint[1], node_id=leader,
+                                        client_id=f"broker-{self.broker.config.node_id}-share-persister",
+                                        request_timeout_ms=self.timeout_ms)
+                await conn.connect()
+                self._connections[leader] = conn
         return await conn.send(sub, version=version)
 
     def _drop(self, leader: int | None) -> None:
