@@ -146,6 +146,8 @@ CONFIG_DEFS: dict[str, ConfigDef] = {c.name: c for c in (
     _d("group.share.max.share.sessions", "int", 2000, "Most share sessions the broker keeps."),
     _d("share.coordinator.state.topic.num.partitions", "int", 50, "Partitions of __share_group_state."),
     _d("share.coordinator.state.topic.segment.bytes", "int", 104857600, "Segment size of __share_group_state."),
+    _d("share.coordinator.state.topic.replication.factor", "short", 1,
+       "Replication factor of __share_group_state."),
     _d("share.coordinator.load.buffer.size", "int", 5242880, "Read buffer when loading __share_group_state."),
     _d("share.coordinator.snapshot.update.records.per.snapshot", "int", 500,
        "Updates of a share-partition's state between two snapshots (0-500)."),

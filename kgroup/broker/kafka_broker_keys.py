@@ -109,7 +109,7 @@ KAFKA_KEYS_NOT_APPLIED = frozenset({
     "share.coordinator.load.buffer.size", "share.coordinator.snapshot.update.records.per.snapshot",
     "share.coordinator.state.topic.compression.codec", "share.coordinator.state.topic.min.isr",
     "share.coordinator.state.topic.num.partitions", "share.coordinator.state.topic.prune.interval.ms",
-    "share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.segment.bytes",
+    "share.coordinator.state.topic.segment.bytes",
     "share.coordinator.threads", "share.coordinator.write.timeout.ms",
     "share.fetch.purgatory.purge.interval.requests", "socket.connection.setup.timeout.max.ms",
     "socket.connection.setup.timeout.ms", "socket.receive.buffer.bytes", "socket.send.buffer.bytes",

@@ -413,8 +413,10 @@ class ReplicaManager:
 
     def _on_leadership_change(self, partition: Partition, leader: bool) -> None:
         """Kafka's onLeadershipChange: a coordinator partition is loaded at its leader epoch by
-        its new leader and unloaded by the old one."""
+        its new leader and unloaded by the old one; share-partitions of the partition are
+        dropped (built again by its leader)."""
         broker = self.broker
+        broker.share_partitions.on_leadership_change(partition.topic, partition.partition)
         for runtime in (broker.group_coordinator, broker.transaction_coordinator, broker.share_coordinator):
             if runtime.topic != partition.topic:
                 continue

@@ -67,6 +67,7 @@ class ShareCoordinatorRuntime:
         self.runtime = CoordinatorRuntime(broker, topic=self.topic, config=self.config, new_shard=self._new_shard,
                                           load_buffer_size=self.config.load_buffer_size)
         self._image = None
+        self._persister = None      # the cluster's (share_persister.py), on first use
 
     @property
     def shards(self) -> dict:
@@ -103,6 +104,11 @@ class ShareCoordinatorRuntime:
         """Create ``__share_group_state`` on first use (compacted, as Kafka creates it)."""
         if self.broker.metadata.get(self.topic) is not None:
             return
+        if self.broker.cluster is not None:     # created in ZooKeeper; loaded where it is led
+            self.broker.cluster.create_internal_topic(self.topic, self.num_partitions, {
+                "cleanup.policy": "compact", "segment.bytes": str(self.config.segment_bytes)},
+                "share.coordinator.state.topic.replication.factor")
+            return
         self.broker.create_topic(self.topic, self.num_partitions, 1, {
             "cleanup.policy": "compact", "segment.bytes": str(self.config.segment_bytes)})
         self._image = None
@@ -136,8 +142,18 @@ class ShareCoordinatorRuntime:
             return resp_cls(results=[])
         return self.runtime.execute_parts(parts, handle, version, _merge(resp_cls))
 
+    def merge(self, api: str, answers):
+        """One answer from the answers of ``api``'s parts."""
+        return _merge(_APIS[api][2])(answers)
+
     def call(self, api: str, req, version: int = 1) -> PendingResponse:
-        """``execute`` as a PendingResponse whatever happened (the persister's calls)."""
+        """``execute`` as a PendingResponse whatever happened (the persister's calls); in a
+        cluster each part at the leader of the partition that owns it (share_persister.py)."""
+        if self.broker.cluster is not None:
+            if self._persister is None:
+                from .share_persister import SharePersister
+                self._persister = SharePersister(self.broker, self)
+            return self._persister.call(api, req, version)
         answer = self.execute(api, req, version)
         if type(answer) is PendingResponse:
             return answer
@@ -169,7 +185,7 @@ class ShareCoordinatorRuntime:
               delivery_complete_count=delivery_complete_count,
               state_batches=[P.StateBatch(first_offset=a, last_offset=b, delivery_state=s, delivery_count=c)
                              for a, b, s, c in batches])])])
-        if not hold:
+        if not hold or self.broker.cluster is not None:    # in a cluster: at the state partition's leader
             return self.call("write", req, 1)
         self.ensure_topic()
         answer = self.runtime.execute(self.partition_for(group_id, topic_id, partition),
@@ -190,4 +206,6 @@ class ShareCoordinatorRuntime:
         return self.runtime.fire_due_timers(rearm)
 
     def close(self) -> None:
+        if self._persister is not None:
+            self._persister.close()
         self.runtime.close()

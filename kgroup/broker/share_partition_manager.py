@@ -74,6 +74,10 @@ class SharePartitionManager:
         key = (group_id, topic_id, partition)
         sp = self.partitions.get(key)
         token = PendingResponse()
+        error = self._not_leader(topic_id, partition)
+        if error is not None:
+            token.answer(error)
+            return token
         if sp is not None:
             token.answer(sp)
             return token
@@ -85,6 +89,27 @@ class SharePartitionManager:
         read = self.broker.share_coordinator.read(group_id, topic_id, partition, leader_epoch=0)
         read.listen(lambda answered: self._loaded_all(key, answered))
         return token
+
+    def _not_leader(self, topic_id: bytes, partition: int) -> ErrorCode | None:
+        """In a cluster share-partitions live on the data partition's leader (Kafka's
+        SharePartitionManager): NOT_LEADER_OR_FOLLOWER on any other broker."""
+        rm = self.broker.replica_manager
+        if not rm.enabled:
+            return None
+        topic = self.broker.metadata.by_id(topic_id)
+        if topic is None:
+            return None         # UNKNOWN_TOPIC_ID / UNKNOWN_TOPIC_OR_PARTITION, as on one node
+        return rm.leader_partition(topic.name, partition)[1]
+
+    def on_leadership_change(self, topic: str, partition: int) -> None:
+        """This broker became or stopped being the leader of ``topic``-``partition``: its
+        share-partitions are dropped (Kafka's SharePartitionListener.onBecomingFollower); the
+        leader builds them again from the share coordinator's state on the next fetch."""
+        t = self.broker.metadata.get(topic)
+        if t is None:
+            return
+        for key in [k for k in self.partitions if k[1] == t.topic_id and k[2] == partition]:
+            self.partitions.pop(key).on_released = None
 
     def _loaded_all(self, key, answered) -> None:
         tokens = self._loading.pop(key, [])
@@ -102,6 +127,10 @@ class SharePartitionManager:
             token.answer(ErrorCode(r.error_code))
             return
         group_id, topic_id, partition = key
+        error = self._not_leader(topic_id, partition)      # leadership moved during the read
+        if error is not None:
+            token.answer(error)
+            return
         topic = self.broker.metadata.by_id(topic_id)
         plog = self.broker.data_path.log(topic.name, partition) if topic is not None else None
         if plog is None:

@@ -29,6 +29,7 @@ from kgroup.protocol.messages.delete_topics import DeleteTopicsRequest
 from kgroup.protocol.messages.describe_cluster import DescribeClusterRequest
 from kgroup.protocol.messages.describe_configs import DescribeConfigsRequest
 from kgroup.protocol.messages.describe_groups import DescribeGroupsRequest
+from kgroup.protocol.messages.describe_log_dirs import DescribeLogDirsRequest
 from kgroup.protocol.messages.describe_producers import DescribeProducersRequest
 from kgroup.protocol.messages.describe_transactions import DescribeTransactionsRequest
 from kgroup.protocol.messages.find_coordinator import FindCoordinatorRequest
@@ -170,6 +171,21 @@ def _check(code: int, what: str, message: str | None = None) -> KafkaError | Non
     return None
 
 
+class ReplicaInfo(NamedTuple):
+    """A partition's log in a log directory (Java's ReplicaInfo)."""
+    size: int
+    offset_lag: int
+    is_future: bool
+
+
+class LogDirDescription(NamedTuple):
+    """A broker's log directory (Java's LogDirDescription); total/usable bytes None when unknown."""
+    error: KafkaError | None
+    replica_infos: dict[TopicPartition, ReplicaInfo]
+    total_bytes: int | None
+    usable_bytes: int | None
+
+
 class FeatureMetadata(NamedTuple):
     """Java's FeatureMetadata: {feature: (min, max)} supported, {feature: level} finalized (levels
     above 0), and the finalized features' epoch."""
@@ -279,6 +295,36 @@ class Admin:
                         "brokers": [NodeInfo(b.broker_id, b.host, b.port, b.rack) for b in resp.brokers]}
         return {"cluster_id": self._client.cluster_id, "controller_id": self._client.controller_id,
                 "brokers": list(self._client.nodes.values())}
+
+    async def describe_log_dirs(self, broker_ids: Iterable[int] | None = None,
+                                partitions: Iterable[TopicPartition] | None = None
+                                ) -> dict[int, dict[str, LogDirDescription]]:
+        """DescribeLogDirs on each broker (every broker of the cluster by default), for the
+        partitions given (None: all): {broker id: {log dir: LogDirDescription}} (Java's
+        Admin.describeLogDirs); a broker's request-level error is raised."""
+        if broker_ids is None:
+            broker_ids = [b.node_id for b in (await self.describe_cluster())["brokers"]]
+        else:
+            await self._client.refresh_metadata([])
+        topics = None
+        if partitions is not None:
+            by_topic: dict[str, list[int]] = {}
+            for tp in partitions:
+                by_topic.setdefault(tp[0], []).append(tp[1])
+            topics = [DescribeLogDirsRequest.DescribableLogDirTopic(topic=t, partitions=ps) for t, ps in by_topic.items()]
+
+        async def one(node_id):
+            resp = await self._client.send(node_id, DescribeLogDirsRequest(topics=topics))
+            error = _check(resp.error_code, f"DescribeLogDirs on broker {node_id}")
+            if error:
+                raise error
+            return node_id, {r.log_dir: LogDirDescription(
+                _check(r.error_code, f"log dir {r.log_dir}"),
+                {TopicPartition(t.name, p.partition_index): ReplicaInfo(p.partition_size, p.offset_lag, p.is_future_key)
+                 for t in r.topics for p in t.partitions},
+                r.total_bytes if r.total_bytes >= 0 else None, r.usable_bytes if r.usable_bytes >= 0 else None)
+                for r in resp.results}
+        return dict(await asyncio.gather(*(one(n) for n in broker_ids)))
 
     async def describe_features(self) -> FeatureMetadata:
         """Supported and finalized feature levels (Java's Admin.describeFeatures): ApiVersions v3+

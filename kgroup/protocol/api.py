@@ -34,6 +34,7 @@ from .messages import (alter_user_scram_credentials, create_acls, delete_acls, d
 from .messages import (describe_producers, describe_topic_partitions, get_telemetry_subscriptions,
                        list_config_resources, offset_for_leader_epoch, push_telemetry, update_features)
 from .messages import elect_leaders     # the cluster's controller (kgroup/cluster/)
+from .messages import describe_log_dirs
 from .primitives import DecodeError
 from .schema import DECODE_FAILURES, Message, is_flexible
 
@@ -74,6 +75,7 @@ class ApiKey(enum.IntEnum):
     DELETE_ACLS = 31
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
+    DESCRIBE_LOG_DIRS = 35
     SASL_AUTHENTICATE = 36
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
@@ -183,6 +185,7 @@ API_BY_KEY: dict[int, Api] = {a.key: a for a in (
     _api(ApiKey.LIST_CONFIG_RESOURCES, list_config_resources, "ListConfigResources"),
     _api(ApiKey.DESCRIBE_TOPIC_PARTITIONS, describe_topic_partitions, "DescribeTopicPartitions"),
     _api(ApiKey.ELECT_LEADERS, elect_leaders, "ElectLeaders"),
+    _api(ApiKey.DESCRIBE_LOG_DIRS, describe_log_dirs, "DescribeLogDirs"),
 )}
 
 

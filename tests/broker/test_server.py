@@ -70,6 +70,7 @@ def test_advertised_versions_only_implemented(broker):
                    24: (0, 5), 25: (0, 4), 26: (0, 5), 27: (1, 2), 28: (0, 5), 65: (0, 0), 66: (0, 2),
                    23: (2, 4), 61: (0, 0), 74: (0, 1), 75: (0, 0),  # 71/72 need metrics.listener
                    43: (0, 2),      # ElectLeaders (the cluster's controller; one node: ELECTION_NOT_NEEDED)
+                   35: (1, 5),      # DescribeLogDirs
                    # security: SASL, ACLs (Kafka 4.x: v1-3), SCRAM credentials
                    17: (0, 1), 36: (0, 2), 29: (1, 3), 30: (1, 3), 31: (1, 3), 50: (0, 0), 51: (0, 0),
                    # share groups (KIP-932)

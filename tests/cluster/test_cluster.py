@@ -436,3 +436,48 @@ def test_single_node_broker_needs_no_zookeeper(tmp_path):
             "print(b.cluster, 'kazoo' in sys.modules, 'kgroup.cluster.zk_broker' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "None False False", out.stderr
+
+
+def test_describe_log_dirs_on_every_broker(cluster):
+    """DescribeLogDirs (35) at each broker: every replica of an RF 3 topic has its log there,
+    the same size on the three once replicated, offset lag 0 on leader and followers alike
+    (Kafka's HW - LEO), no future logs; our Admin asks every broker of the cluster."""
+    import asyncio
+
+    from kgroup.client.admin import Admin
+    from kgroup.client.assignors import TopicPartition
+    all_running(cluster)
+    cluster.create_topic("logdirs", 2, 3)
+    p = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
+    for i in range(40):
+        p.produce("logdirs", value=b"x" * 100, partition=i % 2)
+    assert p.flush(30) == 0
+    tps = [TopicPartition("logdirs", 0), TopicPartition("logdirs", 1)]
+
+    async def describe():
+        async with Admin(bootstrap_servers=cluster.bootstrap_servers) as a:
+            return await a.describe_log_dirs(partitions=tps)
+    got = {}
+
+    def replicated():
+        got.update(asyncio.run(describe()))
+        sizes = {(n, tp): info.size for n, dirs in got.items() for d in dirs.values()
+                 for tp, info in d.replica_infos.items()}
+        return len(sizes) == 6 and all(sizes[(n, tp)] == sizes[(1, tp)] > 0 for n in (1, 2, 3) for tp in tps)
+    cluster.wait_for(replicated, 30, 0.5)
+    assert sorted(got) == [1, 2, 3]
+    for n, dirs in got.items():
+        (log_dir, d), = dirs.items()
+        assert log_dir == os.path.abspath(cluster.broker(n).data_dir) and d.error is None
+        assert d.total_bytes >= d.usable_bytes > 0
+        assert all(info.offset_lag == 0 and info.is_future is False for info in d.replica_infos.values())
+    leader = cluster.leader("logdirs", 0)
+    follower = next(n for n in (1, 2, 3) if n != leader)
+    c = RawClient(cluster.broker(follower).port)      # a follower answers for its own replicas (wire v4)
+    try:
+        from kgroup.protocol.messages.describe_log_dirs import DescribeLogDirsRequest as R
+        resp = c.request(R(topics=[R.DescribableLogDirTopic(topic="logdirs", partitions=[0])]), 4)
+    finally:
+        c.close()
+    assert resp.error_code == 0
+    assert [(t.name, [q.partition_index for q in t.partitions]) for t in resp.results[0].topics] == [("logdirs", [0])]

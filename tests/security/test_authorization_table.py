@@ -267,6 +267,8 @@ ROWS = [
     ("UpdateFeatures", ApiKey.UPDATE_FEATURES, 1, lambda: _req(ApiKey.UPDATE_FEATURES, validate_only=True, feature_updates=[
         _nested(ApiKey.UPDATE_FEATURES, "FeatureUpdateKey")(feature="group.version", max_version_level=1, upgrade_type=1)]),
      [(A.RT_CLUSTER, A.CLUSTER_NAME, A.ALTER)], E.CLUSTER_AUTHORIZATION_FAILED),
+    ("DescribeLogDirs", ApiKey.DESCRIBE_LOG_DIRS, 5, _r(ApiKey.DESCRIBE_LOG_DIRS, topics=None),
+     [(A.RT_CLUSTER, A.CLUSTER_NAME, A.DESCRIBE)], E.CLUSTER_AUTHORIZATION_FAILED),
     ("DescribeAcls", ApiKey.DESCRIBE_ACLS, 3, _r(ApiKey.DESCRIBE_ACLS, resource_type_filter=A.RT_ANY, pattern_type_filter=A.PT_ANY,
                                                  operation=A.ANY, permission_type=A.PERM_ANY),
      [(A.RT_CLUSTER, A.CLUSTER_NAME, A.DESCRIBE)], E.CLUSTER_AUTHORIZATION_FAILED),

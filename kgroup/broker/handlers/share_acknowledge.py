@@ -6,6 +6,7 @@ from ...protocol.messages.share_acknowledge import ShareAcknowledgeResponse
 from ...share.share_session import FINAL_EPOCH, INITIAL_EPOCH
 from ..authorization import GROUP_AUTHORIZATION_FAILED, READ, TOPIC_AUTHORIZATION_FAILED, denied_topics, group_denied
 from ..pending import PendingResponse
+from .share_fetch import leader_hint
 from .share_group_heartbeat import share_groups_enabled
 
 TopicResponse = ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse
@@ -47,11 +48,16 @@ def handle(broker, ctx, req, version):
             spm.sessions.close(group_id, member_id)
             spm.release_session(group_id, member_id, list(session.partitions))
         by_topic: dict = {}
+        endpoints: dict = {}
         for t, p, r in results:
             by_topic.setdefault(t, []).append(PartitionData(
                 partition_index=p, error_code=int(r.response),
-                current_leader=PartitionData.LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1)))
-        return ShareAcknowledgeResponse(error_code=0, acquisition_lock_timeout_ms=lock_ms, node_endpoints=[],
+                current_leader=leader_hint(broker, t, p, PartitionData, endpoints)
+                if r.response == ErrorCode.NOT_LEADER_OR_FOLLOWER
+                else PartitionData.LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1)))
+        return ShareAcknowledgeResponse(error_code=0, acquisition_lock_timeout_ms=lock_ms, node_endpoints=[
+            ShareAcknowledgeResponse.NodeEndpoint(node_id=n, host=h, port=port, rack=rk)
+            for n, (h, port, rk) in endpoints.items()],
                                         responses=[TopicResponse(topic_id=t, partitions=ps)
                                                    for t, ps in by_topic.items()])
     if not results:

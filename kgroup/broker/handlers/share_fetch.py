@@ -110,6 +110,7 @@ def respond(broker, req, version, member_id, lock_ms, requested, acked, sps, ans
     def evaluate(force):
         budget = req.max_bytes
         left = max_records
+        endpoints: dict = {}
         got_any = False
         by_topic: dict = {}
         data = {}
@@ -128,6 +129,8 @@ def respond(broker, req, version, member_id, lock_ms, requested, acked, sps, ans
                 elif isinstance(sp, ErrorCode):
                     pd.error_code = int(sp)
                     include = True
+                    if sp == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+                        pd.current_leader = leader_hint(broker, topic_id, p, PartitionData, endpoints)
                 elif left > 0 and budget > 0:
                     try:
                         records, acquired = spm.acquire(sp, member_id, left, budget, whole_batches)
@@ -150,9 +153,11 @@ def respond(broker, req, version, member_id, lock_ms, requested, acked, sps, ans
         for sp in sps.values():
             if not isinstance(sp, ErrorCode) and sp.dirty:
                 spm._persist(sp)
-        return _Fetched(ShareFetchResponse(error_code=0, acquisition_lock_timeout_ms=lock_ms, node_endpoints=[],
-                                           responses=[TopicResponse(topic_id=t, partitions=ps)
-                                                      for t, ps in by_topic.items()]), data)
+        return _Fetched(ShareFetchResponse(
+            error_code=0, acquisition_lock_timeout_ms=lock_ms,
+            node_endpoints=[ShareFetchResponse.NodeEndpoint(node_id=n, host=h, port=port, rack=r)
+                            for n, (h, port, r) in endpoints.items()],
+            responses=[TopicResponse(topic_id=t, partitions=ps) for t, ps in by_topic.items()]), data)
 
     first = evaluate(False)
     if first is not None:
@@ -166,3 +171,15 @@ def respond(broker, req, version, member_id, lock_ms, requested, acked, sps, ans
     waiter = FetchWaiter(names, evaluate)
     waiter.pending.listen(lambda w: answer(w.error if w.error is not None else w.response))
     broker.data_path.park(waiter, req.max_wait_ms)
+
+
+def leader_hint(broker, topic_id, partition, partition_data_cls, endpoints: dict):
+    """KIP-951 (as KafkaApis fills ShareFetch/ShareAcknowledge): the partition's leader this
+    broker knows, its endpoint added to ``endpoints`` (node id -> (host, port, rack))."""
+    rm = broker.replica_manager
+    topic = broker.metadata.by_id(topic_id)
+    leader, epoch = rm.leader_hint(topic.name, partition) if topic is not None else (-1, -1)
+    endpoint = rm.endpoint(leader) if leader >= 0 else None
+    if endpoint is not None:
+        endpoints[leader] = endpoint
+    return partition_data_cls.LeaderIdAndEpoch(leader_id=leader, leader_epoch=epoch)
