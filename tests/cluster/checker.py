@@ -8,7 +8,9 @@ list of violations it found (empty when the property holds).
   polls and the consumers' commit callbacks, in the order observed) never decrease.
 - ``one_owner_per_partition``: in each view of a group the coordinator gave (one DescribeGroups /
   ConsumerGroupDescribe answer: one generation, or the members' current assignments at one group
-  epoch), no partition is owned by two members."""
+  epoch), no partition is owned by two members.
+- ``every_group_consumed_everything``: each group consumed every acknowledged record (at least
+  once): its members went on through the faults."""
 from __future__ import annotations
 
 from typing import Iterable, Mapping, Sequence
@@ -69,3 +71,14 @@ def one_owner_per_partition(views: Iterable[tuple[str, object, Mapping[str, Iter
                 owner.setdefault(p, member)
     return bad
 
+
+
+def every_group_consumed_everything(acked: Mapping[int, Sequence[bytes]],
+                                    seen: Mapping[str, set[tuple[int, bytes]]]) -> list[str]:
+    """``seen``: per group, the (partition, value) pairs its members consumed."""
+    bad = []
+    for group, got in seen.items():
+        missing = [(p, v) for p, values in acked.items() for v in values if (p, v) not in got]
+        if missing:
+            bad.append(f"group {group}: {len(missing)} acknowledged records never consumed, first {missing[:5]}")
+    return bad

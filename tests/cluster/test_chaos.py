@@ -5,7 +5,8 @@ broker (then starts it again), SIGSTOPs one (for up to twice its ZooKeeper sessi
 or restarts ZooKeeper, at random, one fault at a time. Then tests/cluster/checker.py checks the
 histories: every acknowledged record is in its partition once and in order; committed offsets never
 go back (as OffsetFetch answered a single poller, in order, and as each consumer's commit callbacks
-reported them, each in its own order); no partition has two owners in any DescribeGroups / ConsumerGroupDescribe answer.
+reported them, each in its own order); no partition has two owners in any DescribeGroups /
+ConsumerGroupDescribe answer; each group consumed every acknowledged record.
 
 KGROUP_CHAOS_SECONDS sets how long the nemesis runs (default 180); KGROUP_CHAOS_SEED its seed."""
 import os
@@ -18,7 +19,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kgroup.testing.cluster import KafkaCluster
-from tests.cluster.checker import acknowledged_once_in_order, commits_never_go_back, one_owner_per_partition
+from tests.cluster.checker import (acknowledged_once_in_order, commits_never_go_back, every_group_consumed_everything,
+                                  one_owner_per_partition)
 
 TOPIC, PARTITIONS, SESSION_MS = "events", 3, 6000
 GROUPS = {"chaos-classic": "classic", "chaos-consumer": "consumer"}
@@ -33,6 +35,7 @@ class History:
         self.callbacks = {}          # consumer name -> [(name, group, partition, offset)]
         self.views = []              # (group, state, {member: partitions})
         self.consumed = 0
+        self.seen = {g: set() for g in GROUPS}     # group -> (partition, value) consumed
         self.faults = []
 
 
@@ -80,6 +83,7 @@ def consume(cluster, h, stop, group, protocol, name):
         n += 1
         with h.lock:
             h.consumed += 1
+            h.seen[group].add((m.partition(), m.value()))
         if n % 100 == 0:
             try:
                 done = c.commit(asynchronous=False)
@@ -193,7 +197,8 @@ def run(tmp_path, seconds, seed):
         finally:
             stop_produce.set()
             threads[0].join(300)
-            time.sleep(5)
+            c.wait_for(lambda: not every_group_consumed_everything(h.acked, h.seen), 120,
+                       what="both groups to consume every acknowledged record")
             stop_consume.set()
             for t in threads[1:]:
                 t.join(60)
@@ -208,6 +213,7 @@ def run(tmp_path, seconds, seed):
     for calls in h.callbacks.values():
         bad += commits_never_go_back(calls)
     bad += one_owner_per_partition(h.views)
+    bad += every_group_consumed_everything(h.acked, h.seen)
     assert h.faults and all(h.acked.values()) and h.fetched and h.views and all(h.callbacks.values())
     assert bad == [], bad[:20]
 

@@ -1,5 +1,6 @@
 """The chaos checker (tests/cluster/checker.py) on histories that keep and that break each property."""
-from tests.cluster.checker import acknowledged_once_in_order, commits_never_go_back, one_owner_per_partition
+from tests.cluster.checker import (acknowledged_once_in_order, commits_never_go_back, every_group_consumed_everything,
+                                  one_owner_per_partition)
 
 
 def test_acknowledged_records_present_once_in_order():
@@ -46,3 +47,11 @@ def test_two_owners_of_one_partition_in_one_view():
     bad = one_owner_per_partition([("g", "Stable", {"a": [0, 1], "b": [2]}),
                                    ("g", "Reconciling", {"a": [0, 2], "b": [2]})])
     assert bad == ["group g (Reconciling): partition 2 owned by a and b"]
+
+
+def test_every_group_consumed_everything():
+    acked = {0: [b"1", b"2"], 1: [b"3"]}
+    assert every_group_consumed_everything(acked, {"g": {(0, b"1"), (0, b"2"), (1, b"3"), (0, b"x")}}) == []
+    bad = every_group_consumed_everything(acked, {"g": {(0, b"1"), (0, b"2"), (1, b"3")},
+                                                  "h": {(0, b"1"), (1, b"2"), (1, b"3")}})
+    assert bad == ["group h: 1 acknowledged records never consumed, first [(0, b'2')]"]
