@@ -16,7 +16,11 @@ Workload: --records records (default 1M; 16-byte keys, 100-byte values, no compr
   decoding, lengths summed from the Arrow columns), best of --repeat.
 
 MB/s counts key+value bytes. All numbers come from the same run on the same (shared 2-core)
-machine. Usage: .venv/bin/python benchmarks/spark_read_bench.py [--records 1000000] [--repeat 2]
+machine; the load average is printed before and after, and next to each reader's best time the
+CPU seconds of that run (Linux ``/proc``): for Spark the JVM plus its Python workers (and the
+planning workers), for the consumers this process; the broker's CPU separately. CPU seconds
+depend less on other work on the machine than wall time does.
+Usage: .venv/bin/python benchmarks/spark_read_bench.py [--records 1000000] [--repeat 2]
 """
 from __future__ import annotations
 
@@ -99,24 +103,67 @@ def confluent_read(bootstrap: str, ends: dict) -> tuple[int, int]:
     return n, size
 
 
-def best(label: str, fn, repeat: int, expected: int) -> tuple[float, int]:
-    times = []
+def _proc_cpu(pid: int, children: bool = True) -> float:
+    """CPU seconds of ``pid`` (and, with ``children``, of its reaped children) from /proc."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    ticks = sum(int(x) for x in fields[11:15 if children else 13])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu(root: int) -> float:
+    """CPU seconds of ``root`` and every live descendant (Spark's JVM, its Python daemons and workers)."""
+    return _proc_cpu(root, False) + python_cpu(root)
+
+
+def python_cpu(root: int) -> float:
+    """CPU seconds of the live descendants of ``root`` (Spark's Python daemons and workers)."""
+    parents: dict[int, list[int]] = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except OSError:
+                continue
+            parents.setdefault(ppid, []).append(int(d))
+    total, todo = 0.0, list(parents.get(root, []))
+    while todo:
+        pid = todo.pop()
+        total += _proc_cpu(pid)
+        todo += parents.get(pid, [])
+    return total
+
+
+def best(label: str, fn, repeat: int, expected: int, cpu=None, broker_pid: int | None = None):
+    """Best wall time of ``repeat`` runs, the bytes read, and that run's CPU seconds (``cpu()``
+    before and after) and the broker's."""
+    runs = []
     size = 0
     for _ in range(repeat):
+        c0 = cpu() if cpu else 0.0
+        b0 = _proc_cpu(broker_pid, False) if broker_pid else 0.0
         t0 = time.perf_counter()
         n, size = fn()
-        times.append(time.perf_counter() - t0)
+        runs.append((time.perf_counter() - t0, (cpu() - c0) if cpu else 0.0,
+                     (_proc_cpu(broker_pid, False) - b0) if broker_pid else 0.0))
         assert n == expected, f"{label} read {n} records, expected {expected}"
-    return min(times), size
+    secs, used, broker_used = min(runs)
+    return secs, size, used, broker_used
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--records", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--warmup", type=int, default=1, help="Spark reads before the measured ones")
     ap.add_argument("--bootstrap-server", default=None, help="use this broker instead of starting one")
     args = ap.parse_args()
 
+    load_before = os.getloadavg()
     broker = None
     bootstrap = args.bootstrap_server
     if bootstrap is None:
@@ -140,22 +187,37 @@ def main() -> int:
         spark = session("kgroup-spark-read-bench", "local[2]", **{"spark.ui.enabled": "false",
                                                                   "spark.ui.showConsoleProgress": "false"})
         spark.sparkContext.setLogLevel("ERROR")
-        spark_read(spark, bootstrap)  # warm-up: JVM code paths and Python workers
-        spark_s, spark_bytes = best("spark", lambda: spark_read(spark, bootstrap), args.repeat, args.records)
+        for _ in range(args.warmup):  # warm-up: JVM code paths and Python workers
+            spark_read(spark, bootstrap)
+        jvm = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
+        broker_pid = broker.proc.pid if broker is not None else None
+        own = time.process_time
+        spark_s, spark_bytes, spark_cpu, spark_broker = best(
+            "spark", lambda: spark_read(spark, bootstrap), args.repeat, args.records, lambda: tree_cpu(jvm), broker_pid)
+        _, _, spark_python_cpu, _ = best("spark", lambda: spark_read(spark, bootstrap), 1, args.records,
+                                         lambda: python_cpu(jvm))
         spark.stop()
-        confluent_s, confluent_bytes = best("confluent", lambda: confluent_read(bootstrap, ends), args.repeat,
-                                            args.records)
-        consumer_s, consumer_bytes = best("consumer", lambda: consumer_read(bootstrap, ends), args.repeat, args.records)
+        confluent_s, confluent_bytes, confluent_cpu, confluent_broker = best(
+            "confluent", lambda: confluent_read(bootstrap, ends), args.repeat, args.records, own, broker_pid)
+        consumer_s, consumer_bytes, consumer_cpu, consumer_broker = best(
+            "consumer", lambda: consumer_read(bootstrap, ends), args.repeat, args.records, own, broker_pid)
 
-        print(f"\n{'reader':<52} {'seconds':>8} {'records/s':>12} {'MB/s':>8}")
-        for label, secs, size in ((f"spark.read.format('kgroup'), local[2], {PARTITIONS} tasks", spark_s, spark_bytes),
-                                  ("one confluent-kafka Consumer (librdkafka), one process", confluent_s,
-                                   confluent_bytes),
-                                  ("one kgroup KafkaConsumer.poll_batch, one process", consumer_s, consumer_bytes)):
-            print(f"{label:<52} {secs:8.2f} {args.records / secs:12,.0f} {size / secs / MB:8.1f}")
-        print(f"\nspark / confluent-kafka: {confluent_s / spark_s:.2f}x, kgroup consumer / confluent-kafka: "
+        print(f"\n{'reader':<52} {'seconds':>8} {'records/s':>12} {'MB/s':>8} {'CPU s':>6} {'broker':>6}")
+        for label, secs, size, used, broker_used in (
+                (f"spark.read.format('kgroup'), local[2], {PARTITIONS} tasks", spark_s, spark_bytes, spark_cpu,
+                 spark_broker),
+                ("one confluent-kafka Consumer (librdkafka), one process", confluent_s, confluent_bytes,
+                 confluent_cpu, confluent_broker),
+                ("one kgroup KafkaConsumer.poll_batch, one process", consumer_s, consumer_bytes, consumer_cpu,
+                 consumer_broker)):
+            print(f"{label:<52} {secs:8.2f} {args.records / secs:12,.0f} {size / secs / MB:8.1f} {used:6.2f} "
+                  f"{broker_used:6.2f}")
+        print(f"\nspark's Python workers (one more read): {spark_python_cpu:.2f} CPU s of the {spark_cpu:.2f}")
+        print(f"spark / confluent-kafka: {confluent_s / spark_s:.2f}x, kgroup consumer / confluent-kafka: "
               f"{confluent_s / consumer_s:.2f}x ({args.records:,} records, {spark_bytes / MB:.0f} MB of keys+values, "
               f"best of {args.repeat})")
+        print("load average before {:.2f} {:.2f} {:.2f}, after {:.2f} {:.2f} {:.2f}".format(*load_before,
+                                                                                         *os.getloadavg()))
     finally:
         if broker is not None:
             broker.stop()

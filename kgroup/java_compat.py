@@ -316,3 +316,102 @@ class TimelineHashOrder:
     def __iter__(self):
         for bucket in self.slots:
             yield from bucket
+
+
+def int_hash(v: int) -> int:
+    """``Integer.hashCode`` (unsigned)."""
+    return v & MASK32
+
+
+def topic_id_partition_hash(tp: tuple) -> int:
+    """``hashCode`` of the record ``TopicIdPartition(Uuid topicId, int partitionId)`` of Kafka's
+    server-common (unsigned): a record's ``31 * topicId.hashCode() + partitionId``."""
+    return (31 * uuid_hash_code(tp[0]) + tp[1]) & MASK32
+
+
+def hash_map_capacity(num_mappings: int) -> int:
+    """The initial capacity Kafka's ``AssignorHelpers.newHashMap`` / ``newHashSet`` ask for:
+    ``(int) (((n + 1) / 0.75f) + 1)``."""
+    return int((num_mappings + 1) / 0.75 + 1)
+
+
+class JavaHashMap:
+    """A ``java.util.HashMap`` (or the ``HashSet`` over one) under ``put``/``remove``, iterated
+    in Java's order: buckets in index order, each in insertion order. The table starts at 16 (or
+    the power of two at or above ``initial_capacity``), doubles past 0.75 full, or when a bucket
+    reaches nine entries while shorter than 64. ``hash_fn`` gives a key's unsigned ``hashCode``.
+    Iterating takes a snapshot of the order, so the current key may be removed meanwhile (an
+    ``Iterator.remove``)."""
+
+    __slots__ = ("_hash", "_cap", "_seq", "_items", "_counts")
+
+    def __init__(self, hash_fn: Callable = int_hash, initial_capacity: int | None = None) -> None:
+        self._hash = hash_fn
+        self._cap = 16 if initial_capacity is None else table_size(0, max(1, initial_capacity))
+        self._seq = 0
+        self._items: dict = {}                  # key -> [spread hash, seq, value]
+        self._counts: dict[int, int] = {}
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, key) -> bool:
+        return key in self._items
+
+    def get(self, key, default=None):
+        e = self._items.get(key)
+        return default if e is None else e[2]
+
+    def __getitem__(self, key):
+        return self._items[key][2]
+
+    def put(self, key, value=None) -> None:
+        e = self._items.get(key)
+        if e is not None:
+            e[2] = value
+            return
+        h = spread(self._hash(key))
+        self._items[key] = [h, self._seq, value]
+        self._seq += 1
+        b = h & (self._cap - 1)
+        c = self._counts.get(b, 0)
+        self._counts[b] = c + 1
+        grow = c >= 8 and self._cap < 64
+        if len(self._items) > self._cap * 3 // 4:
+            grow = True
+        if grow:
+            self._cap <<= 1
+            mask = self._cap - 1
+            self._counts = {}
+            for h2, _, _ in self._items.values():
+                self._counts[h2 & mask] = self._counts.get(h2 & mask, 0) + 1
+
+    add = put
+
+    def setdefault(self, key, factory: Callable):
+        """``computeIfAbsent(key, k -> factory())``."""
+        e = self._items.get(key)
+        if e is not None:
+            return e[2]
+        value = factory()
+        self.put(key, value)
+        return value
+
+    def remove(self, key) -> bool:
+        e = self._items.pop(key, None)
+        if e is None:
+            return False
+        self._counts[e[0] & (self._cap - 1)] -= 1
+        return True
+
+    discard = remove
+
+    def keys(self) -> list:
+        mask = self._cap - 1
+        items = self._items
+        return sorted(items, key=lambda k: (items[k][0] & mask, items[k][1]))
+
+    __iter__ = lambda self: iter(self.keys())  # noqa: E731
+
+    def items(self) -> list:
+        return [(k, self._items[k][2]) for k in self.keys()]

@@ -1,10 +1,13 @@
 """The web console, on the metrics listener (kgroup/broker/http.py): server-rendered pages, no
 JavaScript, no build step, nothing fetched from elsewhere.
 
-- ``/``                 groups: state, protocol, members, lag; links to each
+- ``/``                 groups, classic and consumer (KIP-848): state, protocol, members, lag;
+                        links to each
 - ``/groups/<group>``   one group: members and their assignment, committed offsets and lag, the
                         last rebalance, and its rebalance timeline drawn as an inline SVG chart
-                        (phases as bars, member events as marks) above the event table
+                        (phases as bars, member events as marks) above the event table; for a
+                        consumer group its group and assignment epochs and per member its epoch,
+                        reconciliation state, assigned, revoking and target partitions
 - ``/share-groups``     share groups (KIP-932): state, epoch, members, share-partitions, lag
 - ``/share-groups/<group>``  one share group: members and their assignment, and per share-partition
                         its start offset, records in flight by state (acquired, available,
@@ -24,10 +27,11 @@ import urllib.parse
 
 from ..timeline_text import describe_event
 
-PHASE_COLOURS = {"PreparingRebalance": "#f0ad4e", "CompletingRebalance": "#5bc0de", "Stable": "#5cb85c",
-                 "Empty": "#cccccc", "Dead": "#999999"}
+PHASE_COLOURS = {"PreparingRebalance": "#f0ad4e", "CompletingRebalance": "#5bc0de", "Assigning": "#f0ad4e",
+                 "Reconciling": "#5bc0de", "Stable": "#5cb85c", "Empty": "#cccccc", "Dead": "#999999"}
 MARK_COLOURS = {"member-joined": "#2e7d32", "member-left": "#1565c0", "member-expired": "#c62828",
-                "member-removed": "#c62828", "rebalance-started": "#ef6c00"}
+                "member-removed": "#c62828", "member-fenced": "#c62828", "rebalance-started": "#ef6c00",
+                "group-epoch": "#ef6c00", "target-assignment": "#6a1b9a"}
 STYLE = """
 body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}
 table{border-collapse:collapse;margin:.5em 0 1.5em}
@@ -64,17 +68,50 @@ def share_group_lag(g) -> int | None:
     return sum(lags) if lags else None
 
 
-def group_json(snap, gid, g, timeline=None) -> dict:
+def _offsets(snap, g) -> list[dict]:
     hw = {(t, p): h for t, ps in snap["topics"].items() for p, _, h in ps}
-    out = {"group": gid, "state": g["state"], "protocol_type": g["protocol_type"], "protocol": g["protocol"],
-           "generation": g["generation"], "leader": g["leader"], "members": g["members"],
-           "lag": group_lag(snap, g),
-           "offsets": [{"topic": t, "partition": p, "committed": off, "high_watermark": hw.get((t, p)),
-                        "lag": hw[(t, p)] - off if (t, p) in hw else None}
-                       for (t, p), off in sorted(g["offsets"].items())]}
+    return [{"topic": t, "partition": p, "committed": off, "high_watermark": hw.get((t, p)),
+             "lag": hw[(t, p)] - off if (t, p) in hw else None}
+            for (t, p), off in sorted(g["offsets"].items())]
+
+
+def group_json(snap, gid, g, timeline=None) -> dict:
+    out = {"group": gid, "type": "classic", "state": g["state"], "protocol_type": g["protocol_type"],
+           "protocol": g["protocol"], "generation": g["generation"], "leader": g["leader"], "members": g["members"],
+           "lag": group_lag(snap, g), "offsets": _offsets(snap, g)}
     if timeline is not None:
         out["timeline"] = timeline
         out["last_rebalance"] = last_rebalance(timeline)
+    return out
+
+
+def consumer_group_json(snap, gid, g, timeline=None) -> dict:
+    """A consumer group (KIP-848): epochs, members with their epochs and partitions, offsets."""
+    out = {"group": gid, "type": "consumer", "state": g["state"], "protocol_type": "consumer",
+           "group_epoch": g["group_epoch"], "assignment_epoch": g["assignment_epoch"], "assignor": g["assignor"],
+           "members": g["members"], "lag": group_lag(snap, g), "offsets": _offsets(snap, g)}
+    if timeline is not None:
+        out["timeline"] = timeline
+        out["last_rebalance"] = last_consumer_rebalance(timeline)
+    return out
+
+
+def last_consumer_rebalance(timeline: list[dict]) -> dict | None:
+    """A consumer group's newest rebalance: the group epoch bump that started it, its target
+    assignment, and when the group was Stable again (None before any)."""
+    starts = [i for i, e in enumerate(timeline) if e["event"] == "group-epoch"]
+    if not starts:
+        return None
+    i = starts[-1]
+    out = {"started_ms": timeline[i]["time_ms"], "cause": timeline[i]["cause"],
+           "from_group_epoch": timeline[i]["previous_epoch"], "group_epoch": timeline[i]["group_epoch"]}
+    for e in timeline[i + 1:]:
+        if e["event"] == "target-assignment":
+            out["assignment_epoch"], out["assignment_ms"], out["target"] = \
+                e["assignment_epoch"], e["assignment_ms"], e["target"]
+        elif e["event"] == "stable":
+            out["stable_epoch"], out["rebalance_ms"], out["assignment"] = \
+                e["group_epoch"], e["rebalance_ms"], e["assignment"]
     return out
 
 
@@ -113,14 +150,15 @@ def timeline_svg(timeline: list[dict], now_ms: int, width: int = 960) -> str:
     for e in timeline:
         state = {"group-created": e.get("state"), "rebalance-started": "PreparingRebalance",
                  "join-phase-done": "CompletingRebalance", "stable": "Stable", "empty": "Empty",
-                 "group-deleted": "Dead"}.get(e["event"])
+                 "group-deleted": "Dead", "state": e.get("state")}.get(e["event"])
         if state:
-            phase_at.append((e["time_ms"], state, e.get("generation")))
+            # a classic group's generation, a consumer group's group epoch
+            phase_at.append((e["time_ms"], state, e.get("generation", e.get("group_epoch"))))
     for i, (t, state, gen) in enumerate(phase_at):
         end = phase_at[i + 1][0] if i + 1 < len(phase_at) else t1
         w = max(2.0, x(end) - x(t))
         parts.append(f"<rect class='phase' x='{x(t):.1f}' y='20' width='{w:.1f}' height='30' "
-                     f"fill='{PHASE_COLOURS.get(state, '#ddd')}'><title>{_e(state)} (generation {_e(gen)}) "
+                     f"fill='{PHASE_COLOURS.get(state, '#ddd')}'><title>{_e(state)} (epoch/generation {_e(gen)}) "
                      f"from {_time(t)}, {end - t} ms</title></rect>")
         if w > 60:
             parts.append(f"<text x='{x(t) + 3:.1f}' y='40' font-size='11'>{_e(state)} g{_e(gen)}</text>")
@@ -159,6 +197,12 @@ class Console:
         parts = [urllib.parse.unquote(p) for p in path.strip("/").split("/") if p]
         if parts[:1] == ["api"]:
             return self._api(server, req, parts[1:])
+        if len(parts) == 2 and parts[0] == "groups":
+            snap, timeline = server.call(self._snapshot(parts[1]))
+            page = self.group_page(snap, parts[1], timeline or [])
+            server.reply(req, 200 if page else 404, page or _page("Not found", f"<p>No group {_e(parts[1])}.</p>"),
+                         "text/html; charset=utf-8")
+            return True
         if not parts:
             snap, _ = server.call(self._snapshot())
             server.reply(req, 200, self.groups_page(snap), "text/html; charset=utf-8")
@@ -178,28 +222,24 @@ class Console:
                          page or _page("Not found", f"<p>No share group {_e(parts[1])}.</p>"),
                          "text/html; charset=utf-8")
             return True
-        if len(parts) == 2 and parts[0] == "groups":
-            snap, timeline = server.call(self._snapshot(parts[1]))
-            page = self.group_page(snap, parts[1], timeline or [])
-            server.reply(req, 200 if page else 404, page or _page("Not found", f"<p>No group {_e(parts[1])}.</p>"),
-                         "text/html; charset=utf-8")
-            return True
         return False
 
     def _api(self, server, req, parts) -> bool:
         if parts == ["groups"]:
             snap, _ = server.call(self._snapshot())
-            server.reply_json(req, 200, [{"group": gid, "state": g["state"], "protocol": g["protocol"],
-                                          "members": len(g["members"]), "lag": group_lag(snap, g)}
-                                         for gid, g in sorted(snap["groups"].items())])
+            server.reply_json(req, 200, [dict(self._list_row(snap, gid, g), lag=group_lag(snap, g))
+                                         for gid, g in self._every_group(snap)])
             return True
         if len(parts) == 2 and parts[0] == "groups":
             snap, timeline = server.call(self._snapshot(parts[1]))
             g = snap["groups"].get(parts[1])
-            if g is None:
-                server.reply_json(req, 404, {"error": f"no group {parts[1]}"})
-            else:
+            cg = snap["consumer_groups"].get(parts[1])
+            if g is not None:
                 server.reply_json(req, 200, group_json(snap, parts[1], g, timeline or []))
+            elif cg is not None:
+                server.reply_json(req, 200, consumer_group_json(snap, parts[1], cg, timeline or []))
+            else:
+                server.reply_json(req, 404, {"error": f"no group {parts[1]}"})
             return True
         if parts == ["share-groups"]:
             snap, _ = server.call(self._snapshot())
@@ -226,15 +266,31 @@ class Console:
 
     # -- pages ---------------------------------------------------------------------------------
     @staticmethod
-    def groups_page(snap) -> str:
-        rows = "".join(
-            f"<tr><td><a href='/groups/{urllib.parse.quote(gid, safe='')}'>{_e(gid)}</a></td>"
-            f"<td><span class='state'>{_e(g['state'])}</span></td><td>{_e(g['protocol_type'])}</td>"
-            f"<td>{_e(g['protocol'])}</td><td class='n'>{len(g['members'])}</td>"
-            f"<td class='n'>{group_lag(snap, g)}</td></tr>"
-            for gid, g in sorted(snap["groups"].items()))
-        table = ("<table id='groups'><tr><th>Group</th><th>State</th><th>Protocol type</th><th>Protocol</th>"
-                 f"<th>Members</th><th>Lag</th></tr>{rows}</table>") if rows else "<p>No groups.</p>"
+    def _every_group(snap) -> list:
+        """(group id, data) of the classic and the consumer groups, by id."""
+        return sorted([*snap["groups"].items(), *snap["consumer_groups"].items()], key=lambda kv: kv[0])
+
+    @staticmethod
+    def _list_row(snap, gid, g) -> dict:
+        if gid in snap["consumer_groups"] and "group_epoch" in g:
+            # a consumer group's protocol is its server-side assignor, its generation its group epoch
+            return {"group": gid, "type": "consumer", "state": g["state"], "protocol_type": "consumer",
+                    "protocol": g["assignor"], "epoch": g["group_epoch"], "members": len(g["members"])}
+        return {"group": gid, "type": "classic", "state": g["state"], "protocol_type": g["protocol_type"],
+                "protocol": g["protocol"], "epoch": g["generation"], "members": len(g["members"])}
+
+    @classmethod
+    def groups_page(cls, snap) -> str:
+        rows = []
+        for gid, g in cls._every_group(snap):
+            r = cls._list_row(snap, gid, g)
+            rows.append(f"<tr class='group-{r['type']}'><td><a href='/groups/{urllib.parse.quote(gid, safe='')}'>"
+                        f"{_e(gid)}</a></td><td>{r['type']}</td><td><span class='state'>{_e(r['state'])}</span></td>"
+                        f"<td>{_e(r['protocol_type'])}</td><td>{_e(r['protocol'])}</td><td class='n'>{r['epoch']}</td>"
+                        f"<td class='n'>{r['members']}</td><td class='n'>{group_lag(snap, g)}</td></tr>")
+        table = ("<table id='groups'><tr><th>Group</th><th>Type</th><th>State</th><th>Protocol type</th>"
+                 "<th>Protocol / assignor</th><th>Generation / group epoch</th>"
+                 f"<th>Members</th><th>Lag</th></tr>{''.join(rows)}</table>") if rows else "<p>No groups.</p>"
         return _page("Consumer groups", table)
 
     @staticmethod
@@ -292,10 +348,70 @@ class Console:
                        f"<th>High watermark</th><th>Size (bytes)</th></tr>{rows}</table>")
         return _page("Topics", "".join(out) or "<p>No topics.</p>")
 
+    def _timeline_html(self, timeline) -> list[str]:
+        body = ["<h2>Rebalance timeline</h2>", timeline_svg(timeline, self.broker.clock.now_ms())]
+        rows = "".join(f"<tr><td>{_time(e['time_ms'])}</td><td>{_e(e['event'])}</td><td>{_e(self._detail(e))}</td></tr>"
+                       for e in reversed(timeline))
+        if rows:
+            body.append(f"<table id='events'><tr><th>Time (UTC)</th><th>Event</th><th>Detail</th></tr>{rows}</table>")
+        return body
+
+    @staticmethod
+    def _offsets_html(data) -> str:
+        offs = "".join(f"<tr><td>{_e(o['topic'])}</td><td class='n'>{o['partition']}</td><td class='n'>{o['committed']}</td>"
+                       f"<td class='n'>{_e(o['high_watermark'])}</td><td class='n'>{_e(o['lag'])}</td></tr>"
+                       for o in data["offsets"])
+        return "<h2>Committed offsets</h2>" + (
+            f"<table id='offsets'><tr><th>Topic</th><th>Partition</th><th>Committed</th><th>High watermark</th>"
+            f"<th>Lag</th></tr>{offs}</table>" if offs else "<p>None.</p>")
+
+    def consumer_group_page(self, snap, gid, timeline) -> str | None:
+        g = snap["consumer_groups"].get(gid)
+        if g is None:
+            return None
+        data = consumer_group_json(snap, gid, g, timeline)
+
+        def parts(a) -> str:
+            return "; ".join(f"{t} {p}" for t, p in sorted(a.items()))
+        body = [f"<p>Consumer group (KIP-848). State <span class='state' id='group-state'>{_e(g['state'])}</span>, "
+                f"group epoch <b id='group-epoch'>{g['group_epoch']}</b>, assignment epoch "
+                f"<b id='assignment-epoch'>{g['assignment_epoch']}</b>, assignor {_e(g['assignor'])}, "
+                f"total lag <b id='group-lag'>{data['lag']}</b></p>", "<h2>Members</h2>"]
+        if g["members"]:
+            rows = "".join(
+                f"<tr class='member'><td><code>{_e(m['member_id'])}</code></td><td class='n'>{m['member_epoch']}</td>"
+                f"<td>{_e(m['member_state'])}</td><td>{_e(m['client_id'])}</td><td>{_e(m['client_host'])}</td>"
+                f"<td>{_e(m['group_instance_id'] or '')}</td><td>{_e(', '.join(m['subscribed_topics']))}"
+                f"{_e(' /' + m['subscribed_topic_regex'] + '/' if m['subscribed_topic_regex'] else '')}</td>"
+                f"<td class='assigned'>{_e(parts(m['assignment']))}</td>"
+                f"<td class='revoking'>{_e(parts(m['pending_revocation']))}</td>"
+                f"<td class='target'>{_e(parts(m['target_assignment']))}</td></tr>"
+                for m in sorted(g["members"], key=lambda m: m["member_id"]))
+            body.append("<table id='members'><tr><th>Member id</th><th>Member epoch</th><th>Reconciliation</th>"
+                        "<th>Client id</th><th>Host</th><th>Group instance id</th><th>Subscribed topics</th>"
+                        f"<th>Assigned</th><th>Revoking</th><th>Target</th></tr>{rows}</table>")
+        else:
+            body.append("<p>No members.</p>")
+        last = data["last_rebalance"]
+        body.append("<h2>Last rebalance</h2>")
+        if last is None:
+            body.append("<p id='last-rebalance'>None seen since the broker started.</p>")
+        else:
+            body.append(
+                f"<p id='last-rebalance'>Group epoch {last['from_group_epoch']} &rarr; {last['group_epoch']} at "
+                f"{_time(last['started_ms'])} UTC because {_e(last['cause'])}. "
+                + (f"Target assignment (epoch {last['assignment_epoch']}) after {last['assignment_ms']} ms. "
+                   if "assignment_epoch" in last else "Target assignment not computed yet. ")
+                + (f"Group epoch {last['stable_epoch']} Stable after {last['rebalance_ms']} ms."
+                   if "stable_epoch" in last else "Members reconciling.") + "</p>")
+        body += self._timeline_html(timeline)
+        body.append(self._offsets_html(data))
+        return _page(f"Group {gid}", "".join(body))
+
     def group_page(self, snap, gid, timeline) -> str | None:
         g = snap["groups"].get(gid)
         if g is None:
-            return None
+            return self.consumer_group_page(snap, gid, timeline)
         data = group_json(snap, gid, g, timeline)
         body = [f"<p>State <span class='state' id='group-state'>{_e(g['state'])}</span>, protocol "
                 f"{_e(g['protocol_type'])}/{_e(g['protocol'])}, generation {_e(g['generation'])}, "
@@ -321,18 +437,8 @@ class Console:
                    if "join_phase_ms" in last else "Join phase under way. ")
                 + (f"Generation {last['generation']} Stable after {last['rebalance_ms']} ms."
                    if "generation" in last else "") + "</p>")
-        body.append("<h2>Rebalance timeline</h2>")
-        body.append(timeline_svg(timeline, self.broker.clock.now_ms()))
-        rows = "".join(f"<tr><td>{_time(e['time_ms'])}</td><td>{_e(e['event'])}</td><td>{_e(self._detail(e))}</td></tr>"
-                       for e in reversed(timeline))
-        if rows:
-            body.append(f"<table id='events'><tr><th>Time (UTC)</th><th>Event</th><th>Detail</th></tr>{rows}</table>")
-        offs = "".join(f"<tr><td>{_e(o['topic'])}</td><td class='n'>{o['partition']}</td><td class='n'>{o['committed']}</td>"
-                       f"<td class='n'>{_e(o['high_watermark'])}</td><td class='n'>{_e(o['lag'])}</td></tr>"
-                       for o in data["offsets"])
-        body.append("<h2>Committed offsets</h2>" + (
-            f"<table id='offsets'><tr><th>Topic</th><th>Partition</th><th>Committed</th><th>High watermark</th>"
-            f"<th>Lag</th></tr>{offs}</table>" if offs else "<p>None.</p>"))
+        body += self._timeline_html(timeline)
+        body.append(self._offsets_html(data))
         return _page(f"Group {gid}", "".join(body))
 
     @staticmethod

@@ -330,6 +330,8 @@ class CoordinatorRuntime:
             self._hold(shard, result)
             held = True
         else:
+            if shard.partition in self._held:     # what is held goes first: the log keeps the shard's order
+                self._write_held(shard.partition, shard)
             self._write(shard, [result])
         self._reschedule(shard)
         if self.state_observer is not None:

@@ -12,13 +12,15 @@ What is measured where:
   ``kafka_network_requestmetrics_*``.
 - everything else is read at scrape time from broker state, on the broker's event loop (the
   HTTP thread asks the loop for a snapshot; nothing is shared across threads):
-  the group coordinator metrics under Kafka 4.0's names (type=group-coordinator-metrics:
-  group-count{protocol}, classic-group-count{state}, offset-count, offset-commit-count,
-  offset-expiration-count, offset-deletion-count, group-completed-rebalance-count; Prometheus
-  derives the rates with rate()), partition load time (group-coordinator-runtime-metrics),
+  the group coordinator metrics under Kafka 4.3's names (type=group-coordinator-metrics:
+  group-count{protocol}, classic-group-count{state}, consumer-group-count{state} (KIP-848),
+  offset-count, offset-commit-count, offset-expiration-count, offset-deletion-count,
+  group-completed-rebalance-count, consumer-group-rebalance-count; Prometheus derives the rates
+  with rate()), partition load time (group-coordinator-runtime-metrics),
   log size and flush latency (kafka.log Log Size, LogFlushStats), and the consumer-lag series
   of kafka_exporter with its names and labels (kafka_consumergroup_lag{consumergroup,topic,
-  partition}, ...), so its Grafana dashboards work unchanged; share groups (KIP-932): group-count
+  partition}, ...; classic and consumer groups alike), so its Grafana dashboards work unchanged;
+  consumer groups (KIP-848) per group: epochs and members (``consumer_groups``); share groups (KIP-932): group-count
   {protocol=share} and share-group-count{state}, members per group, and per share-partition
   SharePartitionMetrics' InFlightMessageCount plus its records by state and delivery count, start
   offset and lag (``share_groups_snapshot``).
@@ -27,7 +29,10 @@ What is measured where:
   append, so a failed write counts nothing): an offset commit record is a commit, an offset
   tombstone is an expiration unless it was written while an OffsetDelete or DeleteGroups request
   was handled (a deletion), a group metadata record holding an assignment is a completed
-  rebalance (the coordinator writes it when the leader's SyncGroup completes one). They count
+  rebalance (the coordinator writes it when the leader's SyncGroup completes one), a consumer
+  group epoch record written without a member's removal is a consumer group rebalance (Kafka
+  records ConsumerGroupRebalances where a heartbeat bumps the group epoch: a member joined, a
+  subscription or the subscribed topics changed; a removal's bump is not counted). They count
   from this broker's start: what the log held before, replayed at load, is history. They are
   not coordinator state (no replay reproduces them), so the live == replayed property is
   untouched. Counting costs a few attribute reads per written record, far less than decoding
@@ -41,10 +46,12 @@ import logging
 import re
 import time
 
+from ..coordinator.consumer_group.consumer_group_records import GROUP_METADATA as CONSUMER_GROUP_METADATA
+from ..coordinator.consumer_group.consumer_group_records import MEMBER_METADATA as CONSUMER_MEMBER_METADATA
 from ..coordinator.coordinator_records import GROUP_METADATA
 from ..protocol.api import API_BY_KEY, ApiKey
 from .pending import PendingResponse
-from .timeline import decode_assignment
+from .timeline import decode_assignment, topic_partitions
 
 log = logging.getLogger("kgroup.metrics")
 _perf = time.perf_counter
@@ -102,23 +109,26 @@ assert all(max(a.request._DECODERS) < VERSIONS for a in API_BY_KEY.values() if g
 
 class CoordinatorCounters:
     """Kafka's group coordinator counters (offset-commit-count, offset-expiration-count,
-    offset-deletion-count, group-completed-rebalance-count), counted from the records the
+    offset-deletion-count, group-completed-rebalance-count, consumer-group-rebalance-count), counted from the records the
     coordinator runtime appends to ``__consumer_offsets``: ``on_written`` is its
     ``write_observer``, called once per written batch after the append succeeded (a failed write
     counts nothing). Counting happens outside the coordinator's state: no replay rebuilds these,
     and loading a partition counts nothing (what the log held before this start is history)."""
-    __slots__ = ("offset_commits", "offset_expirations", "offset_deletions", "completed_rebalances", "deleting")
+    __slots__ = ("offset_commits", "offset_expirations", "offset_deletions", "completed_rebalances",
+                 "consumer_group_rebalances", "deleting")
 
     def __init__(self):
         self.offset_commits = 0
         self.offset_expirations = 0
         self.offset_deletions = 0
         self.completed_rebalances = 0
+        self.consumer_group_rebalances = 0
         # True while an OffsetDelete or DeleteGroups is handled (BrokerMetrics sets it): the
         # offset tombstones written meanwhile are deletions, every other one an expiration.
         self.deleting = False
 
-    def on_written(self, results, offset_commits: int = 0, _group_metadata=GROUP_METADATA) -> None:
+    def on_written(self, results, offset_commits: int = 0, _group_metadata=GROUP_METADATA,
+                   _epoch=CONSUMER_GROUP_METADATA, _member=CONSUMER_MEMBER_METADATA) -> None:
         """Count the records of ``results`` (the coordinator Results of one appended batch);
         ``offset_commits``, when not 0, is their number and every one is an offset commit (the
         runtime's held commits: the durable-commit hot path, counted without a loop).
@@ -129,6 +139,8 @@ class CoordinatorCounters:
         commits = 0
         try:
             for res in results:
+                bumps = 0
+                removal = False
                 for r in res.records:
                     t = r.record_type
                     if t <= 1:                       # 0 legacy, 1 offset commit
@@ -142,6 +154,15 @@ class CoordinatorCounters:
                             and any(m.assignment for m in r.value_struct.members):
                         # written when the leader's SyncGroup completes a rebalance
                         self.completed_rebalances += 1
+                    elif t == _epoch:
+                        if r.value is not None:
+                            bumps += 1
+                    elif t == _member and r.value is None:
+                        removal = True
+                if bumps and not removal:
+                    # a heartbeat's bump (Kafka's consumerGroupHeartbeat records the sensor; its
+                    # member removals, which bump the epoch too, do not)
+                    self.consumer_group_rebalances += bumps
         except Exception:
             log.exception("counting the coordinator's records")
         self.offset_commits += commits
@@ -293,10 +314,14 @@ class BrokerMetrics:
                 log_sizes[(t.name, p)] = plog.size_in_bytes
             topics[t.name] = parts
         groups = {}
+        consumer_groups = {}
         for shard in b.group_coordinator.shards.values():
             if not shard.is_loaded:
                 continue
             offsets = shard.offset_metadata_manager.offsets
+            for cg in shard.consumer_group_manager.consumer_groups():
+                consumer_groups[cg.group_id] = consumer_group_snapshot(
+                    b, cg, shard.consumer_group_manager.default_assignor, offsets.get(cg.group_id, {}))
             for g in shard.group_metadata_manager.classic_groups():
                 gid = g.group_id
                 members = []
@@ -312,7 +337,7 @@ class BrokerMetrics:
                 groups[gid] = {"state": str(g.state), "protocol_type": g.protocol_type or "",
                                "protocol": g.protocol_name or "", "generation": g.generation_id,
                                "leader": g.leader_id, "members": members, "offsets": committed}
-        return {"topics": topics, "log_sizes": log_sizes, "groups": groups,
+        return {"topics": topics, "log_sizes": log_sizes, "groups": groups, "consumer_groups": consumer_groups,
                 "share_groups": share_groups_snapshot(b),
                 "requests": self.request_stats(),
                 "flush": self.flush.data(),
@@ -320,9 +345,31 @@ class BrokerMetrics:
                 "offset_expirations": c.offset_expirations,
                 "offset_deletions": c.offset_deletions,
                 "completed_rebalances": c.completed_rebalances,
+                "consumer_group_rebalances": c.consumer_group_rebalances,
                 "partition_load_ms": dict(getattr(b.group_coordinator, "partition_load_ms", {}) or {}),
                 "client_metrics": b.metadata.client_metrics.snapshot(),
                 "node_id": b.config.node_id}
+
+
+def consumer_group_snapshot(b, g, default_assignor: str, group_offsets) -> dict:
+    """A consumer group (KIP-848) as the console and /metrics show it: state, group and
+    assignment epochs, the assignor, per member its epoch, reconciliation state, assigned,
+    pending-revocation and target partitions, and the group's committed offsets."""
+    members = []
+    for m in g.members.values():
+        members.append({"member_id": m.member_id, "member_epoch": m.member_epoch,
+                        "previous_member_epoch": m.previous_member_epoch, "member_state": m.state.name,
+                        "group_instance_id": m.instance_id, "rack_id": m.rack_id, "client_id": m.client_id,
+                        "client_host": m.client_host, "classic": m.classic_member_metadata is not None,
+                        "subscribed_topics": sorted(m.subscribed_topic_names),
+                        "subscribed_topic_regex": m.subscribed_topic_regex,
+                        "assignment": topic_partitions(b, m.assigned_partitions),
+                        "pending_revocation": topic_partitions(b, m.partitions_pending_revocation),
+                        "target_assignment": topic_partitions(b, g.target_assignment.get(m.member_id, {}))})
+    committed = {(topic_name, p): om.committed_offset
+                 for topic_name, parts in group_offsets.items() for p, om in parts.items()}
+    return {"state": g.state_string(), "group_epoch": g.group_epoch, "assignment_epoch": g.assignment_epoch,
+            "assignor": g.preferred_server_assignor(default_assignor), "members": members, "offsets": committed}
 
 
 def share_groups_snapshot(b) -> dict:
@@ -466,9 +513,16 @@ def render(snap: dict) -> str:
         by_state[g["state"]] = by_state.get(g["state"], 0) + 1
     prefix = "kafka_server_group_coordinator_metrics_"
     share_groups = snap.get("share_groups", {})
+    consumer_groups = snap.get("consumer_groups", {})
     family(prefix + "group_count", "gauge", "Groups per rebalance protocol (group-count)",
-           [(_labels(protocol="classic"), len(groups)), (_labels(protocol="consumer"), 0),
+           [(_labels(protocol="classic"), len(groups)), (_labels(protocol="consumer"), len(consumer_groups)),
             (_labels(protocol="share"), len(share_groups))])
+    # Kafka's ConsumerGroupState tags, lower case (a deleted group is gone at once: Dead stays 0)
+    consumer_by_state = {s: 0 for s in ("empty", "assigning", "reconciling", "stable", "dead")}
+    for g in consumer_groups.values():
+        consumer_by_state[g["state"].lower()] = consumer_by_state.get(g["state"].lower(), 0) + 1
+    family(prefix + "consumer_group_count", "gauge", "Consumer groups (KIP-848) per state (consumer-group-count)",
+           [(_labels(state=s), n) for s, n in consumer_by_state.items()])
     share_by_state = {"Empty": 0, "Stable": 0, "Dead": 0}
     for g in share_groups.values():
         share_by_state[g["state"]] = share_by_state.get(g["state"], 0) + 1
@@ -477,7 +531,8 @@ def render(snap: dict) -> str:
     family(prefix + "classic_group_count", "gauge", "Classic groups per state (classic-group-count)",
            [(_labels(state=s), n) for s, n in sorted(by_state.items())])
     family(prefix + "offset_count", "gauge", "Committed offsets retained (offset-count)",
-           [("", sum(len(g["offsets"]) for g in groups.values()))])
+           [("", sum(len(g["offsets"]) for g in groups.values())
+             + sum(len(g["offsets"]) for g in consumer_groups.values()))])
     family(prefix + "offset_commit_count", "counter", "Offsets committed (offset-commit-count; rate() for offset-commit-rate)",
            [("", snap["offset_commits"])])
     family(prefix + "offset_expiration_count", "counter", "Offsets expired (offset-expiration-count)",
@@ -487,6 +542,9 @@ def render(snap: dict) -> str:
     family(prefix + "group_completed_rebalance_count", "counter",
            "Classic group rebalances completed (group-completed-rebalance-count)",
            [("", snap["completed_rebalances"])])
+    family(prefix + "consumer_group_rebalance_count", "counter",
+           "Consumer group rebalances: group epoch bumps by a heartbeat (consumer-group-rebalance-count; "
+           "rate() for consumer-group-rebalance-rate)", [("", snap.get("consumer_group_rebalances", 0))])
     loads = snap["partition_load_ms"]
     rt = "kafka_server_group_coordinator_runtime_metrics_"
     family(rt + "partition_load_time_max", "gauge", "Longest __consumer_offsets partition load, ms",
@@ -502,6 +560,16 @@ def render(snap: dict) -> str:
     family("kgroup_share_group_epoch", "gauge", "A share group's group epoch",
            [(_labels(group=gid), g["group_epoch"]) for gid, g in sorted(share_groups.items())])
     sp_rows = [(gid, sp) for gid, g in sorted(share_groups.items()) for sp in g["partitions"]]
+
+    # consumer groups (KIP-848): epochs per group, members' epochs
+    family("kgroup_consumer_group_epoch", "gauge", "A consumer group's group epoch",
+           [(_labels(group=gid), g["group_epoch"]) for gid, g in sorted(consumer_groups.items())])
+    family("kgroup_consumer_group_assignment_epoch", "gauge",
+           "A consumer group's assignment epoch (the target assignment's; behind the group epoch while Assigning)",
+           [(_labels(group=gid), g["assignment_epoch"]) for gid, g in sorted(consumer_groups.items())])
+    family("kgroup_consumer_group_member_epoch", "gauge", "A consumer group member's member epoch",
+           [(_labels(group=gid, member_id=m["member_id"], client_id=m["client_id"]), m["member_epoch"])
+            for gid, g in sorted(consumer_groups.items()) for m in g["members"]])
 
     def sp_labels(gid, sp, **more):
         return _labels(group=gid, topic=sp["topic"], partition=sp["partition"], **more)
@@ -558,7 +626,8 @@ def render(snap: dict) -> str:
            [(_labels(topic=t, partition=p), 0) for t, ps in sorted(topics.items()) for p, _, _ in ps])
     hw = {(t, p): h for t, ps in topics.items() for p, _, h in ps}
     cur, lag, cur_sum, lag_sum = [], [], {}, {}
-    for gid, g in sorted(groups.items()):
+    every_group = sorted([*groups.items(), *consumer_groups.items()], key=lambda kv: kv[0])
+    for gid, g in every_group:
         for (t, p), off in sorted(g["offsets"].items()):
             if (t, p) not in hw:
                 continue
@@ -574,5 +643,5 @@ def render(snap: dict) -> str:
     family("kafka_consumergroup_lag_sum", "gauge", "Current Approximate Lag of a ConsumerGroup at Topic for all partitions",
            [(_labels(consumergroup=g, topic=t), v) for (g, t), v in sorted(lag_sum.items())])
     family("kafka_consumergroup_members", "gauge", "Amount of members in a consumer group",
-           [(_labels(consumergroup=gid), len(g["members"])) for gid, g in sorted(groups.items())])
+           [(_labels(consumergroup=gid), len(g["members"])) for gid, g in every_group])
     return "\n".join(out) + "\n"

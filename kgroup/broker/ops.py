@@ -38,6 +38,8 @@ def attach_operations(broker) -> None:
     broker.control_topics = {}
     if broker.timelines is not None:
         broker.control_topics[TIMELINE_TOPIC] = broker.timelines.answer_query
+        # consumer groups change only by their records: compared after each write of theirs
+        broker.timelines.watch_writes(broker.group_coordinator)
     broker.request_counts = None
     if broker.metrics is not None and broker.faults is None:
         # Production with metrics: no request layer. The server counts each request inline in

@@ -158,14 +158,27 @@ class ShareCoordinatorRuntime:
             R(topic_id=topic_id, partitions=[R.PartitionData(partition=partition, leader_epoch=leader_epoch)])]), 0)
 
     def write(self, group_id: str, topic_id: bytes, partition: int, state_epoch: int, leader_epoch: int,
-              start_offset: int, batches, delivery_complete_count: int = -1) -> PendingResponse:
+              start_offset: int, batches, delivery_complete_count: int = -1, hold: bool = False) -> PendingResponse:
+        """``hold``: the caller has no other write of this share-partition in flight, so the update
+        may wait to be appended with the other writes of this event-loop iteration on its
+        ``__share_group_state`` partition, as one batch (the runtime's held writes)."""
         R = WriteShareGroupStateRequest.WriteStateData
         P = R.PartitionData
-        return self.call("write", WriteShareGroupStateRequest(group_id=group_id, topics=[R(topic_id=topic_id, partitions=[
+        req = WriteShareGroupStateRequest(group_id=group_id, topics=[R(topic_id=topic_id, partitions=[
             P(partition=partition, state_epoch=state_epoch, leader_epoch=leader_epoch, start_offset=start_offset,
               delivery_complete_count=delivery_complete_count,
               state_batches=[P.StateBatch(first_offset=a, last_offset=b, delivery_state=s, delivery_count=c)
-                             for a, b, s, c in batches])])]), 1)
+                             for a, b, s, c in batches])])])
+        if not hold:
+            return self.call("write", req, 1)
+        self.ensure_topic()
+        answer = self.runtime.execute(self.partition_for(group_id, topic_id, partition),
+                                      S.handle_write_share_group_state, req, 1, may_hold=True)
+        if type(answer) is PendingResponse:
+            return answer
+        token = PendingResponse()
+        token.answer(answer)
+        return token
 
     def delete(self, group_id: str, topics: dict) -> PendingResponse:
         R = DeleteShareGroupStateRequest.DeleteStateData

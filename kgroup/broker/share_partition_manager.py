@@ -10,10 +10,21 @@ group's share.auto.offset.reset against the log. Each change of its state is wri
 acknowledged is delivered again with its delivery count incremented, while an acknowledged one is
 never delivered again; an acknowledgement is answered once its write is durable.
 
-ShareFetch: the acknowledgements it carries are applied first; then every partition of the session
-acquires from its next fetch offset (the log's batches as stored, plus the AcquiredRecords ranges).
-When nothing was acquired the request waits (long polling, up to max_wait_ms) for an append or a
-release on its partitions. The lock timers run on this manager's scheduler, armed as one loop timer.
+Writes are group-committed: a change asks for a write of its share-partition (``_persist``), and
+the writes asked for in one event-loop iteration go out at its end, one per share-partition with
+its whole state as it is then; while a share-partition's write is on its way to disk, the changes
+that follow wait for it and go out together in the next one. The share coordinator appends the
+writes landing on one ``__share_group_state`` partition in that iteration as one batch, and one
+fsync (the data path's group commit) covers them all.
+
+ShareFetch (as Kafka's KafkaApis.handleShareFetchRequest): the acknowledgements it carries are
+applied first, then, without waiting for their write, every partition of the session acquires from
+its next fetch offset (the log's batches as stored, plus the AcquiredRecords ranges); the response
+goes once both the fetch and the acknowledgements' durable write are done. When nothing was
+acquired the fetch waits (long polling, up to max_wait_ms) for an append, a release, or
+acknowledgements that move a share-partition's start offset (room for more records in flight, as
+Kafka's maybeCompleteDelayedShareFetchRequest). The lock timers run on this manager's scheduler,
+armed as one loop timer.
 """
 from __future__ import annotations
 
@@ -44,6 +55,9 @@ class SharePartitionManager:
         self.partitions: dict[tuple, SharePartition] = {}
         self._loading: dict[tuple, list[PendingResponse]] = {}
         self._armed = None
+        self._next_writes: dict[SharePartition, list[PendingResponse]] = {}   # waiting for the next write
+        self._writing: set[SharePartition] = set()      # a write on its way to disk
+        self._writes_scheduled = False
 
     # -- group settings -----------------------------------------------------------------------------
     def _group_setting(self, group_id: str, name: str, default):
@@ -123,13 +137,46 @@ class SharePartitionManager:
         return self._group_setting(group_id, "share.isolation.level", "read_uncommitted") == "read_committed"
 
     def _persist(self, sp: SharePartition) -> PendingResponse:
+        """A durable write of ``sp``'s state as it is now (or later): answered with the
+        WriteShareGroupState answer once on disk."""
+        token = PendingResponse()
+        waiting = self._next_writes.get(sp)
+        if waiting is None:
+            waiting = self._next_writes[sp] = []
+        waiting.append(token)
+        if not self._writes_scheduled and sp not in self._writing:
+            self._writes_scheduled = True
+            asyncio.get_running_loop().call_soon(self._write_all)
+        return token
+
+    def _write_all(self) -> None:
+        """The writes asked for since the last round, one per share-partition (those with a write
+        in flight wait for it)."""
+        self._writes_scheduled = False
+        for sp in [sp for sp in self._next_writes if sp not in self._writing]:
+            self._write(sp, self._next_writes.pop(sp))
+
+    def _write(self, sp: SharePartition, tokens: list) -> None:
+        self._writing.add(sp)
         batches = sp.state_batches()
-        return self.broker.share_coordinator.write(sp.group_id, sp.topic_id, sp.partition, sp.state_epoch, 0,
-                                                   sp.start_offset, batches, delivery_complete_count(batches))
+        w = self.broker.share_coordinator.write(sp.group_id, sp.topic_id, sp.partition, sp.state_epoch, 0,
+                                                sp.start_offset, batches, delivery_complete_count(batches),
+                                                hold=True)
+        w.listen(lambda answered: self._written(sp, tokens, answered))
+
+    def _written(self, sp: SharePartition, tokens: list, answered) -> None:
+        self._writing.discard(sp)
+        for token in tokens:
+            token.answer(answered.response) if answered.error is None else token.fail(answered.error)
+        waiting = self._next_writes.pop(sp, None)
+        if waiting:
+            self._write(sp, waiting)
 
     # -- acquire -------------------------------------------------------------------------------------------
-    def acquire(self, sp: SharePartition, member_id: str, max_records: int, max_bytes: int):
-        """(records bytes, AcquiredRecords ranges) for ``member_id`` from ``sp``'s next fetch offset."""
+    def acquire(self, sp: SharePartition, member_id: str, max_records: int, max_bytes: int,
+                whole_batches: bool = True):
+        """(records bytes, AcquiredRecords ranges) for ``member_id`` from ``sp``'s next fetch offset;
+        ``whole_batches``: the request's ShareAcquireMode is BATCH_OPTIMIZED (0, the default)."""
         if not sp.can_acquire():
             return b"", []
         topic = self.broker.metadata.by_id(sp.topic_id)
@@ -145,28 +192,41 @@ class SharePartitionManager:
         limit = plog.last_stable_offset if read_committed else plog.high_watermark
         if offset >= limit:
             return b"", []
+        # Nothing past the end offset + what may still be acquired can be acquired: the read
+        # stops at the batch holding that offset rather than at max_bytes of the log.
+        room = max(0, min(max_records, sp.max_record_locks - sp.in_flight()))
         try:
-            got = plog.read(offset, max_bytes, min_one_batch=True, max_offset=limit)
+            got = plog.read(offset, max_bytes, min_one_batch=True, max_offset=min(limit, sp.end_offset + room))
         except OffsetOutOfRangeError:
             return b"", []
         records = got.records
         if not len(records):
             return b"", []
-        ranges, archive = [], []
-        aborted = {}
+        ranges, archive, positions = [], [], []
+        aborted: dict = {}
         if read_committed:
             for a in plog.collect_aborted_transactions(offset, limit):
                 aborted.setdefault(a.producer_id, []).append(a.first_offset)
-        for _pos, h, _view in iter_batches(records):
+        for pos, h, _view in iter_batches(records):
             if h.is_control or (h.is_transactional and any(f <= h.base_offset for f in aborted.get(h.producer_id, ()))):
-                archive.extend(range(h.base_offset, h.last_offset + 1))
+                archive.append((h.base_offset, h.last_offset))
             ranges.append((h.base_offset, h.last_offset))
+            positions.append(pos)
         now = self.timer.now = self.now_ms()
-        acquired = sp.acquire(member_id, ranges, max_records, now, limit, archive)
+        acquired = sp.acquire(member_id, ranges, max_records, now, limit, archive_ranges=archive,
+                              whole_batches=whole_batches)
         self._arm()
         if not acquired:
             return b"", []
-        return bytes(records), acquired
+        # Only the batches holding acquired records go back (Kafka's maybeSliceFetchRecords).
+        first, last = acquired[0][0], acquired[-1][1]
+        i = 0
+        while ranges[i][1] < first:
+            i += 1
+        j = i
+        while j + 1 < len(ranges) and ranges[j + 1][0] <= last:
+            j += 1
+        return bytes(records[positions[i]:positions[j + 1] if j + 1 < len(ranges) else len(records)]), acquired
 
     # -- sessions -------------------------------------------------------------------------------------------
     def release_session(self, group_id: str, member_id: str, partitions) -> list[PendingResponse]:
@@ -189,9 +249,7 @@ class SharePartitionManager:
         for key in [k for k in self.partitions if k[0] == group_id]:
             sp = self.partitions.pop(key)
             sp.on_released = None
-            for o in list(sp.records):
-                sp.records.pop(o)
-            sp._advance_start()
+            sp.clear()
 
     def on_connection_closed(self, connection) -> None:
         """Kafka's ShareSessionCache connection listener: a closed connection's sessions go."""
@@ -210,12 +268,15 @@ class SharePartitionManager:
                 out.answer(sp)
                 return
             self.timer.now = self.now_ms()
+            full = sp.in_flight() >= sp.max_record_locks
             try:
-                sp.acknowledge(member_id, [(b.first_offset, b.last_offset, list(b.acknowledge_types)) for b in batches])
+                sp.acknowledge(member_id, [(b.first_offset, b.last_offset, b.acknowledge_types) for b in batches])
             except KafkaError as e:
                 out.answer(e.code)
                 return
             self._arm()
+            if full and sp.in_flight() < sp.max_record_locks and sp.on_released is not None:
+                sp.on_released()        # room for more records in flight: parked fetches may acquire
             if not sp.dirty:
                 out.answer(ErrorCode.NONE)
                 return
@@ -273,6 +334,8 @@ class SharePartitionManager:
         for sp in self.partitions.values():
             sp.on_released = None
         self.partitions.clear()
+        self._next_writes.clear()
+        self._writing.clear()
         self._loading.clear()
         self.sessions = ShareSessionCache(self.config.share_max_share_sessions)
         self.scheduler = TimerQueue()

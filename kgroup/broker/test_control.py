@@ -180,10 +180,7 @@ class TestControl:
         if b.faults is not None:
             b.faults.apply({"fault": "clear"})
         if b.timelines is not None:
-            b.timelines.events.clear()
-            b.timelines.seen.clear()
-            b.timelines.leave_reasons.clear()
-            b.timelines.join_reasons.clear()
+            b.timelines.clear()
         b.clock.offset_ms = 0
         for rt in self._runtimes():     # the emptied coordinator partitions, loaded again
             topic = md.get(rt.topic)

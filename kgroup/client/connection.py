@@ -39,6 +39,9 @@ log = logging.getLogger("kgroup.client.connection")
 SOFTWARE_NAME = "kgroup-python"
 SOFTWARE_VERSION = "0.1.0"
 MAX_FRAME = 100 * 1024 * 1024
+# the stream reader's buffer limit: asyncio pauses reading above twice this, so with its 64 KiB
+# default a 1 MB Fetch response paused and resumed the socket every 128 KiB
+STREAM_LIMIT = 4 * 1024 * 1024
 
 #: the highest version of each API this client speaks: every version our codec declares, but for
 #: the versions that name topics by id only (Produce v13, OffsetCommit/OffsetFetch v10), which
@@ -91,7 +94,7 @@ class BrokerConnection:
         try:
             ctx = self.security.ssl_context if self.security is not None else None
             self._reader, self._writer = await asyncio.wait_for(
-                asyncio.open_connection(self.host, self.port, ssl=ctx,
+                asyncio.open_connection(self.host, self.port, ssl=ctx, limit=STREAM_LIMIT,
                                         server_hostname=self.host if ctx is not None else None),
                 self.connect_timeout_ms / 1000)
         except (OSError, asyncio.TimeoutError) as e:

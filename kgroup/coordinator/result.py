@@ -78,11 +78,16 @@ class Result:
     ``now_ms``   the operation's time (the records' timestamp).
     ``records``  the coordinator records to append, in order (``coordinator_records.CoordinatorRecord``:
                  ``key``/``value`` bytes in Kafka's exact format plus their decoded form).
+    ``timer_key`` the key of the timer whose operation built it (set by the shard's ``poll_timers``
+                 only, never on a request's: read it with ``getattr(result, "timer_key", None)``),
+                 so what watches the written records (rebalance timelines) can tell a session
+                 timeout from a rebalance timeout.
     Everything else goes through methods: ``committed``/``aborted`` are what the shard's
     ``commit``/``abort`` send; ``is_plain_offset_commit`` says whether it may be batched.
     """
 
-    __slots__ = ("now_ms", "records", "_answers", "_on_failure", "_on_commit", "_on_abort")
+    __slots__ = ("now_ms", "records", "_answers", "_on_failure", "_on_commit", "_on_abort", "timer_key")
+    timer_key: object
 
     def __init__(self, now_ms: int = 0):
         self.now_ms = now_ms

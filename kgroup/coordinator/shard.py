@@ -258,8 +258,9 @@ class GroupCoordinatorShard:
         """Run the timers due at ``now_ms``, earliest first, one Result each: the runtime writes
         and replays each before the next runs, so every expiry sees the state the previous one
         left (as Kafka schedules each expired timer as its own write operation)."""
-        for _key, op in self.timer.pop_expired(now_ms):
+        for key, op in self.timer.pop_expired(now_ms):
             res = self._begin(now_ms)
+            res.timer_key = key
             op(res)
             yield res
 

@@ -12,8 +12,10 @@ found by comparing a strided slice of the buffer (C speed). Fixed-layout records
 producer output) form long runs; irregular ones fall back to one step per record for the start
 position only. Every other field -- timestamp and offset deltas, key and value lengths, header
 counts and headers -- is then cut out of the buffer with numpy over all records at once, field
-after field (a varint is read byte column by byte column). Keys and values become Arrow
-``binary_view`` arrays pointing into the buffer, cast to ``binary`` by Arrow (one memcpy each).
+after field (a varint is read byte column by byte column). Keys and values that come in runs of
+one length and one spacing (fixed-layout records) are copied into Arrow ``binary`` arrays run by
+run, each from a strided matrix view; others become ``binary_view`` arrays pointing into the
+buffer, cast to ``binary`` by Arrow (one memcpy each).
 
 Any inconsistency (a length past its record, a record not ending where its length says, a count
 mismatch) makes the batch go through :func:`records.decode_records`, which raises the reference
@@ -211,6 +213,10 @@ class RecordColumns:
     def binary_array(self, starts: np.ndarray, lengths: np.ndarray, string: bool = False):
         """Arrow ``binary`` (or ``string``) array of ``buf[start:start+len]`` (len -1: null)."""
         import pyarrow as pa
+        if not string:
+            gathered = _gather_runs(self.buf, starts, lengths)
+            if gathered is not None:
+                return gathered
         return _view_array(self.buf, self._pa_buffer(), starts, lengths).cast(pa.string() if string else pa.binary())
 
     def keys(self):
@@ -270,6 +276,44 @@ def _excl_cumsum(a: np.ndarray) -> np.ndarray:
     if len(a) > 1:
         np.cumsum(a[:-1], out=out[1:])
     return out
+
+
+_MAX_RUN_SHARE = 16  # at most one run per this many values, else the view route is cheaper
+
+
+def _gather_runs(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray):
+    """An Arrow ``binary`` array of ``buf[start:start+len]`` (len -1: null) when the values come
+    in few runs of equal length and equal spacing (records of one layout, as producers write
+    them): each run is copied out of its strided matrix view in one numpy copy. None otherwise."""
+    import pyarrow as pa
+    n = len(starts)
+    if n < 2:
+        return None
+    lens = np.maximum(lengths, 0)
+    gap = np.diff(starts)
+    # value i starts a new run when its length differs from the previous one's, or the gap
+    # before it differs from the gap before the previous one
+    breaks = np.union1d(np.flatnonzero(lens[1:] != lens[:-1]) + 1, np.flatnonzero(gap[1:] != gap[:-1]) + 2)
+    if len(breaks) * _MAX_RUN_SHARE > n:
+        return None
+    offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(lens, out=offsets[1:])
+    if offsets[-1] > 0x7FFFFFFF:
+        return None
+    data = np.empty(int(offsets[-1]), np.uint8)
+    bounds = [0, *breaks.tolist(), n]
+    for first, end in zip(bounds, bounds[1:]):
+        width = int(lens[first])
+        if width:
+            k = end - first
+            stride = int(gap[first]) if k > 1 else width
+            o = int(offsets[first])
+            data[o:o + k * width].reshape(k, width)[:] = np.lib.stride_tricks.as_strided(
+                buf[int(starts[first]):], (k, width), (stride, 1), writeable=False)
+    valid = lengths >= 0
+    validity = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
+    return pa.Array.from_buffers(pa.binary(), n, [validity, pa.py_buffer(offsets.astype(np.int32)),
+                                                   pa.py_buffer(data)])
 
 
 def _view_array(buf: np.ndarray, pa_buf, starts: np.ndarray, lengths: np.ndarray):

@@ -8,9 +8,15 @@ whole batches to Arrow columns, no Python step per record). A start below the lo
 (retention or truncation deleted records) fails the task when ``failOnDataLoss`` is true (Spark's
 behaviour), otherwise the range continues from the earliest offset still present. No progress for
 ``kafkaConsumer.pollTimeoutMs`` fails the task.
+
+The asyncio consumer runs on a private event loop driven by the task's own thread (no client
+thread, so no hand-over between threads per poll): each poll returns with the next Fetch already
+sent, so the broker answers while the batch is converted and handed to Spark.
 """
 from __future__ import annotations
 
+import asyncio
+import gc
 import logging
 import os
 import time
@@ -21,7 +27,7 @@ import pyarrow as pa
 
 from kgroup.client.assignors import TopicPartition
 from kgroup.client.errors import OffsetOutOfRangeError
-from kgroup.client.sync import KafkaConsumer
+from kgroup.client.consumer import Consumer
 
 from .offsets import OffsetRange
 
@@ -48,6 +54,10 @@ class FetchSettings:
     fail_on_data_loss: bool = True
     poll_timeout_ms: int = 120000
 
+    @property
+    def max_poll_records(self) -> int:
+        return int(self.kafka_params.get("max.poll.records", DEFAULT_MAX_POLL_RECORDS))
+
     def consumer_config(self) -> dict:
         cfg = {k: v for k, v in self.kafka_params.items() if k not in _DRIVER_ONLY}
         cfg.setdefault("max.poll.records", DEFAULT_MAX_POLL_RECORDS)
@@ -68,13 +78,61 @@ def _fault_requested(r: OffsetRange) -> bool:
     return True
 
 
+def _freeze_worker_heap() -> None:
+    """PySpark's daemon runs ``gc.collect()`` after every task of a reused Python worker; with
+    pyspark, pyarrow, numpy and the client loaded that is a full scan of ~100k long-lived objects
+    per task. Moving the objects alive at a worker's first read to the permanent generation
+    (``gc.freeze``, as pre-forking servers do) leaves each collection only the task's own."""
+    global _heap_frozen
+    if not _heap_frozen:
+        gc.freeze()
+        _heap_frozen = True
+
+
+_heap_frozen = False
+
+
+class _TaskConsumer:
+    """The asyncio :class:`Consumer` on a private event loop run by the calling thread."""
+
+    def __init__(self, config: dict):
+        self.loop = asyncio.new_event_loop()
+        try:
+            self.core = self.run(_create_consumer(config))
+        except BaseException:
+            self.loop.close()
+            raise
+
+    def run(self, coro):
+        return self.loop.run_until_complete(coro)
+
+    def close(self, timeout_ms: int) -> None:
+        try:
+            self.run(self.core.close(timeout_ms))
+        finally:
+            try:  # let the tasks close() cancelled (a fetch in flight) finish, as asyncio.run does
+                pending = asyncio.all_tasks(self.loop)
+                for task in pending:
+                    task.cancel()
+                if pending:
+                    self.run(asyncio.gather(*pending, return_exceptions=True))
+            finally:
+                self.loop.close()
+
+
+async def _create_consumer(config: dict) -> Consumer:
+    return Consumer(config=config)
+
+
 def read_range(r: OffsetRange, settings: FetchSettings, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
     """Yield the records of ``[r.from_offset, r.until_offset)`` as Arrow batches."""
     if r.until_offset <= r.from_offset:
         return
+    _freeze_worker_heap()
     inject_fault = _fault_requested(r)
     tp = TopicPartition(r.topic, r.partition)
-    consumer = KafkaConsumer(config=settings.consumer_config())
+    task_consumer = _TaskConsumer(settings.consumer_config())
+    consumer, run = task_consumer.core, task_consumer.run
     try:
         consumer.assign([tp])
         consumer.seek(tp, r.from_offset)
@@ -82,10 +140,12 @@ def read_range(r: OffsetRange, settings: FetchSettings, schema: pa.Schema) -> It
         last_progress = time.monotonic()
         while position < r.until_offset:
             try:
-                polled = consumer.poll_batch(200, headers=settings.include_headers)
+                # whole batches are decoded until this many records: none far past the range's end
+                wanted = min(settings.max_poll_records, r.until_offset - position)
+                polled = run(consumer.poll_batch(200, wanted, headers=settings.include_headers))
             except OffsetOutOfRangeError as out_of_range:
-                earliest = consumer.beginning_offsets([tp])[tp]
-                latest = consumer.end_offsets([tp])[tp]
+                earliest = run(consumer.beginning_offsets([tp]))[tp]
+                latest = run(consumer.end_offsets([tp]))[tp]
                 message = (f"Cannot fetch offset {position} of {tp.topic}-{tp.partition}: the log now holds "
                            f"[{earliest}, {latest}). Some data may have been lost because they are not available "
                            "in Kafka any more; either the data was aged out by Kafka or the topic may have been "
@@ -112,7 +172,7 @@ def read_range(r: OffsetRange, settings: FetchSettings, schema: pa.Schema) -> It
                 else:
                     new_position = r.until_offset
             else:  # nothing this poll: the position tells whether markers or aborted records were skipped
-                new_position = consumer.position(tp)
+                new_position = run(consumer.position(tp))
             if new_position > position:
                 position = new_position
                 last_progress = time.monotonic()
@@ -121,4 +181,4 @@ def read_range(r: OffsetRange, settings: FetchSettings, schema: pa.Schema) -> It
                                    f"{tp.topic}-{tp.partition} within kafkaConsumer.pollTimeoutMs="
                                    f"{settings.poll_timeout_ms}")
     finally:
-        consumer.close(timeout_ms=2000)
+        task_consumer.close(timeout_ms=2000)

@@ -24,6 +24,7 @@ import uuid
 
 from kgroup.client.admin import EARLIEST, LATEST
 from kgroup.client.assignors import TopicPartition
+from kgroup.client.config import ADMIN
 from kgroup.client.sync import KafkaAdmin, KafkaConsumer
 from kgroup.client.types import ConsumerRebalanceListener
 
@@ -31,9 +32,8 @@ from .options import SourceOptions
 
 log = logging.getLogger("kgroup.spark")
 
-_ADMIN_KEYS = ("client.id", "request.timeout.ms", "retry.backoff.ms", "retry.backoff.max.ms",
-               "reconnect.backoff.ms", "reconnect.backoff.max.ms", "metadata.max.age.ms",
-               "socket.connection.setup.timeout.ms", "connections.max.idle.ms", "default.api.timeout.ms")
+# the query's kafka.* settings an admin client takes too (connection, TLS, SASL, timeouts)
+_ADMIN_KEYS = frozenset(ADMIN) - {"bootstrap.servers"}
 
 
 class TopicNotFoundError(RuntimeError):

@@ -4,7 +4,8 @@ the columns and options of Spark's Kafka sink, producing through kgroup's produc
 Columns (Spark's ``KafkaWriter``): ``value`` (string or binary, required), ``key`` (string or
 binary), ``topic`` (string; the ``topic`` option, when set, wins), ``partition`` (int; else the
 producer's partitioner: murmur2 of the key, sticky for keyless records), ``headers``
-(array<struct<key: string, value: binary>>), ``timestamp`` (timestamp; else the producer's clock).
+(array<struct<key: string, value: binary>>), ``timestamp`` (timestamp, or double seconds as Spark
+casts them; else the producer's clock).
 Options: ``kafka.bootstrap.servers``, ``topic``, ``kafka.<producer config>`` (idempotence on by
 default, ``kafka.compression.type``, ``kafka.linger.ms``, ``kafka.batch.size``, ...).
 
@@ -115,8 +116,8 @@ def _type_name(dt) -> str:
 
 def validate_schema(schema, topic: str | None) -> None:
     """Spark's checks and messages for the columns the sink reads."""
-    from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, StringType, StructField, StructType,
-                                   TimestampType)
+    from pyspark.sql.types import (ArrayType, BinaryType, DoubleType, IntegerType, StringType, StructField,
+                                   StructType, TimestampType)
     headers_type = ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
     fields = {f.name: f.dataType for f in schema.fields}
 
@@ -136,7 +137,7 @@ def validate_schema(schema, topic: str | None) -> None:
     check("value", [StringType(), BinaryType()], "Required attribute 'value' not found")
     check("headers", [headers_type], None)
     check("partition", [IntegerType()], None)
-    check("timestamp", [TimestampType()], None)
+    check("timestamp", [DoubleType(), TimestampType()], None)
 
 
 def _same_type(a, b) -> bool:
@@ -199,8 +200,25 @@ def _timestamps_ms(batch):
     tcol = _column(batch, "timestamp")
     if tcol is None:
         return None
+    if pa.types.is_floating(tcol.type):
+        return _seconds_to_ms(tcol)
     # Spark's timestamps are microseconds; Kafka's milliseconds (truncated, as Spark's sink does)
     return tcol.cast(pa.timestamp("ms", tz=tcol.type.tz), safe=False).cast(pa.int64())
+
+
+def _seconds_to_ms(col):
+    """A double timestamp column as Spark's sink reads it: Cast(double AS timestamp) takes seconds
+    (NaN and infinities become null: the producer's clock), truncated to microseconds, then to
+    milliseconds."""
+    import numpy as np
+    import pyarrow as pa
+    secs = col.to_numpy(zero_copy_only=False).astype(np.float64)  # nulls are NaN
+    with np.errstate(invalid="ignore", over="ignore"):
+        micros = secs * 1e6
+    valid = np.isfinite(micros)
+    us = np.clip(np.trunc(np.where(valid, micros, 0)), -2.0**63, 2.0**63 - 1024).astype(np.int64)
+    ms = np.sign(us) * (np.abs(us) // 1000)  # Java's long division truncates toward zero
+    return pa.array(ms, pa.int64(), mask=~valid)
 
 
 async def _send_columns(producer, opts: SinkOptions, batch, futures: list) -> str | None:

@@ -406,6 +406,13 @@ class LogSegment:
         budget = max(max_size, first_size) if min_one_batch else max_size
         if budget < first_size:
             return SegmentRead(position, _EMPTY, first)
+        if max_offset is not None and max_offset < self.next_offset and self.size - position > first_size:
+            # nothing from the batch starting at or past max_offset is returned: read no further
+            bound = self.translate_offset(max_offset, position)
+            if bound is not None:
+                stop = bound[0] if bound[1].base_offset >= max_offset else \
+                    bound[0] + bound[1].batch_length + LOG_OVERHEAD
+                budget = min(budget, stop - position)
         data = os.pread(self._file(), min(self.size - position, budget), position)
         n, off = len(data), 0
         while n - off >= RECORD_BATCH_OVERHEAD:

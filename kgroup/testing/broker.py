@@ -442,9 +442,15 @@ class KafkaBroker:
         return out
 
     def describe_group(self, group: str):
-        """The group as DescribeGroups shows it (state, protocol, members with assignments)."""
+        """A consumer-protocol (KIP-848) group as ConsumerGroupDescribe shows it (state, epochs,
+        members with assignments), any other as DescribeGroups does: Java's
+        Admin.describeConsumerGroups asks the first and falls back to the second the same way."""
+        from ..protocol.errors import ErrorCode
         with self.admin() as admin:
-            return admin.describe_groups([group])[group]
+            described = admin.describe_consumer_groups([group])[group]
+            if described.error == ErrorCode.GROUP_ID_NOT_FOUND:
+                return admin.describe_groups([group])[group]
+            return described
 
     def describe_groups(self, *groups: str) -> dict:
         with self.admin() as admin:

@@ -122,7 +122,7 @@ def _failure_sections(b: KafkaBroker) -> list[tuple[str, str]]:
                          f"{len(g['members'])} member(s)")
             for m in g["members"]:
                 lines.append(f"  member {m['member_id']} client {m['client_id']}: {m['assignment']}")
-            if g["type"] == "classic":
+            if g["type"] in ("classic", "consumer"):
                 lines += ["  " + format_timeline_event(e) for e in b.timeline(g["group_id"])[-30:]]
         out.append(("groups and rebalance timelines", "\n".join(lines) or "(no groups)"))
     except Exception as e:      # noqa: BLE001

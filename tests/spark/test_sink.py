@@ -96,6 +96,33 @@ def test_bulk_write_partitions_like_the_producer(spark, spark_broker, topic_name
             assert r.partition == want
 
 
+@pytest.mark.parametrize("with_headers", [False, True])
+def test_double_timestamp_column_is_seconds(spark, spark_broker, topic_name, with_headers):
+    """Spark's sink casts a double ``timestamp`` column to a timestamp: seconds, truncated to
+    microseconds and then to milliseconds; NaN, infinities and nulls leave the producer's clock.
+    Both write routes: header-less rows (columns) and rows with headers (record by record)."""
+    import time
+    bootstrap = spark_broker.bootstrap
+    create_topic(bootstrap, topic_name, 1)
+    seconds = [1700000000.1234567, 2.9999999, 0.0019, float("nan"), float("inf"), None]
+    df = spark.createDataFrame([(str(i), s) for i, s in enumerate(seconds)], "value string, timestamp double")
+    if with_headers:
+        df = df.selectExpr("value", "timestamp", "array(named_struct('key', 'h', 'value', CAST('x' AS BINARY))) "
+                           "AS headers")
+    before = int(time.time() * 1000)
+    writer(df, bootstrap, topic=topic_name).save()
+    with KafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest") as c:
+        tp = TopicPartition(topic_name, 0)
+        c.assign([tp])
+        c.seek_to_beginning(tp)
+        got = {}
+        while len(got) < len(seconds):
+            for r in c.poll(500):
+                got[int(r.value)] = r.timestamp
+    assert [got[0], got[1], got[2]] == [1700000000123, 2999, 1]
+    assert all(before <= got[i] <= int(time.time() * 1000) for i in (3, 4, 5))
+
+
 def test_topic_column_and_string_columns(spark, spark_broker, topic_name):
     bootstrap = spark_broker.bootstrap
     other = topic_name + "-b"
@@ -117,6 +144,8 @@ def test_topic_column_and_string_columns(spark, spark_broker, topic_name):
     ("value int", {"topic": "t"}, "value attribute unsupported type int. value must be a(n) string or binary"),
     ("key int, value string", {"topic": "t"}, "key attribute unsupported type int"),
     ("value string, partition string", {"topic": "t"}, "partition attribute unsupported type string"),
+    ("value string, timestamp string", {"topic": "t"},
+     "timestamp attribute unsupported type string. timestamp must be a(n) double or timestamp"),
     ("value string", {"topic": "t", "kafka.key.serializer": "x"}, "Kafka option 'key.serializer' is not supported"),
     ("value string", {"topic": "t", "kafka.value.serializer": "x"}, "Kafka option 'value.serializer' is not supported"),
     ("value string", {"topic": "t", "kafka.no.such.key": "x"}, "not a producer configuration"),

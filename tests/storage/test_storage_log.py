@@ -68,11 +68,25 @@ def test_read_semantics(tmp_path, clock):
     assert offsets(plog.read(5, 10)) == [4]  # min_one_batch
     assert len(plog.read(5, 10, min_one_batch=False).records) == 0
     assert offsets(plog.read(0, 1 << 20, max_offset=6)) == [0, 2, 4]
+    assert offsets(plog.read(0, 1 << 20, max_offset=7)) == [0, 2, 4, 6]     # the batch holding 7 too
+    assert offsets(plog.read(7, 1 << 20, max_offset=8)) == [6]
     empty = plog.read(20, 100)
     assert len(empty.records) == 0 and empty.high_watermark == 20 and empty.first_batch_offset == -1
     with pytest.raises(OffsetOutOfRangeError) as e:
         plog.read(21, 100)
     assert e.value.error_code == 1
+
+
+def test_a_read_bounded_by_max_offset_reads_no_further_from_disk(tmp_path, clock, monkeypatch):
+    plog = open_log(tmp_path / "t-0", clock)
+    for _ in range(100):
+        plog.append(batch(2, value=b"x" * 100))
+    size = len(batch(2, value=b"x" * 100))
+    sizes = []
+    pread = os.pread
+    monkeypatch.setattr(os, "pread", lambda fd, n, pos: sizes.append(n) or pread(fd, n, pos))
+    assert offsets(plog.read(10, 1 << 20, max_offset=15)) == [10, 12, 14]
+    assert sizes[-1] == 3 * size             # the records: not the 97 batches to the end of the segment
 
 
 def test_sparse_index_files_have_kafkas_layout(tmp_path, clock):

@@ -3,6 +3,7 @@ conftest imports them), with real Kafka clients."""
 import importlib.metadata
 import os
 import socket
+import time
 import uuid
 
 import pytest
@@ -139,3 +140,30 @@ def test_unittest_style_start_stop(tmp_path):
     finally:
         b.close()
     assert os.path.isdir(tmp_path / "d")        # a directory we were given is kept
+
+
+def test_describe_group_shows_a_consumer_protocol_group_and_a_classic_one(kafka_broker):
+    from confluent_kafka import Consumer, Producer
+    b = kafka_broker
+    b.create_topic("orders", partitions=2)
+    p = Producer({"bootstrap.servers": b.bootstrap_servers})
+    p.produce("orders", b"x")
+    p.flush(10)
+    consumers = []
+    for gid, extra in (("new", {"group.protocol": "consumer"}), ("old", {})):
+        c = Consumer({"bootstrap.servers": b.bootstrap_servers, "group.id": gid, "auto.offset.reset": "earliest", **extra})
+        c.subscribe(["orders"])
+        consumers.append(c)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        for c in consumers:
+            c.poll(0.1)
+        if all(b.describe_group(g).state == "Stable" for g in ("new", "old")):
+            break
+    new, old = b.describe_group("new"), b.describe_group("old")
+    assert (new.state, old.state) == ("Stable", "Stable")
+    assert new.group_epoch >= 1 and len(new.members) == 1 and len(new.members[0].assignment) == 2
+    assert old.protocol_type == "consumer" and len(old.members) == 1
+    assert b.describe_group("missing").state == "Dead"
+    for c in consumers:
+        c.close()

@@ -1,7 +1,9 @@
 """ShareFetch (78) v1-2 (KIP-932; Kafka's KafkaApis.handleShareFetchRequest with SharePartitionManager):
 the share session (epoch 0 opens, -1 closes, otherwise the next epoch, partitions added and
-forgotten), the piggy-backed acknowledgements first, then the records acquired for the member on
-every partition of its session, long polling when nothing could be acquired."""
+forgotten), the piggy-backed acknowledgements applied first, then the records acquired for the
+member on every partition of its session (long polling when nothing could be acquired) without
+waiting for the acknowledgements' write; the response goes once the fetch is done and the
+acknowledgements are durable (Kafka's combineShareFetchAndShareAcknowledgeResponses)."""
 from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages.share_fetch import ShareFetchResponse
 from ...share.share_session import FINAL_EPOCH, INITIAL_EPOCH
@@ -59,13 +61,27 @@ def handle(broker, ctx, req, version):
         spm.release_session(group_id, member_id, list(session.partitions))
     loaded = {tp: spm.share_partition(group_id, *tp) for tp in fetch_parts}
     out = PendingResponse()
-    waiting = list(ack_results.values()) + list(loaded.values())
+
+    def answer(resp):
+        """The fetch is done: the response goes once the acknowledgements are durable too."""
+        if isinstance(resp, BaseException):
+            out.fail(resp)
+            return
+        pending = [r for r in ack_results.values() if not r.answered]
+        if pending:
+            out.flush_only = True       # done but for the acknowledgements' fsync
+            PendingResponse.gather(pending, lambda _responses: None).listen(lambda _: answer(resp))
+            return
+        for tp, r in ack_results.items():
+            pd = resp.partition_data.get(tp)
+            if pd is not None:
+                pd.acknowledge_error_code = int(r.response)
+        out.answer(resp.response)
 
     def ready(_=None):
-        acked = {tp: r.response for tp, r in ack_results.items()}
         sps = {tp: r.response for tp, r in loaded.items()}
-        respond(broker, req, version, group_id, member_id, lock_ms, requested, acked, sps, out)
-    pending = [w for w in waiting if not w.answered]
+        respond(broker, req, version, member_id, lock_ms, requested, ack_results, sps, answer)
+    pending = [w for w in loaded.values() if not w.answered]
     if pending:
         PendingResponse.gather(pending, lambda _responses: None).listen(ready)
     else:
@@ -73,9 +89,22 @@ def handle(broker, ctx, req, version):
     return out.response if out.answered else out
 
 
-def respond(broker, req, version, group_id, member_id, lock_ms, requested, acked, sps, out) -> None:
+class _Fetched:
+    """A fetch's response and its partitions' data by (topic id, partition)."""
+
+    __slots__ = ("response", "partition_data")
+
+    def __init__(self, response, partition_data):
+        self.response, self.partition_data = response, partition_data
+
+
+def respond(broker, req, version, member_id, lock_ms, requested, acked, sps, answer) -> None:
+    """Acquire for the member on its share-partitions ``sps``; ``answer(_Fetched)`` once records
+    were acquired or the wait is over (``answer(exception)`` if the fetch failed). ``acked``: the partitions with acknowledgements (in the
+    response whatever happens)."""
     spm = broker.share_partitions
     max_records = req.max_records if version >= 1 and req.max_records > 0 else 500
+    whole_batches = version < 2 or req.share_acquire_mode == 0      # BATCH_OPTIMIZED (else RECORD_LIMIT)
     md = broker.metadata
 
     def evaluate(force):
@@ -83,6 +112,7 @@ def respond(broker, req, version, group_id, member_id, lock_ms, requested, acked
         left = max_records
         got_any = False
         by_topic: dict = {}
+        data = {}
         keys = list(dict.fromkeys(list(sps) + list(acked) + requested))
         for tp in keys:
             topic_id, p = tp
@@ -90,8 +120,6 @@ def respond(broker, req, version, group_id, member_id, lock_ms, requested, acked
                                acquired_records=[],
                                current_leader=PartitionData.LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1))
             include = tp in acked or tp in requested
-            if tp in acked:
-                pd.acknowledge_error_code = int(acked[tp])
             sp = sps.get(tp)
             if tp in sps:
                 if md.by_id(topic_id) is None:
@@ -102,7 +130,7 @@ def respond(broker, req, version, group_id, member_id, lock_ms, requested, acked
                     include = True
                 elif left > 0 and budget > 0:
                     try:
-                        records, acquired = spm.acquire(sp, member_id, left, budget)
+                        records, acquired = spm.acquire(sp, member_id, left, budget, whole_batches)
                     except KafkaError as e:
                         pd.error_code = int(e.code)
                         records, acquired = b"", []
@@ -116,17 +144,19 @@ def respond(broker, req, version, group_id, member_id, lock_ms, requested, acked
                         got_any = include = True
             if include:
                 by_topic.setdefault(topic_id, []).append(pd)
+                data[tp] = pd
         if not got_any and not force and req.max_wait_ms > 0 and sps:
             return None
         for sp in sps.values():
             if not isinstance(sp, ErrorCode) and sp.dirty:
                 spm._persist(sp)
-        return ShareFetchResponse(error_code=0, acquisition_lock_timeout_ms=lock_ms, node_endpoints=[],
-                                  responses=[TopicResponse(topic_id=t, partitions=ps) for t, ps in by_topic.items()])
+        return _Fetched(ShareFetchResponse(error_code=0, acquisition_lock_timeout_ms=lock_ms, node_endpoints=[],
+                                           responses=[TopicResponse(topic_id=t, partitions=ps)
+                                                      for t, ps in by_topic.items()]), data)
 
     first = evaluate(False)
     if first is not None:
-        out.answer(first)
+        answer(first)
         return
     names = []
     for topic_id, p in sps:
@@ -134,5 +164,5 @@ def respond(broker, req, version, group_id, member_id, lock_ms, requested, acked
         if topic is not None:
             names.append((topic.name, p))
     waiter = FetchWaiter(names, evaluate)
-    waiter.pending.listen(lambda w: out.fail(w.error) if w.error is not None else out.answer(w.response))
+    waiter.pending.listen(lambda w: answer(w.error if w.error is not None else w.response))
     broker.data_path.park(waiter, req.max_wait_ms)
