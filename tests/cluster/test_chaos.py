@@ -37,6 +37,7 @@ class History:
         self.consumed = 0
         self.seen = {g: set() for g in GROUPS}     # group -> (partition, value) consumed
         self.faults = []
+        self.unflushed = None        # records still unacknowledged when the producer gave up flushing
 
 
 def produce(cluster, h, stop):
@@ -46,7 +47,7 @@ def produce(cluster, h, stop):
     def report(err, msg):
         with h.lock:
             if err:
-                h.produce_errors.append(err)
+                h.produce_errors.append((time.strftime("%H:%M:%S"), msg.partition(), err.name()))
             else:
                 h.acked[msg.partition()].append(msg.value())
     i = 0
@@ -57,7 +58,7 @@ def produce(cluster, h, stop):
         except BufferError:
             pass
         p.poll(0.005)
-    assert p.flush(300) == 0
+    h.unflushed = p.flush(300)
 
 
 def consume(cluster, h, stop, group, protocol, name):
@@ -156,6 +157,16 @@ def nemesis(cluster, h, seconds, rng):
         cluster.wait_for(lambda: cluster.live_brokers() == sorted(cluster.brokers) and cluster.controller(),
                          120, what="every broker registered and a controller")
         h.faults.append(f"{fault} {n}".strip() + f" ({time.monotonic() - t0:.1f}s)")
+        print(f"{time.strftime('%H:%M:%S')} {h.faults[-1]}", flush=True)
+
+
+def summary(errors):
+    """Failed deliveries per (partition, error): how many, first and last time."""
+    out = {}
+    for t, p, name in errors:
+        n, first, _ = out.get((p, name), (0, t, t))
+        out[(p, name)] = (n + 1, first, t)
+    return out
 
 
 def read_log(cluster):
@@ -196,16 +207,19 @@ def run(tmp_path, seconds, seed):
             time.sleep(5)
         finally:
             stop_produce.set()
+            print(f"{time.strftime('%H:%M:%S')} faults over; flushing the producer", flush=True)
             threads[0].join(300)
+            print(f"{time.strftime('%H:%M:%S')} waiting for the groups to consume everything", flush=True)
             c.wait_for(lambda: not every_group_consumed_everything(h.acked, h.seen), 120,
                        what="both groups to consume every acknowledged record")
             stop_consume.set()
             for t in threads[1:]:
                 t.join(60)
+        print(f"{time.strftime('%H:%M:%S')} reading the log back", flush=True)
         log = read_log(c)
     print(f"seed {seed}, {seconds}s: faults {h.faults}")
     print(f"acknowledged {sum(map(len, h.acked.values()))}, in the log {sum(map(len, log.values()))}, "
-          f"produce errors {len(h.produce_errors)} {h.produce_errors[:3]}, consumed {h.consumed}, "
+          f"produce errors {len(h.produce_errors)} {summary(h.produce_errors)}, unflushed {h.unflushed}, consumed {h.consumed}, "
           f"OffsetFetch answers {len(h.fetched)}, commit callbacks {sum(map(len, h.callbacks.values()))}, "
           f"group views {len(h.views)}")
     bad = acknowledged_once_in_order(h.acked, log)
@@ -214,6 +228,7 @@ def run(tmp_path, seconds, seed):
         bad += commits_never_go_back(calls)
     bad += one_owner_per_partition(h.views)
     bad += every_group_consumed_everything(h.acked, h.seen)
+    assert h.unflushed == 0, f"{h.unflushed} records never acknowledged nor failed"
     assert h.faults and all(h.acked.values()) and h.fetched and h.views and all(h.callbacks.values())
     assert bad == [], bad[:20]
 
