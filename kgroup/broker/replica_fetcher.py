@@ -30,6 +30,7 @@ from ..protocol.messages.offset_for_leader_epoch import OffsetForLeaderEpochRequ
 from ..protocol.records import RecordBatchError
 from ..storage.errors import LogError
 from ..storage.leader_epoch_cache import UNDEFINED_EPOCH
+from .inter_broker import connect
 
 log = logging.getLogger("kgroup.replica_fetcher")
 
@@ -58,6 +59,7 @@ class ReplicaFetcher:
         self.connection: BrokerConnection | None = None
         self.task: asyncio.Task | None = None
         self.wakeup = asyncio.Event()
+        self.closing = False
         config = self.rm.broker.config
         self.max_wait_ms = config["replica.fetch.wait.max.ms"]
         self.min_bytes = config["replica.fetch.min.bytes"]
@@ -76,6 +78,9 @@ class ReplicaFetcher:
         self.partitions.pop(tp, None)
 
     async def close(self) -> None:
+        # also checked by the loop: asyncio.wait_for (Python 3.11) swallows a cancellation that
+        # arrives with the response it waited for, and the loop would go on
+        self.closing = True
         if self.task is not None:
             self.task.cancel()
             try:
@@ -92,7 +97,7 @@ class ReplicaFetcher:
         return {tp: fs for tp, fs in self.partitions.items() if fs.state == state and fs.delayed_until <= now}
 
     async def _run(self) -> None:
-        while True:
+        while not self.closing:
             if not any(s.state != FAILED for s in self.partitions.values()):
                 self.wakeup.clear()
                 await self.wakeup.wait()
@@ -123,13 +128,8 @@ class ReplicaFetcher:
         conn = self.connection
         if conn is not None and not conn.closed:
             return conn
-        endpoint = self.rm.endpoint(self.source_id)
-        if endpoint is None:
-            raise KafkaConnectionError(f"no endpoint known for broker {self.source_id}")
-        conn = BrokerConnection(endpoint[0], endpoint[1], node_id=self.source_id,
-                                client_id=f"broker-{self.rm.broker_id}-fetcher-0",
-                                request_timeout_ms=self.timeout_ms + self.max_wait_ms)
-        await conn.connect()
+        conn = await connect(self.rm, self.source_id, f"broker-{self.rm.broker_id}-fetcher-0",
+                             self.timeout_ms + self.max_wait_ms)
         self.connection = conn
         return conn
 

@@ -312,6 +312,8 @@ class ReplicaManager:
         self._wake_scheduled: set[tuple[str, int]] = set()
         from .replica_fetcher import ReplicaFetcherManager
         self.fetchers = ReplicaFetcherManager(self)
+        self._channel = None        # InterBrokerChannel, opened on first use
+        self._add_partitions_manager = None
 
     def now_ms(self) -> int:
         return self.broker.clock.now_ms()
@@ -444,6 +446,41 @@ class ReplicaManager:
             if found is not None:
                 return found
         return -1, -1
+
+    def partition_leader(self, topic: str, partition: int) -> int | None:
+        """The broker leading ``topic``-``partition`` as this broker knows it (None: no leader
+        known), for requests sent to a partition's leader (transaction markers, a transactional
+        id's coordinator). The cluster's view (``metadata_leader``, the metadata cache) first, as
+        Kafka's TransactionMarkerChannelManager and AddPartitionsToTxnManager ask theirs; else the
+        state of a partition this broker replicates."""
+        if self.metadata_leader is not None:
+            found = self.metadata_leader(topic, partition)
+            if found is not None and found[0] != NO_LEADER:
+                return found[0]
+        p = self.partitions.get((topic, partition))
+        if p is not None and p.leader != NO_LEADER:
+            return p.leader
+        return None
+
+    def is_local_leader(self, topic: str, partition: int) -> bool:
+        """This broker leads ``topic``-``partition``: always a single node (no cluster)."""
+        return not self.enabled or self.partition_leader(topic, partition) == self.broker_id
+
+    @property
+    def channel(self):
+        """The connections to the other brokers (inter_broker.py)."""
+        if self._channel is None:
+            from .inter_broker import REQUEST_TIMEOUT_MS, InterBrokerChannel
+            self._channel = InterBrokerChannel(self, f"broker-{self.broker_id}", REQUEST_TIMEOUT_MS)
+        return self._channel
+
+    @property
+    def add_partitions_to_txn_manager(self):
+        """Questions to transaction coordinators on other brokers (add_partitions_to_txn_manager.py)."""
+        if self._add_partitions_manager is None:
+            from .add_partitions_to_txn_manager import AddPartitionsToTxnManager
+            self._add_partitions_manager = AddPartitionsToTxnManager(self)
+        return self._add_partitions_manager
 
     def endpoint(self, broker_id: int) -> tuple[str, int, str | None] | None:
         """(host, port, rack) of a live broker, None when unknown."""
@@ -696,3 +733,5 @@ class ReplicaManager:
                     w[3].error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
             self._finish(delayed)
         await self.fetchers.close()
+        if self._channel is not None:
+            self._channel.close()

@@ -15,6 +15,10 @@ state has its markers written again (a second identical marker is harmless: it e
 As Kafka, EndTxn is answered once the prepare record is durable; the markers are appended (so
 visible to every later read) before the answer is sent, and made durable after it.
 
+In a cluster the markers go to each partition's leader, over the network when it is another
+broker (``txn_marker_channel.py``, Kafka's TransactionMarkerChannelManager), and the transaction
+completes once every leader has them in its ISR.
+
 Until the Complete record is written, Kafka answers CONCURRENT_TRANSACTIONS to a request for
 that transactional id (the next transaction's AddPartitionsToTxn / AddOffsetsToTxn, an
 InitProducerId), which clients retry after a backoff (librdkafka: 20 ms for AddPartitionsToTxn,
@@ -77,6 +81,7 @@ class TransactionRuntime:
         self._completing: dict[str, list] = {}
         self._to_mark: list = []        # (shard, markers, answers) prepared in this loop turn
         self._marking_scheduled = False
+        self._marker_channel = None     # txn_marker_channel.py, in a cluster
 
     @property
     def shards(self) -> dict:
@@ -257,6 +262,12 @@ class TransactionRuntime:
         answer their EndTxn, then make the markers durable before completing each."""
         self._marking_scheduled = False
         prepared, self._to_mark = self._to_mark, []
+        if self.broker.replica_manager.enabled:     # in a cluster: to each partition's leader
+            if self._marker_channel is None:
+                from .txn_marker_channel import TransactionMarkerChannel
+                self._marker_channel = TransactionMarkerChannel(self)
+            self._marker_channel.send(prepared)
+            return
         by_partition: dict[tuple, list] = {}     # (topic, partition, transaction version) -> markers
         for _, markers, _ in prepared:
             for m in markers:
@@ -269,7 +280,7 @@ class TransactionRuntime:
             # hold back the others.
             for group in ([ms] if len(ms) == 1 else [ms, *([m] for m in ms)]):
                 try:
-                    plog = self._append_markers(topic, p, [(m.producer_id, m.producer_epoch, m.committed,
+                    plog = self.append_markers(topic, p, [(m.producer_id, m.producer_epoch, m.committed,
                                                             m.coordinator_epoch) for m in group], tv)
                 except CoordinatorAppendError as e:
                     if len(group) == 1:
@@ -312,6 +323,11 @@ class TransactionRuntime:
                 rt.run(shard, shard.complete_transaction(m, self.runtime.now_ms()))
             self._resume(m.transactional_id)
 
+    def markers_written(self, shard, marker) -> None:
+        """Every partition of ``marker``'s transaction has its marker, on disk and replicated
+        (txn_marker_channel.py): the transaction completes."""
+        self._markers_flushed(shard, [marker], _DURABLE)
+
     def write_markers(self, producer_id: int, producer_epoch: int, committed: bool, coordinator_epoch: int,
                       partitions, transaction_version: int = 0) -> set:
         """WriteTxnMarkers' work for one marker: a COMMIT/ABORT control batch appended to each
@@ -319,13 +335,13 @@ class TransactionRuntime:
         drops markers for partitions that no longer exist). Returns the logs to fsync."""
         logs = set()
         for topic, p in partitions:
-            plog = self._append_markers(topic, p, [(producer_id, producer_epoch, committed, coordinator_epoch)],
+            plog = self.append_markers(topic, p, [(producer_id, producer_epoch, committed, coordinator_epoch)],
                                         transaction_version)
             if plog is not None:
                 logs.add(plog)
         return logs
 
-    def _append_markers(self, topic: str, p: int, markers: list, transaction_version: int = 0):
+    def append_markers(self, topic: str, p: int, markers: list, transaction_version: int = 0):
         """One append of a control batch per ``(producer_id, producer_epoch, committed,
         coordinator_epoch)`` to ``topic``-``p`` (through the group coordinator for
         ``__consumer_offsets``, whose shard settles the producers' pending offsets). Returns

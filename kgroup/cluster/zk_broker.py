@@ -95,6 +95,14 @@ class ZkBroker:
             out.append(zd.EndPoint(spec.name, host, port, spec.security_protocol))
         return out
 
+    def metadata_leader(self, topic: str, partition: int) -> tuple[int, int] | None:
+        """(leader, leader epoch) of any partition as this broker's metadata cache knows it, for
+        KIP-951 hints and for transactions' inter-broker requests (markers, verification)."""
+        st = self.cache.states.get((topic, partition))
+        if st is None or self.cache.leader(topic, partition) is None:
+            return None
+        return st.leader, st.leader_epoch
+
     def inter_broker_listener(self) -> str:
         name = self.config["inter.broker.listener.name"]
         return name.upper() if name else self.broker.security.specs[0].name
@@ -105,6 +113,7 @@ class ZkBroker:
         rm = self.broker.replica_manager
         rm.alter_isr = self.alter_isr
         rm.broker_endpoint = self.broker_endpoint
+        rm.metadata_leader = self.metadata_leader
         await self._in_io(self._register)
         self.zk.zk.add_listener(self._on_session_state)
         await self._in_io(self._install_watches)

@@ -34,11 +34,40 @@ class Cluster:
         def setup(b):
             b.replica_manager.broker_endpoint = self.endpoint
             b.replica_manager.alter_isr = self.alter_isr
+            b.replica_manager.metadata_leader = self.metadata_leader
         self.brokers[i].call(setup)
 
     def close(self) -> None:
         for kb in self.brokers.values():
+            if kb.broker is not None:
+                _SERVED.pop(id(kb.broker), None)
             kb.close()
+
+    def metadata_leader(self, topic: str, partition: int):
+        """The cluster's view of a partition's leader (the metadata cache's, in a ZooKeeper cluster)."""
+        with self.lock:
+            state = self.states.get((topic, partition))
+        return None if state is None else (state.leader, state.leader_epoch)
+
+    def serve_cluster_metadata(self) -> None:
+        """Metadata and FindCoordinator answered from this controller's states, as a cluster's
+        brokers answer them from their metadata cache: every live broker, each partition's
+        leader, replicas and ISR, a coordinator key's partition leader, one cluster id. Real
+        clients then find each partition's leader and each coordinator on its broker."""
+        _install_cluster_metadata()
+        self.cluster_id = self.brokers[min(self.brokers)].call(lambda b: b.metadata.cluster_id)
+        for kb in self.brokers.values():
+            _SERVED[id(kb.broker)] = self
+
+    def create_internal_topic(self, name: str) -> None:
+        """A coordinator topic on every broker with one topic id (num partitions as configured)."""
+        ensure = {"__consumer_offsets": lambda b: b.group_coordinator.ensure_offsets_topic(),
+                  "__transaction_state": lambda b: b.transaction_coordinator.ensure_topic()}[name]
+        for kb in self.brokers.values():
+            kb.call(ensure)
+        topic_id = self.topic_id(name)
+        for kb in list(self.brokers.values())[1:]:
+            kb.call(_set_topic_id, name, topic_id)
 
     # -- the controller's side ------------------------------------------------------------------
     def endpoint(self, broker_id: int):
@@ -116,6 +145,78 @@ class Cluster:
     def resume_fetching(self, i: int, topic: str, partition: int = 0) -> None:
         self.brokers[i].call(lambda b: b.replica_manager.fetchers.add_partition(
             b.replica_manager.partitions[(topic, partition)]))
+
+
+def _set_topic_id(b, name, topic_id):
+    reg = b.metadata
+    topic = reg.topics[name]
+    reg._by_id.pop(topic.topic_id, None)
+    topic.topic_id = topic_id
+    reg._by_id[topic_id] = topic
+    reg._save_topics()
+
+
+# brokers whose Metadata / FindCoordinator answers come from a Cluster's states: id(broker) -> Cluster
+_SERVED: dict[int, Cluster] = {}
+_ORIGINAL: dict = {}
+
+
+def _install_cluster_metadata() -> None:
+    from kgroup.broker import handlers
+    from kgroup.protocol.api import ApiKey
+    if _ORIGINAL:
+        return
+    for (key, version), handler in list(handlers.HANDLER_BY_KEY_VERSION.items()):
+        if key == ApiKey.METADATA:
+            wrapped = _metadata_from_cluster
+        elif key == ApiKey.FIND_COORDINATOR:
+            wrapped = _coordinator_from_cluster
+        else:
+            continue
+        _ORIGINAL[(key, version)] = handler
+        handlers.HANDLER_BY_KEY_VERSION[(key, version)] = (
+            lambda broker, ctx, req, version, _h=handler, _w=wrapped: _w(_h, broker, ctx, req, version))
+
+
+def _metadata_from_cluster(original, broker, ctx, req, version):
+    resp = original(broker, ctx, req, version)
+    cluster = _SERVED.get(id(broker))
+    if cluster is None:
+        return resp
+    B = type(resp.brokers[0])
+    resp.brokers = [B(node_id=i, host=ep[0], port=ep[1], rack=ep[2] if len(ep) > 2 else None)
+                    for i in sorted(cluster.brokers) if (ep := cluster.endpoint(i)) is not None]
+    resp.controller_id = min(cluster.brokers)
+    resp.cluster_id = cluster.cluster_id
+    with cluster.lock:
+        for t in resp.topics:
+            for p in t.partitions:
+                state = cluster.states.get((t.name, p.partition_index))
+                if state is not None:
+                    p.leader_id, p.leader_epoch = state.leader, state.leader_epoch
+                    p.replica_nodes, p.isr_nodes = list(state.replicas), list(state.isr)
+    return resp
+
+
+def _coordinator_from_cluster(original, broker, ctx, req, version):
+    resp = original(broker, ctx, req, version)
+    cluster = _SERVED.get(id(broker))
+    if cluster is None or req.key_type not in (0, 1):
+        return resp
+    runtime = broker.group_coordinator if req.key_type == 0 else broker.transaction_coordinator
+    topic = "__consumer_offsets" if req.key_type == 0 else "__transaction_state"
+
+    def place(entry, key):
+        found = cluster.metadata_leader(topic, runtime.shard_for(key))
+        ep = cluster.endpoint(found[0]) if found is not None else None
+        if ep is not None and entry.error_code == 0:
+            entry.node_id, entry.host, entry.port = found[0], ep[0], ep[1]
+    if version >= 4:
+        for c in resp.coordinators:
+            place(c, c.key)
+    else:
+        place(resp, req.key)
+    return resp
 
 
 def _create_with_id(b, name, partitions, configs, topic_id):

@@ -13,7 +13,9 @@ In a cluster (``replica_manager.enabled``) a partition is written only by its le
 (NOT_LEADER_OR_FOLLOWER otherwise, with KIP-951's CurrentLeader and NodeEndpoints from v10),
 min.insync.replicas is checked against the partition's ISR, and an acks=-1 answer also waits
 until the whole ISR has the records (``ReplicaManager.delayed_produce``, REQUEST_TIMED_OUT after
-the request's timeout).
+the request's timeout). A transactional batch whose transactional id's coordinator is on another
+broker is verified (TV2: added) there, over the network, before the append
+(``add_partitions_to_txn_manager.py``).
 """
 from ...protocol.errors import ErrorCode
 from ...protocol.messages.produce import ProduceResponse
@@ -28,7 +30,7 @@ PartitionResponse = ProduceResponse.PartitionProduceResponse
 RecordError = ProduceResponse.BatchIndexAndErrorMessage
 
 
-def handle(broker, ctx, req, version, _added=False, _waited=False):
+def handle(broker, ctx, req, version, _added=False, _waited=False, _verified=None):
     """Checks in Kafka's order: unknown topic/partition and ProduceRequest.validateRecords
     (KafkaApis), then acks, then the internal-topic check and the append (ReplicaManager).
     From v12 a transactional batch's partition not yet in its transaction is added to it first
@@ -52,8 +54,16 @@ def handle(broker, ctx, req, version, _added=False, _waited=False):
         # KafkaApis: transactional records need a transactional id (authorized to write): the
         # whole request is refused, or a hanging transaction no coordinator knows would be left
         return _error_response(ctx, req, version, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    if _verified is None and req.transactional_id is not None and (verify or version >= 12) \
+            and broker.replica_manager.enabled:
+        # the transactional id's coordinator is on another broker: asked over the network
+        coordinator = broker.replica_manager.add_partitions_to_txn_manager.remote_coordinator(req.transactional_id)
+        if coordinator is not None:
+            asked = _verify_remotely(broker, coordinator, req, version)
+            if asked is not None:
+                return chain_value(asked, lambda errors: handle(broker, ctx, req, version, _verified=errors))
     # (with or without transaction.partition.verification.enable: TV2 producers never add themselves)
-    if version >= 12 and not _added and req.transactional_id is not None:
+    if version >= 12 and not _added and _verified is None and req.transactional_id is not None:
         completing = None if _waited else broker.transaction_coordinator.completion(req.transactional_id)
         if completing is not None:
             return chain(completing, lambda: handle(broker, ctx, req, version, _waited=True))
@@ -103,7 +113,7 @@ def handle(broker, ctx, req, version, _added=False, _waited=False):
                 pr.error_message = f"Cannot append to internal topic {topic.name}"
                 continue
             if verify:
-                error = _verify_transaction(broker, req.transactional_id, td.name, pd, version)
+                error = _verify_transaction(broker, req.transactional_id, td.name, pd, version, _verified)
                 if error:
                     pr.error_code = error
                     continue
@@ -222,6 +232,37 @@ def _add_partitions_implicitly(broker, req, version):
     return done
 
 
+def _verify_remotely(broker, coordinator: int, req, version):
+    """The request's transactional batches verified (TV2, Produce v12+: added) by the
+    transactional id's coordinator on broker ``coordinator`` (AddPartitionsToTxnManager): a
+    PendingResponse answered with {(topic, partition): error}, None when nothing is transactional."""
+    wanted: dict[tuple[int, int], list] = {}
+    for td in req.topic_data:
+        topic = broker.metadata.by_id(td.topic_id) if version >= 13 else broker.metadata.get(td.name)
+        if topic is None or topic.is_internal:
+            continue
+        for pd in td.partition_data:
+            if not 0 <= pd.index < topic.num_partitions or pd.records is None or len(pd.records) < BATCH_HEADER.size:
+                continue
+            header = read_batch_header(pd.records)
+            if header.is_transactional:
+                wanted.setdefault((header.producer_id, header.producer_epoch), []).append((topic.name, pd.index))
+    if not wanted:
+        return None
+    manager = broker.replica_manager.add_partitions_to_txn_manager
+    asked = [manager.verify(coordinator, req.transactional_id, pid, epoch, tps, add=version >= 12)
+             for (pid, epoch), tps in wanted.items()]
+    if len(asked) == 1:
+        return asked[0]
+    return PendingResponse.gather(asked, lambda answers: {tp: e for a in answers for tp, e in a.items()})
+
+
+def chain_value(first: PendingResponse, then) -> PendingResponse:
+    """The answer of ``then(value)`` (a response or a PendingResponse), ``value`` being what
+    ``first`` was answered with."""
+    return chain(first, lambda: then(first.response))
+
+
 def chain(first: PendingResponse, then) -> PendingResponse:
     """The answer of ``then()`` (a response or a PendingResponse), run once ``first`` is answered."""
     out = PendingResponse()
@@ -317,10 +358,11 @@ def _check_one_batch(records, version):
 # Verification failures a producer must retry are answered NOT_ENOUGH_REPLICAS, which every
 # client retries without a metadata refresh (Kafka's ReplicaManager does the same).
 _RETRY_AS_NOT_ENOUGH_REPLICAS = frozenset({ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-                                           ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR})
+                                           ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR,
+                                           ErrorCode.NETWORK_EXCEPTION})
 
 
-def _verify_transaction(broker, transactional_id, topic, pd, version) -> int:
+def _verify_transaction(broker, transactional_id, topic, pd, version, verified=None) -> int:
     """KIP-890 part 1 (transaction.partition.verification.enable, on in Kafka 4.0): a
     transactional batch is appended only to a partition of its producer's ongoing transaction;
     otherwise TRANSACTION_ABORTABLE, which clients older than Produce v11 know as
@@ -330,8 +372,11 @@ def _verify_transaction(broker, transactional_id, topic, pd, version) -> int:
     if not header.is_transactional:
         return ErrorCode.NONE
     tp = (topic, pd.index)
-    error = broker.transaction_coordinator.verify_partitions(
-        transactional_id, header.producer_id, header.producer_epoch, (tp,))[tp]
+    if verified is not None:        # answered by a coordinator on another broker
+        error = verified.get(tp, ErrorCode.NETWORK_EXCEPTION)
+    else:
+        error = broker.transaction_coordinator.verify_partitions(
+            transactional_id, header.producer_id, header.producer_epoch, (tp,))[tp]
     if error == ErrorCode.TRANSACTION_ABORTABLE and version < 11:
         return ErrorCode.INVALID_TXN_STATE
     if error == ErrorCode.CONCURRENT_TRANSACTIONS and version >= 12:

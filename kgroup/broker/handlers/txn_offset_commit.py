@@ -11,7 +11,8 @@ id and epoch. A refusal answers every partition: a stale or future epoch INVALID
 an unknown producer INVALID_PRODUCER_ID_MAPPING, a partition not in the transaction
 TRANSACTION_ABORTABLE (INVALID_TXN_STATE below v4, AddPartitionsToTxnManager); from v5 (transaction
 version 2, no AddOffsetsToTxn) the partition is added to the transaction instead, then the offsets
-are committed. Below v2
+are committed. In a cluster, a transaction coordinator on another broker is asked over the network
+(``add_partitions_to_txn_manager.py``, AddPartitionsToTxn v4+). Below v2
 COORDINATOR_LOAD_IN_PROGRESS is answered COORDINATOR_NOT_AVAILABLE, which clients before 2.0
 expect (KafkaApis.handleTxnOffsetCommitRequest)."""
 from ...coordinator.responses import txn_offset_commit_error_response
@@ -22,7 +23,7 @@ from ..authorization import (GROUP_AUTHORIZATION_FAILED, READ, RT_TRANSACTIONAL_
 from ..metadata import OFFSETS_TOPIC
 from ..pending import PendingResponse
 from ..transaction_runtime import COMPLETION_WAIT_S
-from .produce import chain
+from .produce import chain, chain_value
 from .unknown_partitions import commit_known_partitions
 
 T = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
@@ -52,7 +53,17 @@ def handle(broker, ctx, req, version):
         denied = denied_topics(broker, ctx, READ, (t.name for t in req.topics))
     verifying = broker.config["transaction.partition.verification.enable"]
 
-    def commit(r, added=False, waited=False):
+    def commit(r, added=False, waited=False, verified=None):
+        if r.topics and (verifying or version >= 5) and verified is None and broker.replica_manager.enabled:
+            # the transactional id's coordinator is on another broker: asked over the network
+            # (AddPartitionsToTxnManager; TV2 adds the partition there), then committed
+            manager = broker.replica_manager.add_partitions_to_txn_manager
+            coordinator = manager.remote_coordinator(r.transactional_id)
+            if coordinator is not None:
+                tp = (OFFSETS_TOPIC, broker.group_coordinator.shard_for(r.group_id))
+                asked = manager.verify(coordinator, r.transactional_id, r.producer_id, r.producer_epoch, (tp,),
+                                       add=version >= 5)
+                return chain_value(asked, lambda errors: commit(r, True, True, errors[tp]))
         if version >= 5 and not waited and r.topics:
             # the producer's previous transaction is completing: its markers are being written
             # (Kafka answers CONCURRENT_TRANSACTIONS, which the producer retries; see
@@ -61,7 +72,7 @@ def handle(broker, ctx, req, version):
             if completing is not None:
                 return chain(completing, lambda: commit(r, added, waited=True))
         if r.topics and (verifying or version >= 5):
-            error = _verify(broker, r, version)
+            error = _verify(broker, r, version, verified)
             if error == ErrorCode.TRANSACTION_ABORTABLE and version >= 5 and not added:
                 return chain(_add_offsets_partition(broker, r), lambda: commit(r, added=True))
             if error and verifying:
@@ -75,10 +86,14 @@ def handle(broker, ctx, req, version):
     return _not_loading(answer)
 
 
-def _verify(broker, req, version) -> ErrorCode:
-    tp = (OFFSETS_TOPIC, broker.group_coordinator.shard_for(req.group_id))
-    error = ErrorCode(broker.transaction_coordinator.verify_partitions(
-        req.transactional_id, req.producer_id, req.producer_epoch, (tp,))[tp])
+def _verify(broker, req, version, verified=None) -> ErrorCode:
+    """``verified``: the answer of a coordinator on another broker, else the local one's."""
+    if verified is not None:
+        error = ErrorCode(verified)
+    else:
+        tp = (OFFSETS_TOPIC, broker.group_coordinator.shard_for(req.group_id))
+        error = ErrorCode(broker.transaction_coordinator.verify_partitions(
+            req.transactional_id, req.producer_id, req.producer_epoch, (tp,))[tp])
     if error == ErrorCode.PRODUCER_FENCED:
         return ErrorCode.INVALID_PRODUCER_EPOCH
     if error == ErrorCode.TRANSACTION_ABORTABLE and version < 4:
