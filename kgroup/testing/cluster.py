@@ -124,6 +124,28 @@ class KafkaCluster:
         self.wait_until_brokers_see_each_other()
         return b
 
+    # -- ZooKeeper -----------------------------------------------------------------------------------------
+    def stop_zookeeper(self) -> None:
+        """Stop ZooKeeper (SIGTERM, then SIGKILL): the brokers lose their sessions' server and keep
+        serving from what they know until it is back."""
+        self.zookeeper.stop()
+
+    def start_zookeeper(self) -> None:
+        """Start ZooKeeper again on its port and data directory (its snapshot and transaction log
+        keep the tree and the open sessions)."""
+        self.zookeeper.start()
+
+    def restart_zookeeper(self, down: float = 0.0) -> None:
+        """Stop ZooKeeper, wait ``down`` seconds, start it again on the same port and data."""
+        self.stop_zookeeper()
+        time.sleep(down)
+        self.start_zookeeper()
+
+    def controller_epoch(self) -> int | None:
+        """``/controller_epoch``: it grows by one with every controller election."""
+        got = self.zk.zk.exists("/controller_epoch")
+        return None if got is None else int(self.zk.zk.get("/controller_epoch")[0])
+
     # -- ZooKeeper's view -------------------------------------------------------------------------------
     @property
     def zk(self):
