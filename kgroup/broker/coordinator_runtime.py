@@ -528,7 +528,8 @@ class CoordinatorRuntime:
 def answer_flushed(out, flushed, results=()) -> None:
     """Answer ``out`` now that the fsync of their records ended: with each response, or (the
     records are not durable) each operation's failure form, as for a failed append (a storage
-    error maps to NOT_COORDINATOR); an answer without one fails and its connection closes."""
+    error maps to NOT_COORDINATOR), else its response's error form; an answer with neither fails
+    and its connection closes."""
     failed = flushed.error
     if failed is None:
         for token, response in out:
@@ -536,8 +537,13 @@ def answer_flushed(out, flushed, results=()) -> None:
         return
     error = append_error_to_response_error(ErrorCode.KAFKA_STORAGE_ERROR)
     failure = {id(t): r for res in results for t, r in res.failure_responses(error)}
-    for token, _response in out:
+    for token, response in out:
         r = failure.get(id(token))
+        if r is None and hasattr(response, "error_code"):
+            # an answer made after the write (e.g. the SyncGroup replies a leader's assignment
+            # releases): its request's error form, as Kafka answers every operation of a failed
+            # write with the mapped error (appendGroupMetadataErrorToResponseError)
+            r = type(response)(error_code=error)
         if r is None:
             token.fail(failed)
         else:

@@ -287,3 +287,19 @@ def test_a_transaction_state_partition_holding_markers_loads(tmp_path):
         assert tc.runtime.is_active(tp)
         assert tc.runtime.shards[tp].transactions["tx-m"].producer_id == init.producer_id
     inproc(tmp_path, scenario)
+
+
+def test_an_answer_made_after_a_write_that_is_not_durable_gets_its_error_form():
+    """The SyncGroup replies a leader's assignment releases are made after the write (they have
+    no failure form of their own): when the write cannot be made durable (an fsync failure, or
+    in a cluster the ISR not reached) each is answered NOT_COORDINATOR, as Kafka answers every
+    member; an answer with no error form at all still fails."""
+    from kgroup.broker.coordinator_runtime import answer_flushed
+    from kgroup.protocol.messages.sync_group import SyncGroupResponse
+    synced, other = PendingResponse(), PendingResponse()
+    flushed = PendingResponse(flush_only=True)
+    flushed.fail(KafkaStorageError("fsync failed"))
+    answer_flushed([(synced, SyncGroupResponse(assignment=b"\x00\x01")), (other, object())], flushed)
+    assert synced.error is None
+    assert (synced.response.error_code, synced.response.assignment) == (E.NOT_COORDINATOR, b"")
+    assert other.error is not None and other.response is None
