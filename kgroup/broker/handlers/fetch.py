@@ -72,6 +72,19 @@ def handle(broker, ctx, req, version):
     return waiter.pending
 
 
+def _partition_log(dp, name, topic, fp, pd, denied, version):
+    """The partition's log, or None with ``pd``'s error set (an unknown or unauthorized topic,
+    an unknown partition)."""
+    if topic is None:
+        pd.error_code = (ErrorCode.TOPIC_AUTHORIZATION_FAILED if denied and name in denied else
+                         ErrorCode.UNKNOWN_TOPIC_ID if version >= 13 else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        return None
+    plog = dp.log(name, fp.partition) if 0 <= fp.partition < topic.num_partitions else None
+    if plog is None:
+        pd.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    return plog
+
+
 def _read(broker, req, version, plan, denied=None):
     dp = broker.data_path
     resp = FetchResponse(throttle_time_ms=0, error_code=0, session_id=0, responses=[])
@@ -88,14 +101,8 @@ def _read(broker, req, version, plan, denied=None):
             pd = PartitionData(partition_index=fp.partition, high_watermark=-1, last_stable_offset=-1,
                                log_start_offset=-1, aborted_transactions=None, records=b"")
             tr.partitions.append(pd)
-            if topic is None:
-                pd.error_code = (ErrorCode.TOPIC_AUTHORIZATION_FAILED if denied and name in denied else
-                                 ErrorCode.UNKNOWN_TOPIC_ID if version >= 13 else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-                error = True
-                continue
-            plog = dp.log(name, fp.partition) if 0 <= fp.partition < topic.num_partitions else None
+            plog = _partition_log(dp, name, topic, fp, pd, denied, version)
             if plog is None:
-                pd.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 error = True
                 continue
             pd.high_watermark = plog.high_watermark
@@ -139,14 +146,8 @@ def _read_cluster(broker, req, version, plan, denied=None, *, replica_id=-1):
             pd = PartitionData(partition_index=fp.partition, high_watermark=-1, last_stable_offset=-1,
                                log_start_offset=-1, aborted_transactions=None, records=b"")
             tr.partitions.append(pd)
-            if topic is None:
-                pd.error_code = (ErrorCode.TOPIC_AUTHORIZATION_FAILED if denied and name in denied else
-                                 ErrorCode.UNKNOWN_TOPIC_ID if version >= 13 else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-                error = True
-                continue
-            plog = dp.log(name, fp.partition) if 0 <= fp.partition < topic.num_partitions else None
+            plog = _partition_log(dp, name, topic, fp, pd, denied, version)
             if plog is None:
-                pd.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 error = True
                 continue
             max_offset = None

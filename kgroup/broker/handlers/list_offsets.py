@@ -45,15 +45,8 @@ def handle(broker, ctx, req, version):
         for p in t.partitions:
             pr = PartitionResponse(partition_index=p.partition_index, timestamp=-1, offset=-1, leader_epoch=-1)
             tr.partitions.append(pr)
-            if denied and t.name in denied:
-                pr.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-                continue
-            plog = broker.data_path.log(t.name, p.partition_index) if topic else None
-            if plog is None or not 0 <= p.partition_index < topic.num_partitions:
-                pr.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                continue
-            if p.timestamp < 0 and version < _SPECIAL.get(p.timestamp, 1 << 15):
-                pr.error_code = ErrorCode.UNSUPPORTED_VERSION
+            plog = _partition_log(broker, t.name, topic, p, pr, denied, version)
+            if plog is None:
                 continue
             try:
                 found = plog.fetch_offset_by_timestamp(p.timestamp)
@@ -77,6 +70,22 @@ def handle(broker, ctx, req, version):
     return resp
 
 
+def _partition_log(broker, name, topic, p, pr, denied, version):
+    """The partition's log, or None with ``pr``'s error set: an unauthorized topic, an unknown
+    topic or partition, a special timestamp this version does not have (KafkaApis' order)."""
+    if denied and name in denied:
+        pr.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        return None
+    plog = broker.data_path.log(name, p.partition_index) if topic else None
+    if plog is None or not 0 <= p.partition_index < topic.num_partitions:
+        pr.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return None
+    if p.timestamp < 0 and version < _SPECIAL.get(p.timestamp, 1 << 15):
+        pr.error_code = ErrorCode.UNSUPPORTED_VERSION
+        return None
+    return plog
+
+
 def _handle_cluster(broker, ctx, req, version):
     """Partition.fetchOffsetForTimestamp on the partition's leader."""
     rm = broker.replica_manager
@@ -90,15 +99,8 @@ def _handle_cluster(broker, ctx, req, version):
         for p in t.partitions:
             pr = PartitionResponse(partition_index=p.partition_index, timestamp=-1, offset=-1, leader_epoch=-1)
             tr.partitions.append(pr)
-            if denied and t.name in denied:
-                pr.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-                continue
-            plog = broker.data_path.log(t.name, p.partition_index) if topic else None
-            if plog is None or not 0 <= p.partition_index < topic.num_partitions:
-                pr.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                continue
-            if p.timestamp < 0 and version < _SPECIAL.get(p.timestamp, 1 << 15):
-                pr.error_code = ErrorCode.UNSUPPORTED_VERSION
+            plog = _partition_log(broker, t.name, topic, p, pr, denied, version)
+            if plog is None:
                 continue
             part, error = rm.leader_partition(t.name, p.partition_index, p.current_leader_epoch)
             if error is not None:
