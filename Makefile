@@ -6,6 +6,9 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
+# Two pytest-xdist workers, one file (or one shared unit, tests/conftest.py) at a time per worker;
+# `make test PYTEST_XDIST=-n0` runs the suite in one process.
+PYTEST_XDIST ?= -n 2 --dist loadgroup
 
 .PHONY: serve cluster test test-long bench install install-test
 
@@ -53,12 +56,12 @@ test: install-test
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 	@echo "==> running the test suite"
-	@$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
+	@$(PY) -m pytest $(PYTEST_XDIST) --durations=20 $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing the run"; exit 1; fi; exit $$rc
 
 test-long: install-test
 	@echo "==> running the test suite with the long soak/chaos runs"
-	@$(PY) -m pytest --long $(PYTEST_ARGS); rc=$$?; \
+	@$(PY) -m pytest --long $(PYTEST_XDIST) $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing the run"; exit 1; fi; exit $$rc
 
 bench: install-test

@@ -42,10 +42,12 @@ GROUP_CLIENTS = CLIENTS  # every client can be a group member
 CONSUMER_PROTOCOL_CLIENTS = ("confluent-kafka.consumer", "kgroup.consumer")
 PY_CLIENTS = ("kafka-python", "aiokafka", "confluent-kafka", "kgroup")
 SESSION_MS = 6000
+HEARTBEAT_MS = 1000
 BROKER_OVERRIDES = ["group.initial.rebalance.delay.ms=0", "group.min.session.timeout.ms=6000",
                     # consumer-protocol groups: the same 6 s session, heartbeats every second
                     "group.consumer.min.session.timeout.ms=6000", "group.consumer.session.timeout.ms=6000",
-                    "group.consumer.min.heartbeat.interval.ms=1000", "group.consumer.heartbeat.interval.ms=1000"]
+                    f"group.consumer.min.heartbeat.interval.ms={HEARTBEAT_MS}",
+                    f"group.consumer.heartbeat.interval.ms={HEARTBEAT_MS}"]
 
 
 def base_client(client: str) -> tuple[str, str]:
@@ -127,7 +129,7 @@ class Member:
     """One consumer-group member of ``client`` in its own process, events collected by threads."""
 
     def __init__(self, client: str, bootstrap: str, group: str, topics, *, assignors=None, instance_id=None,
-                 session_ms: int = SESSION_MS, heartbeat_ms: int = 1000, commit: str = "sync",
+                 session_ms: int = SESSION_MS, heartbeat_ms: int = HEARTBEAT_MS, commit: str = "sync",
                  incremental: bool = False, client_id: str | None = None, log_dir: str | None = None,
                  extra: dict | None = None):
         self.client, self.group, self.topics = client, group, list(topics)
