@@ -12,7 +12,9 @@ before the server even sees it. A PendingResponse calls its one listener directl
 
 ``flush_only``: the request has done everything it does (its records are appended and replayed,
 visible to every later request) and only its answer waits, for the group-commit fsync of those
-records. The server keeps dispatching the connection's later requests behind such a request;
+records, or, for an acks=-1 Produce in a cluster, for the ISR to have them (the records are in
+the leader's log; consumers see them once the high watermark passes them, as they would behind
+the answer). The server keeps dispatching the connection's later requests behind such a request;
 behind any other unanswered one (a parked JoinGroup, SyncGroup or Fetch) it mutes the
 connection, as Kafka's socket server does (see server.py).
 """

@@ -28,7 +28,12 @@ Theory of operation, per connection:
   handler returns, so a later request observes exactly what it would observe behind the
   answer; Kafka, with one replica, answers such requests right after the append (its
   durability is replication, not fsync), so muting on kgroup's extra fsync would serialize
-  what Kafka does not wait for at all.
+  what Kafka does not wait for at all. An acks=-1 Produce in a cluster waiting for its ISR is
+  not muted either: Kafka mutes it, but its follower round trip is a fraction of a Python
+  broker's, and muted, a connection's pipelined produce requests (librdkafka sends a new one
+  every linger.ms while earlier ones wait) would each wait a whole replication round trip in
+  turn, capping a producer at a few hundred requests a second per leader broker; appended at
+  once, their waits overlap. The log and the answers' order are what muting gives.
 - Bad input closes only that connection, with a WARNING naming the peer and the reason; the
   server itself never dies from client input. As in Kafka, a request for an API or version we do
   not serve closes the connection, except ApiVersions, which is answered with

@@ -114,6 +114,44 @@ def test_acks_all_waits_for_the_isr_then_the_isr_shrinks_and_expands():
         c.close()
 
 
+def test_pipelined_acks_all_produces_are_appended_while_earlier_ones_wait_for_the_isr(cluster3):
+    """An acks=all Produce waiting for its ISR does not hold the connection's later requests:
+    they are appended at once and their waits overlap (one replication round trip for them all,
+    not one each in turn); the answers keep their order."""
+    import asyncio
+
+    from kgroup.client.connection import BrokerConnection
+    c = cluster3
+    c.create_topic(T)
+    c.elect(T, leader=1, isr=(1, 2, 3))
+    produce(c.brokers[1], batch(["x"]))
+    c.stop_fetching(3, T)           # in the ISR, not fetching: nothing acks=all is answered meanwhile
+    leader = c.brokers[1]
+    end = lambda: leader.call(lambda b: b.data_path.log(T, 0).log_end_offset)      # noqa: E731
+    P = ProduceRequest
+
+    def body(value):
+        return P(transactional_id=None, acks=-1, timeout_ms=20_000, topic_data=[P.TopicProduceData(
+            name=T, partition_data=[P.PartitionProduceData(index=0, records=batch([value]))])])
+
+    async def run():
+        conn = await BrokerConnection("127.0.0.1", leader.port, node_id=0, client_id="pipelined").connect()
+        try:
+            sent = [asyncio.ensure_future(conn.send(body(v), version=11)) for v in ("a", "b", "c")]
+            for _ in range(200):
+                if end() == 4:
+                    break
+                await asyncio.sleep(0.01)
+            appended, waiting = end(), [not f.done() for f in sent]
+            c.resume_fetching(3, T)
+            return appended, waiting, [r.responses[0].partition_responses[0] for r in await asyncio.gather(*sent)]
+        finally:
+            conn.close()
+    appended, waiting, answers = asyncio.run(run())
+    assert appended == 4 and waiting == [True, True, True]
+    assert [(pr.error_code, pr.base_offset) for pr in answers] == [(0, 1), (0, 2), (0, 3)]
+
+
 def test_min_insync_replicas():
     c = Cluster(2, overrides={"replica.lag.time.max.ms": "1500"})
     try:
