@@ -14,7 +14,9 @@ Partitions (Kafka's CoordinatorContext): ``load(p, epoch)`` replays the partitio
 background (requests meanwhile get COORDINATOR_LOAD_IN_PROGRESS) and makes it active; ``unload(p,
 epoch)`` drops it (requests get NOT_COORDINATOR, parked ones are answered NOT_COORDINATOR, timers
 stop); a partition whose log does not load is FAILED and answers NOT_COORDINATOR. An epoch is kept
-per hosted partition: a load or unload carrying an older epoch than the hosted one is ignored.
+per hosted partition: a load or unload carrying an older epoch than the hosted one is ignored, and
+a load at a newer epoch of a partition loading or loaded only moves the epoch (the same leader,
+whose ISR the controller changed: nothing to replay).
 Whether a request may run is decided here, once, from the partition's state (``result.gate``,
 with the handler's declared error form and request checks), never by the shard.
 
@@ -211,8 +213,14 @@ class CoordinatorRuntime:
         background, in the order partitions were asked for, then it answers requests."""
         current = self.epochs.get(p)
         if current is not None:
-            if epoch <= current and self.states.get(p) is not CoordinatorState.FAILED:
+            failed = self.states.get(p) is CoordinatorState.FAILED
+            if epoch <= current and not failed:
                 return      # already hosted at this epoch (or a newer one)
+            if not failed:
+                # the same leadership at a newer epoch (the controller changed the ISR): loading
+                # or loaded, it goes on; only the epoch moves (CoordinatorRuntime.scheduleLoadOperation)
+                self.epochs[p] = epoch
+                return
             self.unload(p)
         self.shards[p] = self._new_shard(p, epoch)
         self.states[p] = CoordinatorState.LOADING

@@ -110,6 +110,31 @@ def test_unload_answers_parked_requests_and_reload_rebuilds_the_state(tmp_path):
     inproc(tmp_path, scenario)
 
 
+def test_a_newer_epoch_of_the_same_leadership_keeps_the_partition_loaded(tmp_path):
+    """The controller changing the ISR bumps the leader epoch of a partition whose leader stays:
+    the loaded partition goes on (its shard, its parked requests), only its epoch moves, as
+    CoordinatorRuntime.scheduleLoadOperation does; unloaded and reloaded instead, its clients
+    would get NOT_COORDINATOR and the group's state would be replayed again for nothing."""
+    async def scenario(b):
+        gc = b.group_coordinator
+        rt = gc.runtime
+        await stable_member(b)
+        shard = rt.shards[P]
+        first = await answer_of(submit(b, join_request(), 9))
+        parked = submit(b, join_request(first.member_id), 9)
+        assert type(parked) is PendingResponse and not parked.answered
+        gc.load_partition(P, epoch=rt.epochs[P] + 3)
+        assert rt.is_active(P) and rt.shards[P] is shard and not parked.answered
+        epoch = rt.epochs[P]
+        fetched = await answer_of(submit(b, fetch_request(GROUP), 7))
+        assert fetched.error_code == 0 and fetched.topics[0].partitions[0].committed_offset == 5
+        gc.unload_partition(P, epoch=epoch - 1)       # older than the epoch it moved to: ignored
+        assert rt.is_active(P) and not parked.answered
+        gc.unload_partition(P, epoch=epoch + 1)       # the leadership moved away
+        assert (await answer_of(parked)).error_code == E.NOT_COORDINATOR
+    inproc(tmp_path, scenario)
+
+
 def test_a_partition_that_does_not_load_fails_alone(tmp_path):
     """A log that does not replay leaves its partition FAILED (NOT_COORDINATOR), the others load
     (Kafka's runtime transitions the context to FAILED)."""
