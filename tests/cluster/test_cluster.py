@@ -45,6 +45,9 @@ def all_running(cluster):
         if not b.running:
             cluster.start_broker(n)
     cluster.wait_for(lambda: cluster.live_brokers() == [1, 2, 3], 60)
+    # and each broker's own metadata cache has them all (it follows ZooKeeper through its
+    # watches, a moment later): a CreateTopics with replication factor 3 places on what it sees
+    cluster.wait_until_brokers_see_each_other()
 
 
 def md_partitions(cluster, topic, via=None):
@@ -110,13 +113,18 @@ def test_topic_with_replication_factor_3_created_extended_deleted(cluster):
     assert sorted(assignment) == list(range(6)) and all(sorted(r) == [1, 2, 3] for r in assignment.values())
     leaders = [assignment[p][0] for p in range(6)]
     assert sorted(leaders) == [1, 1, 2, 2, 3, 3]       # AdminUtils spreads the preferred leaders
-    for n in (1, 2, 3):     # every broker answers the same Metadata
+    # CreateTopics answers once the broker it went to has a leader for every partition; the
+    # others learn the topic from their own ZooKeeper watches a moment later
+    expected = {p: (r[0], r, r) for p, r in assignment.items()}
+
+    def as_seen_by(n):
         parts, _ = md_partitions(cluster, "rf3", via=n)
-        assert {p: (parts[p].leader, tuple(parts[p].replicas), tuple(parts[p].isrs)) for p in parts} == \
-            {p: (r[0], r, r) for p, r in assignment.items()}
-    for p in range(6):      # each replica's log exists on its broker
-        for n in assignment[p]:
-            assert os.path.isdir(os.path.join(cluster.broker(n).data_dir, f"rf3-{p}"))
+        return {p: (parts[p].leader, tuple(parts[p].replicas), tuple(parts[p].isrs)) for p in parts}
+    for n in (1, 2, 3):     # every broker answers the same Metadata
+        cluster.wait_for(lambda n=n: as_seen_by(n) == expected, 10, what=f"broker {n}'s Metadata of rf3")
+    # each replica's log exists on its broker (made when that broker applies the partition's state)
+    cluster.wait_for(lambda: all(os.path.isdir(os.path.join(cluster.broker(n).data_dir, f"rf3-{p}"))
+                                 for p in range(6) for n in assignment[p]), 10, what="the replicas' logs")
     with pytest.raises(Exception, match="INVALID_REPLICATION_FACTOR|replication factor"):
         a.create_topics([NewTopic("rf4", 1, 4)])["rf4"].result(30)
     a.create_partitions([NewPartitions("rf3", 8)])["rf3"].result(30)
@@ -124,8 +132,11 @@ def test_topic_with_replication_factor_3_created_extended_deleted(cluster):
     cluster.wait_for(lambda: all(cluster.leader("rf3", p) is not None for p in range(8)))
     a.delete_topics(["rf3"], operation_timeout=30)["rf3"].result(30)
     zk = cluster.zk.zk
-    assert zk.exists("/brokers/topics/rf3") is None and zk.exists("/config/topics/rf3") is None
-    assert zk.get_children("/admin/delete_topics") == []
+    assert zk.exists("/brokers/topics/rf3") is None
+    # DeleteTopics answers once the topic znode is gone; the controller deletes the config and
+    # the deletion marker right after it (TopicDeletionManager.completeDeleteTopic's order)
+    cluster.wait_for(lambda: zk.exists("/config/topics/rf3") is None and zk.get_children("/admin/delete_topics") == [],
+                     10, what="rf3's config and deletion marker gone")
     cluster.wait_for(lambda: not any(os.path.isdir(os.path.join(cluster.broker(n).data_dir, f"rf3-{p}"))
                                      for n in (1, 2, 3) for p in range(8)), 10, what="the replicas' logs deleted")
 
@@ -220,6 +231,7 @@ def test_paused_controller_is_replaced_and_resigns(cluster):
     cluster.wait_for(lambda: old in cluster.live_brokers(), 30)
     cluster.wait_for(lambda: f"broker {old} resigns as controller" in cluster.broker(old).log_text(mark), 10)
     assert cluster.controller() == new
+    cluster.wait_until_brokers_see_each_other()     # the old controller's return reached every cache
     a = admin(cluster)      # the cluster still creates topics (the new controller's work)
     a.create_topics([NewTopic("after-pause", 1, 3)])["after-pause"].result(60)
 
@@ -259,10 +271,12 @@ def test_controller_failover_when_its_broker_is_killed(cluster):
         assert old not in st.isr
     # Metadata from a live broker: the killed broker is gone, its replicas offline
     survivor = next(n for n in (1, 2, 3) if n != old)
-    parts, md = md_partitions(cluster, "failover", via=survivor)
-    assert sorted(md.brokers) == sorted({1, 2, 3} - {old}) and md.controller_id == cluster.controller()
-    for p in range(3):
-        assert parts[p].leader != old
+
+    def survivor_metadata_moved_on():     # its cache follows ZooKeeper through its own watches
+        parts, md = md_partitions(cluster, "failover", via=survivor)
+        return (sorted(md.brokers) == sorted({1, 2, 3} - {old}) and md.controller_id == cluster.controller()
+                and all(parts[p].leader not in (-1, old) for p in range(3)))
+    cluster.wait_for(survivor_metadata_moved_on, 10, what="the survivor's Metadata without the killed broker")
     def described():        # DescribeTopicPartitions to the survivor, as KIP-966 clients ask
         c = RawClient(cluster.broker(survivor).port)
         try:
@@ -289,25 +303,33 @@ def test_controller_failover_when_its_broker_is_killed(cluster):
 
 def test_leaders_move_back_to_preferred_replicas(cluster):
     """With auto.leader.rebalance.enable (checked every second here), a broker back in the ISR
-    gets the leaderships it is preferred for back."""
+    gets the leaderships it is preferred for back, and not before it is back in the ISR."""
     all_running(cluster)
     a = admin(cluster)
     a.create_topics([NewTopic("preferred", 3, 3)])["preferred"].result(30)
     assignment = cluster.assignment("preferred")
     victim = assignment[0][0]
+    states, done = [], threading.Event()
+
+    def on_state(data, stat):       # partition 0's states, in the order ZooKeeper had them
+        if done.is_set():
+            return False
+        if data:
+            states.append(zd.decode_partition_state(data, stat.version))
+        return None
+    cluster.zk.zk.DataWatch(zd.partition_state_path("preferred", 0), on_state)
     cluster.kill(victim)
     cluster.wait_for(lambda: cluster.leader("preferred", 0) not in (None, victim), 3 * SESSION_MS / 1000)
     cluster.start_broker(victim)
     cluster.wait_for(lambda: victim in cluster.live_brokers(), 30)
-    assert cluster.leader("preferred", 0) != victim      # out of the ISR: no preferred election yet
-    # the leader's ReplicaManager expands the ISR once the follower caught up (alter_isr)
-    for p in range(3):
-        st = cluster.partition_state("preferred", p)
-        if victim not in st.isr:
-            new = zd.LeaderAndIsr(st.leader, st.leader_epoch, st.isr + (victim,), st.controller_epoch)
-            assert cluster.zk.conditional_update_partition_state("preferred", p, new, st.zk_version) == st.zk_version + 1
-    cluster.wait_for(lambda: all(cluster.leader("preferred", p) == assignment[p][0] for p in range(3)), 15,
+    # the leaders' ReplicaManagers add it back to the ISRs once it has caught up; then the
+    # controller's imbalance check gives it its leaderships back
+    cluster.wait_for(lambda: all(cluster.leader("preferred", p) == assignment[p][0] for p in range(3)), 30,
                      what="preferred leaders back")
+    done.set()
+    moved_away = next(i for i, st in enumerate(states) if st.leader != victim)
+    back = next(st for st in states[moved_away:] if st.leader == victim)
+    assert victim in back.isr, states        # a preferred election needs the replica in the ISR
 
 
 def elect(cluster, n, election_type, partitions):
@@ -330,11 +352,15 @@ def test_elect_leaders_unclean_and_preferred(cluster):
     a.create_topics([NewTopic("elect", 1, 2)])["elect"].result(30)
     replicas = cluster.assignment("elect")[0]
     leader, follower = replicas
-    st = cluster.partition_state("elect", 0)        # the leader drops the follower (alter_isr)
+    # the follower stops (so that it cannot catch up and be added back), and the leader drops it
+    # from the ISR (alter_isr, written here at once instead of after replica.lag.time.max.ms)
+    cluster.kill(follower)
+    st = cluster.partition_state("elect", 0)
     assert cluster.zk.conditional_update_partition_state(
         "elect", 0, zd.LeaderAndIsr(leader, st.leader_epoch, (leader,), st.controller_epoch), st.zk_version)
     cluster.kill(leader)
     cluster.wait_for(lambda: cluster.partition_state("elect", 0).leader == -1, 3 * SESSION_MS / 1000)
+    cluster.start_broker(follower)      # live, out of the ISR: only an unclean election makes it leader
     controller = cluster.controller()
     other = next(n for n in (1, 2, 3) if n not in (controller, leader))
     assert elect(cluster, other, 1, {"elect": [0]}) == (0, {("elect", 0): 41})          # NOT_CONTROLLER
