@@ -23,6 +23,13 @@ from tests.cluster.checker import (acknowledged_once_in_order, commits_never_go_
                                   one_owner_per_partition)
 
 TOPIC, PARTITIONS, SESSION_MS = "events", 3, 6000
+STALL_REPORT_S = 15
+# Availability: one fault at a time, each over within about twice the session timeout (a broker
+# paused for up to 2 sessions, or killed and back within 2 sessions; its leaderships move once
+# its session expires), so no partition may go this long without an acknowledged write...
+MAX_UNAVAILABLE_S = 60
+# ...and nearly every record sent is acknowledged (failed deliveries: at most this share)
+MAX_FAILED_SHARE = 0.01
 GROUPS = {"chaos-classic": "classic", "chaos-consumer": "consumer"}
 
 
@@ -30,6 +37,7 @@ class History:
     def __init__(self):
         self.lock = threading.Lock()
         self.acked = {p: [] for p in range(PARTITIONS)}
+        self.ack_times = {p: [] for p in range(PARTITIONS)}     # monotonic time of each acknowledgement
         self.produce_errors = []
         self.fetched = []            # ("offsetfetch", group, partition, offset), in answer order
         self.callbacks = {}          # consumer name -> [(name, group, partition, offset)]
@@ -50,6 +58,7 @@ def produce(cluster, h, stop):
                 h.produce_errors.append((time.strftime("%H:%M:%S"), msg.partition(), err.name()))
             else:
                 h.acked[msg.partition()].append(msg.value())
+                h.ack_times[msg.partition()].append(time.monotonic())
     i = 0
     while not stop.is_set():
         try:
@@ -160,6 +169,37 @@ def nemesis(cluster, h, seconds, rng):
         print(f"{time.strftime('%H:%M:%S')} {h.faults[-1]}", flush=True)
 
 
+def watch_availability(cluster, h, stop):
+    """Print a partition that has had no acknowledgement for STALL_REPORT_S, with its state in
+    ZooKeeper, once per stall (where to look when the availability bound fails)."""
+    reported = set()
+    while not stop.wait(1.0):
+        now = time.monotonic()
+        for p in range(PARTITIONS):
+            with h.lock:
+                last = h.ack_times[p][-1] if h.ack_times[p] else None
+            if last is None or now - last < STALL_REPORT_S:
+                reported.discard(p)
+                continue
+            if p not in reported:
+                reported.add(p)
+                try:
+                    st, live = cluster.partition_state(TOPIC, p), cluster.live_brokers()
+                except Exception as e:      # noqa: BLE001 - ZooKeeper restarting
+                    st, live = repr(e), "?"
+                print(f"{time.strftime('%H:%M:%S')} partition {p}: no acknowledgement for {now - last:.0f}s; "
+                      f"state {st}; live brokers {live}", flush=True)
+
+
+def longest_stretches(ack_times, start, end):
+    """Per partition, the longest time within [start, end] without an acknowledgement."""
+    out = {}
+    for p, times in ack_times.items():
+        points = [start] + [t for t in times if start < t < end] + [end]
+        out[p] = max(b - a for a, b in zip(points, points[1:]))
+    return out
+
+
 def summary(errors):
     """Failed deliveries per (partition, error): how many, first and last time."""
     out = {}
@@ -199,13 +239,16 @@ def run(tmp_path, seconds, seed):
         threads += [threading.Thread(target=consume, args=(c, h, stop_consume, g, proto, f"{g}-{i}"), daemon=True)
                     for g, proto in GROUPS.items() for i in range(2)]
         threads.append(threading.Thread(target=observe, args=(c, h, stop_consume), daemon=True))
+        threads.append(threading.Thread(target=watch_availability, args=(c, h, stop_produce), daemon=True))
         for t in threads:
             t.start()
         try:
             time.sleep(3)
+            faults_from = time.monotonic()
             nemesis(c, h, seconds, rng)
             time.sleep(5)
         finally:
+            faults_to = time.monotonic()
             stop_produce.set()
             print(f"{time.strftime('%H:%M:%S')} faults over; flushing the producer", flush=True)
             threads[0].join(300)
@@ -217,7 +260,10 @@ def run(tmp_path, seconds, seed):
                 t.join(60)
         print(f"{time.strftime('%H:%M:%S')} reading the log back", flush=True)
         log = read_log(c)
+    stretches = longest_stretches(h.ack_times, faults_from, faults_to)
     print(f"seed {seed}, {seconds}s: faults {h.faults}")
+    print("longest stretch without an acknowledgement per partition: "
+          + ", ".join(f"{p}: {s:.1f}s" for p, s in stretches.items()))
     print(f"acknowledged {sum(map(len, h.acked.values()))}, in the log {sum(map(len, log.values()))}, "
           f"produce errors {len(h.produce_errors)} {summary(h.produce_errors)}, unflushed {h.unflushed}, consumed {h.consumed}, "
           f"OffsetFetch answers {len(h.fetched)}, commit callbacks {sum(map(len, h.callbacks.values()))}, "
@@ -231,10 +277,14 @@ def run(tmp_path, seconds, seed):
     assert h.unflushed == 0, f"{h.unflushed} records never acknowledged nor failed"
     assert h.faults and all(h.acked.values()) and h.fetched and h.views and all(h.callbacks.values())
     assert bad == [], bad[:20]
+    acked = sum(map(len, h.acked.values()))
+    assert len(h.produce_errors) <= MAX_FAILED_SHARE * (acked + len(h.produce_errors)), summary(h.produce_errors)
+    assert max(stretches.values()) <= MAX_UNAVAILABLE_S, stretches
 
 
 @pytest.mark.interop
 @pytest.mark.long
 def test_chaos(tmp_path):
     seed = int(os.environ.get("KGROUP_CHAOS_SEED", random.randrange(1 << 30)))
+    print(f"chaos seed {seed} (KGROUP_CHAOS_SEED={seed} runs it again)", flush=True)
     run(tmp_path, float(os.environ.get("KGROUP_CHAOS_SECONDS", "180")), seed)
