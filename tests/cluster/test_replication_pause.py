@@ -32,15 +32,21 @@ def test_paused_leader_is_fenced_and_rejoins(tmp_path):
                 time.sleep(0.005)
         t = threading.Thread(target=produce)
         t.start()
-        time.sleep(1.5)
-        victim = c.leader("orders", 0)
-        c.pause(victim)
-        c.wait_for(lambda: c.leader("orders", 0) not in (None, victim), timeout=30, what="a new leader")
-        time.sleep(2)
-        c.resume(victim)
-        time.sleep(3)
-        stop.set()
-        t.join()
+        try:        # conditions, not fixed pauses: records acknowledged at each step
+            c.wait_for(lambda: len(acked) >= 100, 60, what="records acknowledged by the first leader")
+            victim = c.leader("orders", 0)
+            c.pause(victim)
+            c.wait_for(lambda: c.leader("orders", 0) not in (None, victim), timeout=30, what="a new leader")
+            n = len(acked)
+            # resumed: the idempotent producer's requests in flight to it are answered (it no longer
+            # leads), so the producer goes on with the new leader (while it is stopped, they would
+            # wait for request.timeout.ms, as with a stopped Kafka broker)
+            c.resume(victim)
+            c.wait_for(lambda: len(acked) >= n + 100, 60, what="records acknowledged by the new leader")
+            c.wait_for(lambda: victim in c.partition_state("orders", 0).isr, 60, what="the old leader back in the ISR")
+        finally:
+            stop.set()
+            t.join()
         assert p.flush(60) == 0
         leader = c.leader("orders", 0)
 

@@ -54,7 +54,7 @@ def find_share_coordinator(cluster, key):
 
 
 def not_leader_answers(cluster, n, group, topic_id):
-    """ShareFetch and ShareAcknowledge of work-0 at broker ``n`` (not its leader): both answer
+    """ShareFetch and ShareAcknowledge of the topic's partition 0 at broker ``n`` (not its leader): both answer
     NOT_LEADER_OR_FOLLOWER with the leader (KIP-951's CurrentLeader and NodeEndpoints)."""
     F, A = ShareFetchRequest, ShareAcknowledgeRequest
     raw = RawClient(cluster.broker(n).port)
@@ -98,57 +98,67 @@ def set_group_configs(cluster, group, configs):
         assert [r.error_code for r in resp.responses] == [0]
 
 
-@pytest.mark.parametrize("victim", ["state", "data"])
-def test_share_group_survives_a_leaders_death(tmp_path, victim):
-    with KafkaCluster(3, tmp_path, {
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    with KafkaCluster(3, tmp_path_factory.mktemp("cluster"), {
             "zookeeper.session.timeout.ms": 6000, "offsets.topic.num.partitions": 3,
             "share.coordinator.state.topic.num.partitions": STATE_PARTITIONS,
             "group.share.min.heartbeat.interval.ms": 500, "group.share.heartbeat.interval.ms": 500,
             "group.share.min.session.timeout.ms": 6000, "group.share.session.timeout.ms": 6000,
             "group.share.min.record.lock.duration.ms": 1000}) as c:
-        c.create_topic("work", 1, 3, {"min.insync.replicas": "2"})
-        topic_id = c.zk.get_topic("work")[1]
-        data_leader = c.leader("work", 0)
-        # FindCoordinator key type 2 creates __share_group_state (RF 3) and names each state
-        # partition's leader; the group is one whose state partition another broker leads
-        for q in range(3):
-            key = f"probe:{zd.uuid_to_str(topic_id)}:{q}"
-            node = find_share_coordinator(c, key)
-            assert node == c.leader("__share_group_state", share_state_partition("probe", topic_id, q, STATE_PARTITIONS))
-        assert all(sorted(r) == [1, 2, 3] for r in c.assignment("__share_group_state").values())
-        group = next(g for g in (f"sg{i}" for i in range(100)) if c.leader(
-            "__share_group_state", share_state_partition(g, topic_id, 0, STATE_PARTITIONS)) != data_leader)
-        state_p = share_state_partition(group, topic_id, 0, STATE_PARTITIONS)
-        state_leader = c.leader("__share_group_state", state_p)
-        set_group_configs(c, group, {"share.auto.offset.reset": "earliest", "share.record.lock.duration.ms": "3000"})
-        follower = next(n for n in (1, 2, 3) if n != data_leader)
-        assert not_leader_answers(c, follower, group, topic_id) == (data_leader, c.broker(data_leader).port)
-        p = Producer({"bootstrap.servers": c.bootstrap_servers, "acks": "all"})
-        for i in range(6):
-            p.produce("work", value=b"v%d" % i, partition=0)
-        assert p.flush(30) == 0
+        yield c
 
-        first = ShareConsumer({"bootstrap.servers": c.bootstrap_servers, "group.id": group,
-                               "share.acknowledgement.mode": "explicit"})
-        first.subscribe(["work"])
-        got = poll_until(first, 6, 60, on_message=lambda m: m.offset() < 3 and first.acknowledge(m, AcknowledgeType.ACCEPT))
-        assert sorted(o for o, _ in got) == list(range(6)) and all(d == 1 for _, d in got)
-        first.commit_sync()     # 0-2 acknowledged (answered once durable); 3-5 acquired, not acknowledged
 
-        killed = state_leader if victim == "state" else data_leader
-        c.kill(killed)
-        for i in range(6, 12):
-            p.produce("work", value=b"v%d" % i, partition=0)
-        assert p.flush(60) == 0
-        c.wait_for(lambda: c.leader("work", 0) not in (None, killed)
-                   and c.leader("__share_group_state", state_p) not in (None, killed), 30)
+@pytest.mark.parametrize("victim", ["state", "data"])
+def test_share_group_survives_a_leaders_death(cluster, victim):
+    c, work = cluster, f"work-{victim}"     # the two cases share the cluster, each on its own topic
+    for n, b in c.brokers.items():
+        if not b.running:
+            c.start_broker(n)
+    c.wait_until_brokers_see_each_other()
+    c.create_topic(work, 1, 3, {"min.insync.replicas": "2"})
+    topic_id = c.zk.get_topic(work)[1]
+    data_leader = c.leader(work, 0)
+    # FindCoordinator key type 2 creates __share_group_state (RF 3) and names each state
+    # partition's leader; the group is one whose state partition another broker leads
+    for q in range(3):
+        key = f"probe:{zd.uuid_to_str(topic_id)}:{q}"
+        node = find_share_coordinator(c, key)
+        assert node == c.leader("__share_group_state", share_state_partition("probe", topic_id, q, STATE_PARTITIONS))
+    assert all(sorted(r) == [1, 2, 3] for r in c.assignment("__share_group_state").values())
+    group = next(g for g in (f"sg-{victim}-{i}" for i in range(100)) if c.leader(
+        "__share_group_state", share_state_partition(g, topic_id, 0, STATE_PARTITIONS)) != data_leader)
+    state_p = share_state_partition(group, topic_id, 0, STATE_PARTITIONS)
+    state_leader = c.leader("__share_group_state", state_p)
+    set_group_configs(c, group, {"share.auto.offset.reset": "earliest", "share.record.lock.duration.ms": "3000"})
+    follower = next(n for n in (1, 2, 3) if n != data_leader)
+    assert not_leader_answers(c, follower, group, topic_id) == (data_leader, c.broker(data_leader).port)
+    p = Producer({"bootstrap.servers": c.bootstrap_servers, "acks": "all"})
+    for i in range(6):
+        p.produce(work, value=b"v%d" % i, partition=0)
+    assert p.flush(30) == 0
 
-        second = ShareConsumer({"bootstrap.servers": c.bootstrap_servers, "group.id": group})
-        second.subscribe(["work"])
-        try:
-            again = poll_until(second, 9, 90)
-            assert sorted(again) == [(3, 2), (4, 2), (5, 2)] + [(o, 1) for o in range(6, 12)], (
-                victim, killed, state_leader, data_leader, again)
-            assert poll_until(second, 1, 4) == []
-        finally:
-            second.close()
+    first = ShareConsumer({"bootstrap.servers": c.bootstrap_servers, "group.id": group,
+                           "share.acknowledgement.mode": "explicit"})
+    first.subscribe([work])
+    got = poll_until(first, 6, 60, on_message=lambda m: m.offset() < 3 and first.acknowledge(m, AcknowledgeType.ACCEPT))
+    assert sorted(o for o, _ in got) == list(range(6)) and all(d == 1 for _, d in got)
+    first.commit_sync()     # 0-2 acknowledged (answered once durable); 3-5 acquired, not acknowledged
+
+    killed = state_leader if victim == "state" else data_leader
+    c.kill(killed)
+    for i in range(6, 12):
+        p.produce(work, value=b"v%d" % i, partition=0)
+    assert p.flush(60) == 0
+    c.wait_for(lambda: c.leader(work, 0) not in (None, killed)
+               and c.leader("__share_group_state", state_p) not in (None, killed), 30)
+
+    second = ShareConsumer({"bootstrap.servers": c.bootstrap_servers, "group.id": group})
+    second.subscribe([work])
+    try:
+        again = poll_until(second, 9, 90)
+        assert sorted(again) == [(3, 2), (4, 2), (5, 2)] + [(o, 1) for o in range(6, 12)], (
+            victim, killed, state_leader, data_leader, again)
+        assert poll_until(second, 1, 4) == []
+    finally:
+        second.close()
