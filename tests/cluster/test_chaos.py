@@ -8,7 +8,8 @@ go back (as OffsetFetch answered a single poller, in order, and as each consumer
 reported them, each in its own order); no partition has two owners in any DescribeGroups /
 ConsumerGroupDescribe answer; each group consumed every acknowledged record.
 
-KGROUP_CHAOS_SECONDS sets how long the nemesis runs (default 180); KGROUP_CHAOS_SEED its seed."""
+KGROUP_CHAOS_SECONDS sets how long the nemesis runs (default 180); KGROUP_CHAOS_SEED its seed;
+KGROUP_CHAOS_PRODUCER_DEBUG librdkafka's debug contexts for the producer (on stderr)."""
 import os
 import random
 import threading
@@ -49,8 +50,11 @@ class History:
 
 
 def produce(cluster, h, stop):
-    p = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all", "enable.idempotence": True,
-                  "linger.ms": 5, "message.timeout.ms": 300000})
+    conf = {"bootstrap.servers": cluster.bootstrap_servers, "acks": "all", "enable.idempotence": True,
+            "linger.ms": 5, "message.timeout.ms": 300000}
+    if os.environ.get("KGROUP_CHAOS_PRODUCER_DEBUG"):       # librdkafka's debug contexts, e.g. eos,broker
+        conf["debug"] = os.environ["KGROUP_CHAOS_PRODUCER_DEBUG"]
+    p = Producer(conf)
 
     def report(err, msg):
         with h.lock:
