@@ -19,6 +19,10 @@ signal:
   - acked, every partition: the same for the producer's delivery reports (where the time goes:
     producing or consuming);
   - group back = max(every partition, first commit): the group consumes everything and commits.
+On the first session timeout's cluster the signals come in the order --signals gives (default
+SIGTERM, SIGKILL, SIGTERM): a SIGTERM before any SIGKILL is on a fresh cluster, one after it on a
+cluster whose SIGKILLed broker was restarted (its leaderships stay with the others until the
+preferred-leader check), reported as "SIGTERM after a SIGKILL", side by side.
 Goals: after SIGKILL, group back <= 2 x zookeeper.session.timeout.ms + 2 s; after SIGTERM <= 2 s.
 Kafka (ZooKeeper mode) cannot react to a SIGKILLed broker before ZooKeeper expires its session,
 so its figure for the same scenario is bounded below by the session timeout; its controlled
