@@ -111,7 +111,8 @@ class KafkaCluster:
 
     def client_config(self, user: str | None = None, mechanism: str = "PLAIN", password: str | None = None) -> dict:
         """librdkafka's (confluent-kafka's) keys for a client of the cluster's first listener,
-        logging in as ``user`` (default: the inter-broker user) when it is a SASL one."""
+        logging in as ``user`` (default: the inter-broker user) when it is a SASL one; on SSL with
+        ``user``'s client certificate (one of ``certs.clients``), by default the brokers' own."""
         listener = self.listeners[0]
         cfg = {"bootstrap.servers": self.bootstrap_servers}
         if not self.secured:
@@ -119,6 +120,9 @@ class KafkaCluster:
         cfg["security.protocol"] = listener
         if listener in ("SSL", "SASL_SSL"):
             cfg["ssl.ca.location"] = self.certs.ca_cert
+        if listener == "SSL":       # a client certificate: ``user``'s, else the brokers' own
+            cert, key = self.certs.client_cert(user) if user else (self.certs.server_cert, self.certs.server_key)
+            cfg.update({"ssl.certificate.location": cert, "ssl.key.location": key})
         if listener.startswith("SASL_"):
             user = user or self.inter_broker_user
             cfg.update({"sasl.mechanisms": mechanism, "sasl.username": user,

@@ -5,7 +5,8 @@ the clients all go through that listener: an RF 3 topic with min.insync.replicas
 acks=all producer and a committing consumer group of alice's through the partition leader's
 SIGKILL (nothing acknowledged lost, the group goes on); then a broker started with wrong
 inter-broker credentials: its fetchers fail authentication, say so in its log, and it never
-joins an ISR."""
+joins an ISR. And a cluster with a mutual-TLS listener only, whose brokers are authorized by
+their certificate's name mapped with ssl.principal.mapping.rules."""
 import asyncio
 import re
 import threading
@@ -197,3 +198,40 @@ def test_wrong_inter_broker_credentials(cluster):
         b.overrides[key] = good
         c.start_broker(n)
     c.wait_for(lambda: n in _isr(c, "ledger", 0), 60, what=f"broker {n} back in the ISR with its right login")
+
+
+def test_mutual_tls_cluster_authorized_by_certificate_name(tmp_path):
+    """SSL listeners requiring client certificates only: each broker presents its keystore's
+    certificate (subject CN=localhost,O=kgroup) to the others, verifies theirs against the CA and
+    their host name (Kafka's default ssl.endpoint.identification.algorithm=https), and is
+    User:localhost through ssl.principal.mapping.rules, the only super user."""
+    from kgroup.testing.cluster import KafkaCluster
+    with KafkaCluster(3, tmp_path, {**SETTINGS, "super.users": "User:localhost",
+                                    "ssl.principal.mapping.rules": "RULE:^.*CN=([^,]+).*$/$1/,DEFAULT"},
+                      listeners=("SSL",)) as c:
+        c.create_topic("audit", 1, 3, {"min.insync.replicas": "2"})
+        c.wait_for(lambda: _isr(c, "audit", 0) == {1, 2, 3}, what="the ISR of 3 over mutual TLS")
+        p = Producer({**c.client_config(), "acks": "all", "enable.idempotence": True})
+        acked = []
+        for i in range(200):
+            p.produce("audit", b"%d" % i, partition=0, on_delivery=lambda err, msg: acked.append(err or msg.value()))
+        assert p.flush(30) == 0 and acked == [b"%d" % i for i in range(200)]
+        # a follower's log end: every broker holds the records (the ISR's minimum is the high watermark)
+        leader = c.leader("audit", 0)
+        c.kill(leader)
+        c.wait_for(lambda: c.leader("audit", 0) not in (None, leader), what="a new leader")
+        reader = Consumer({**c.client_config(), "group.id": "audit-check", "enable.auto.commit": False})
+        reader.assign([TopicPartition("audit", 0, 0)])
+        log, deadline = [], time.monotonic() + 60
+        while time.monotonic() < deadline and len(log) < len(acked):
+            m = reader.poll(0.5)
+            if m is not None and not m.error():
+                log.append(m.value())
+        reader.close()
+        assert acknowledged_once_in_order({0: acked}, {0: log}) == []
+        # a client certificate mapped to User:client is no super user: it may not write
+        denied = []
+        p2 = Producer({**c.client_config("client"), "message.timeout.ms": 10000})
+        p2.produce("audit", b"x", partition=0, on_delivery=lambda err, msg: denied.append(err))
+        p2.flush(20)
+        assert denied and denied[0] is not None and denied[0].name() == "TOPIC_AUTHORIZATION_FAILED", denied
