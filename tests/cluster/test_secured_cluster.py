@@ -28,7 +28,8 @@ USERS = {"broker": "broker-secret", "alice": "alice-secret"}
 TOPIC, GROUP = "orders", "billing"
 SETTINGS = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
             "super.users": "User:broker", "zookeeper.session.timeout.ms": 6000, "replica.lag.time.max.ms": 5000,
-            "offsets.topic.num.partitions": 3, "offsets.topic.replication.factor": 3}
+            "offsets.topic.num.partitions": 3, "offsets.topic.replication.factor": 3,
+            "transaction.state.log.num.partitions": 3}
 # alice's ACLs: produce idempotently to and consume the topic, in her group
 ALICE = [(A.RT_TOPIC, TOPIC, A.WRITE), (A.RT_TOPIC, TOPIC, A.READ), (A.RT_TOPIC, TOPIC, A.DESCRIBE),
          (A.RT_GROUP, GROUP, A.READ), (A.RT_CLUSTER, A.CLUSTER_NAME, A.IDEMPOTENT_WRITE)]
@@ -164,6 +165,40 @@ def test_acks_all_and_a_group_through_a_leader_kill(cluster):
     assert commits_never_go_back(commits) == []
     assert after >= len(acked), (after, len(acked))
     print(f"acknowledged {len(acked)}, consumed {len(seen)}, committed {after}")
+
+
+def test_transactions_over_the_secured_listener(cluster):
+    """A transactional producer whose partitions have several leaders: the coordinator's
+    WriteTxnMarkers and the leaders' AddPartitionsToTxn verification go between the brokers over
+    SASL_SSL, authorized by CLUSTER_ACTION (the broker's super user)."""
+    c = cluster
+    c.create_topic("payments", 3, 3, {"min.insync.replicas": "2"})
+    c.wait_for(lambda: all(c.leader("payments", q) is not None for q in range(3)), what="leaders")
+    assert len({c.leader("payments", q) for q in range(3)}) > 1      # the partitions' leaders differ
+    p = Producer({**c.client_config("broker"), "transactional.id": "tx-secured", "transaction.timeout.ms": 30000})
+    p.init_transactions(30)
+    expected = []
+    for n in range(3):
+        p.begin_transaction()
+        values = [b"%d-%d" % (n, i) for i in range(6)]
+        for i, v in enumerate(values):
+            p.produce("payments", value=v, partition=i % 3)
+        if n != 1:
+            p.commit_transaction(60)
+            expected += values
+        else:
+            p.abort_transaction(60)
+    r = Consumer({**c.client_config("broker"), "group.id": "payments-reader", "isolation.level": "read_committed",
+                  "enable.auto.commit": False})
+    r.assign([TopicPartition("payments", q, 0) for q in range(3)])
+    got, idle = [], time.monotonic()
+    while time.monotonic() - idle < 5:
+        m = r.poll(0.3)
+        if m is not None and not m.error():
+            got.append(m.value())
+            idle = time.monotonic()
+    r.close()
+    assert sorted(got) == sorted(expected)
 
 
 def test_wrong_inter_broker_credentials(cluster):
