@@ -86,10 +86,15 @@ def client_security(config: BrokerConfig):
     if props is None:
         return None
     from ..client.security import ClientSecurity
+    listener = config.inter_broker_listener()[0]
     try:
-        return ClientSecurity(props)
+        security = ClientSecurity(props)
     except (ValueError, OSError) as e:        # a mechanism the client lacks, an unreadable store
-        raise ConfigError(f"inter-broker listener {config.inter_broker_listener()[0]}: {e}") from None
+        raise ConfigError(f"inter-broker listener {listener}: {e}") from None
+    if security.ssl_context is not None:      # the listener's TLS versions and suites, both ways
+        from .tls import apply_protocols_and_ciphers
+        apply_protocols_and_ciphers(security.ssl_context, lambda key: config.for_listener(listener, key))
+    return security
 
 
 async def connect(rm, broker_id: int, client_id: str, request_timeout_ms: int) -> BrokerConnection:

@@ -111,7 +111,8 @@ def test_tls_client_side_from_the_listener_keys(tmp_path):
                       "ssl.keystore.location": "/broker-wide.pem",
                       "listener.name.internal.ssl.keystore.location": certs.server_keystore,
                       "listener.name.internal.ssl.truststore.location": certs.ca_cert,
-                      "listener.name.internal.ssl.endpoint.identification.algorithm": "", **ZK})
+                      "listener.name.internal.ssl.endpoint.identification.algorithm": "",
+                      "listener.name.internal.ssl.enabled.protocols": "TLSv1.3", **ZK})
     props = client_properties(c)
     assert props["security.protocol"] == "SSL"
     assert props["ssl.keystore.location"] == certs.server_keystore     # the listener's override wins
@@ -119,6 +120,7 @@ def test_tls_client_side_from_the_listener_keys(tmp_path):
     assert props["ssl.endpoint.identification.algorithm"] == ""
     ctx = client_security(c).ssl_context
     assert ctx.verify_mode == ssl.CERT_REQUIRED and not ctx.check_hostname
+    assert ctx.minimum_version == ssl.TLSVersion.TLSv1_3      # the listener's TLS versions, client side too
     # Kafka's default ssl.endpoint.identification.algorithm=https verifies the peer's host name
     c2 = BrokerConfig({"listeners": "SSL://:9093", "security.inter.broker.protocol": "SSL",
                        "ssl.keystore.location": certs.server_keystore, "ssl.truststore.location": certs.ca_cert, **ZK})
