@@ -3,7 +3,8 @@ StandardAuthorizer on, the brokers logging in to each other as ``User:broker`` (
 a client ``User:alice`` allowed by ACLs. Replication, the coordinators' inter-broker requests and
 the clients all go through that listener: an RF 3 topic with min.insync.replicas=2, an idempotent
 acks=all producer and a committing consumer group of alice's through the partition leader's
-SIGKILL (nothing acknowledged lost, the group goes on); then a broker started with wrong
+SIGKILL (nothing acknowledged lost, the group goes on); transactions and a share group whose
+inter-broker requests cross brokers; then a broker started with wrong
 inter-broker credentials: its fetchers fail authentication, say so in its log, and it never
 joins an ISR. And a cluster with a mutual-TLS listener only, whose brokers are authorized by
 their certificate's name mapped with ssl.principal.mapping.rules."""
@@ -29,7 +30,8 @@ TOPIC, GROUP = "orders", "billing"
 SETTINGS = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
             "super.users": "User:broker", "zookeeper.session.timeout.ms": 6000, "replica.lag.time.max.ms": 5000,
             "offsets.topic.num.partitions": 3, "offsets.topic.replication.factor": 3,
-            "transaction.state.log.num.partitions": 3}
+            "transaction.state.log.num.partitions": 3, "share.coordinator.state.topic.num.partitions": 3,
+            "group.share.min.session.timeout.ms": 6000, "group.share.session.timeout.ms": 6000}
 # alice's ACLs: produce idempotently to and consume the topic, in her group
 ALICE = [(A.RT_TOPIC, TOPIC, A.WRITE), (A.RT_TOPIC, TOPIC, A.READ), (A.RT_TOPIC, TOPIC, A.DESCRIBE),
          (A.RT_GROUP, GROUP, A.READ), (A.RT_CLUSTER, A.CLUSTER_NAME, A.IDEMPOTENT_WRITE)]
@@ -50,6 +52,18 @@ def _java_config(c, user):
             "ssl.endpoint.identification.algorithm": "https", "sasl.mechanism": "PLAIN",
             "sasl.jaas.config": f'org.apache.kafka.common.security.plain.PlainLoginModule required '
                                 f'username="{user}" password="{USERS[user]}";'}
+
+
+async def _send(c, n, req, version=None):
+    """``req`` to broker ``n`` over SASL_SSL as the super user ``broker``."""
+    b = c.broker(n)
+    conn = BrokerConnection(b.host, b.port, node_id=n, client_id="test",
+                            security=ClientSecurity(_java_config(c, "broker")))
+    await conn.connect()
+    try:
+        return await conn.send(req, version=version)
+    finally:
+        conn.close()
 
 
 async def _create_acls(c, n, entries):
@@ -199,6 +213,75 @@ def test_transactions_over_the_secured_listener(cluster):
             idle = time.monotonic()
     r.close()
     assert sorted(got) == sorted(expected)
+
+
+def test_share_group_state_across_brokers(cluster):
+    """A share group whose share-partition's leader (the data partition's) is not its state
+    partition's leader: acknowledgements are written to the share coordinator on the other
+    broker over SASL_SSL (share_persister.py); after the data leader's SIGKILL the new leader
+    reads them back, so nothing acknowledged is delivered again."""
+    from confluent_kafka import AcknowledgeType, ShareConsumer
+
+    from kgroup.cluster import zk_data as zd
+    from kgroup.protocol.messages.find_coordinator import FindCoordinatorRequest
+    from kgroup.protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
+    from kgroup.share_coordinator.shard import share_state_partition
+    c = cluster
+    c.create_topic("work", 1, 3, {"min.insync.replicas": "2"})
+    topic_id = c.zk.get_topic("work")[1]
+    data_leader = c.leader("work", 0)
+    probe = f"probe:{zd.uuid_to_str(topic_id)}:0"      # FindCoordinator (share) creates __share_group_state
+
+    def state_topic_led():
+        resp = asyncio.run(_send(c, 1, FindCoordinatorRequest(key_type=2, coordinator_keys=[probe]), 6))
+        return resp.coordinators[0].error_code == 0
+    c.wait_for(state_topic_led, 60, interval=0.3, what="__share_group_state's leaders")
+    group = next(g for g in (f"sg{i}" for i in range(100)) if c.leader(
+        "__share_group_state", share_state_partition(g, topic_id, 0, 3)) not in (None, data_leader))
+    state_p = share_state_partition(group, topic_id, 0, 3)
+    R = IncrementalAlterConfigsRequest.AlterConfigsResource
+    for n in c.brokers:     # group configs are kept by each broker
+        resp = asyncio.run(_send(c, n, IncrementalAlterConfigsRequest(validate_only=False, resources=[R(
+            resource_type=32, resource_name=group, configs=[R.AlterableConfig(
+                name="share.auto.offset.reset", config_operation=0, value="earliest")])]), 1))
+        assert [r.error_code for r in resp.responses] == [0]
+    p = Producer({**c.client_config("broker"), "acks": "all"})
+    for i in range(6):
+        p.produce("work", b"v%d" % i, partition=0)
+    assert p.flush(30) == 0
+
+    def poll(consumer, want, timeout, ack=False):
+        got, deadline = [], time.monotonic() + timeout
+        while time.monotonic() < deadline and len(got) < want:
+            for m in list(consumer.poll(0.5)):
+                assert m.error() is None, m.error()
+                got.append(m.offset())
+                if ack:
+                    consumer.acknowledge(m, AcknowledgeType.ACCEPT)
+        return sorted(got)
+    first = ShareConsumer({**c.client_config("broker"), "group.id": group, "share.acknowledgement.mode": "explicit"})
+    first.subscribe(["work"])
+    try:
+        assert poll(first, 6, 60, ack=True) == list(range(6))
+        first.commit_sync()         # answered once the state is durable at the state partition's leader
+    finally:
+        first.close()
+    assert c.leader("__share_group_state", state_p) != data_leader
+    c.kill(data_leader)
+    try:
+        c.wait_for(lambda: c.leader("work", 0) not in (None, data_leader), 30, what="a new leader of work-0")
+        for i in range(6, 9):
+            p.produce("work", b"v%d" % i, partition=0)
+        assert p.flush(60) == 0
+        second = ShareConsumer({**c.client_config("broker"), "group.id": group})
+        second.subscribe(["work"])
+        try:
+            assert poll(second, 3, 90) == [6, 7, 8]
+            assert poll(second, 1, 4) == []
+        finally:
+            second.close()
+    finally:
+        c.start_broker(data_leader)
 
 
 def test_wrong_inter_broker_credentials(cluster):
