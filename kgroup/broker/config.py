@@ -399,6 +399,7 @@ class BrokerConfig:
                 raise ConfigError(f"Invalid value {self.values[key]} for configuration {key}: "
                                   "Value must be at least 1")
         self.listener_specs()  # validates listeners, the protocol map, inter.broker.listener.name
+        self._validate_zookeeper_security()
         try:
             self.values["group.consumer.migration.policy"] = validate_migration_policy(
                 self.values["group.consumer.migration.policy"])
@@ -493,6 +494,11 @@ class BrokerConfig:
             if mechanism not in self.enabled_mechanisms(name):
                 raise ConfigError("sasl.mechanism.inter.broker.protocol must be included in sasl.enabled.mechanisms "
                                   "when SASL is used for inter-broker communication")
+
+    def _validate_zookeeper_security(self) -> None:
+        """Secure znode ACLs and TLS to ZooKeeper need a ZooKeeper client with TLS or SASL; kgroup's
+        (kazoo) connects in plain TCP: refused, with Kafka's own message for zookeeper.set.acl
+        (KafkaZkClient.createZkClient)."""
         if self.values["zookeeper.connect"]:
             if self.values["zookeeper.set.acl"]:
                 raise ConfigError(
