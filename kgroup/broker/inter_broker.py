@@ -32,6 +32,7 @@ SEND_ERRORS = (KafkaConnectionError, KafkaTimeoutError, OSError)
 _SSL_CLIENT_KEYS = ("ssl.truststore.location", "ssl.truststore.certificates", "ssl.keystore.location",
                     "ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.keystore.password",
                     "ssl.key.password", "ssl.endpoint.identification.algorithm")
+_CLIENT_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")     # client/security.py's
 _AUTHENTICATION_ERRORS = (ErrorCode.SASL_AUTHENTICATION_FAILED, ErrorCode.UNSUPPORTED_SASL_MECHANISM,
                           ErrorCode.ILLEGAL_SASL_STATE)
 
@@ -61,6 +62,9 @@ def client_properties(config: BrokerConfig) -> dict[str, str] | None:
                 props[key] = v
     if protocol.startswith("SASL_"):
         mechanism = config["sasl.mechanism.inter.broker.protocol"].strip().upper()
+        if mechanism not in _CLIENT_MECHANISMS:
+            raise ConfigError(f"sasl.mechanism.inter.broker.protocol={mechanism} is not supported: kgroup's "
+                              f"brokers log in to each other with {', '.join(_CLIENT_MECHANISMS)}")
         props["sasl.mechanism"] = mechanism
         jaas = config.for_listener(listener, "sasl.jaas.config", mechanism)
         where = f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.jaas.config"

@@ -89,6 +89,10 @@ def test_sasl_credentials_where_kafka_takes_them():
                       "listener.name.sasl_plaintext.plain.sasl.jaas.config": no_login})
     with pytest.raises(ConfigError, match="must give username and password"):
         client_properties(c)
+    oauth = BrokerConfig({**base, "sasl.enabled.mechanisms": "OAUTHBEARER",
+                          "sasl.mechanism.inter.broker.protocol": "OAUTHBEARER"})
+    with pytest.raises(ConfigError, match="sasl.mechanism.inter.broker.protocol=OAUTHBEARER is not supported"):
+        client_properties(oauth)
 
 
 def test_a_cluster_broker_fails_its_start_on_missing_credentials(tmp_path):
