@@ -196,6 +196,9 @@ class KafkaController:
         self._closed = False
         self._timer: threading.Timer | None = None
         self._watched_topics: set[str] = set()
+        # the live brokers' epochs (registration czxids) at the last reconciliation: one seen again
+        # with another epoch restarted or got a new session in between
+        self._broker_epochs: dict[int, int] = {}
         self.on_change = None       # fn() after each processed event (tests wait on it)
 
     # -- lifecycle ----------------------------------------------------------------------------------
@@ -344,6 +347,7 @@ class KafkaController:
         if self.active:
             log.info("broker %d resigns as controller (epoch %d)", self.config.broker_id, self.epoch)
         self.active = False
+        self._broker_epochs = {}
         self._watched_topics.clear()
         if self._timer is not None:
             self._timer.cancel()
@@ -388,16 +392,36 @@ class KafkaController:
             created = self.zk.create_partition_states(plan_initial_states(self.ctx, self.epoch), self.epoch,
                                                       self.epoch_zk_version)
             self.ctx.states.update(created)
+            live = self.ctx.live
+            bounced = {b for b, reg in live.items() if self._broker_epochs.get(b, reg.czxid) != reg.czxid}
+            if bounced:
+                # KafkaController.processBrokerChange's bounced brokers: registered again with a new
+                # epoch since the last look (a restart, or a new session after the old expired,
+                # faster than this controller saw it go). They failed, then started: their
+                # leaderships and ISR places are first taken as a dead broker's, so that every
+                # partition they led gets a new leader epoch, even when they lead it again.
+                log.info("controller %d: broker(s) %s registered again with a new epoch", self.config.broker_id,
+                         sorted(bounced))
+                self.ctx.live = {b: reg for b, reg in live.items() if b not in bounced}
+                if self._apply(plan_changes(self.ctx, self._unclean)):
+                    self.ctx.live = live
+                    continue
+                self.ctx.live = live
             changes = plan_changes(self.ctx, self._unclean, preferred=preferred,
                                    imbalance_percentage=self.config.imbalance_percentage)
-            done, stale = self.zk.update_leader_and_isr(changes, self.epoch, self.epoch_zk_version)
-            self.ctx.states.update(done)
-            for tp, st in done.items():
-                log.info("controller %d: %s-%d leader %d epoch %d isr %s", self.config.broker_id, tp[0], tp[1],
-                         st.leader, st.leader_epoch, list(st.isr))
-            if not stale:
+            if not self._apply(changes):
+                self._broker_epochs = {b: reg.czxid for b, reg in live.items()}
                 break
         self._answer_controlled_shutdowns()
+
+    def _apply(self, changes) -> bool:
+        """Write ``changes`` (fenced, conditional); True when some state had moved meanwhile."""
+        done, stale = self.zk.update_leader_and_isr(changes, self.epoch, self.epoch_zk_version)
+        self.ctx.states.update(done)
+        for tp, st in done.items():
+            log.info("controller %d: %s-%d leader %d epoch %d isr %s", self.config.broker_id, tp[0], tp[1],
+                     st.leader, st.leader_epoch, list(st.isr))
+        return bool(stale)
 
     def _answer_controlled_shutdowns(self) -> None:
         for b, req in self.ctx.shutting_down.items():

@@ -214,3 +214,36 @@ def test_unclean_enabled_on_the_topic_later_elects_at_once(zk, brokers):
     zk.set_topic_config("late", {"unclean.leader.election.enable": "true"})
     wait(lambda: state(zk, "late", 0).leader == 1)
     c.close()
+
+
+def test_a_broker_registered_again_with_a_new_epoch_is_a_failure_and_a_start(zk, brokers):
+    """Broker 2's registration replaced by one of another session in one step (a restart or a
+    new session the controller did not see go): the controller treats it as failed then started
+    (KafkaController's bounced brokers), so every partition it led gets a new leader epoch: one
+    it shares moves to the other in-sync replica, one it alone holds is led by it again."""
+    brokers.up(1, 2, 3)
+    c = controller(zk, 1)
+    try:
+        wait(lambda: zk.get_controller_id() == 1)
+        zk.create_topic("bounce", {0: [2, 3], 1: [2]}, b"\x01" * 16, {})
+        wait(lambda: state(zk, "bounce", 0) is not None and state(zk, "bounce", 1) is not None)
+        before = {p: state(zk, "bounce", p) for p in (0, 1)}
+        assert before[0].leader == 2 and before[1].leader == 2
+        old = brokers.sessions.pop(2)
+        new = KafkaZkClient(zk.connect, 6000)
+        new.start()
+        brokers.sessions[2] = new
+        path = zd.broker_path(2)
+        data, _ = new.zk.get(path)
+        tx = new.zk.transaction()
+        tx.delete(path)
+        tx.create(path, data, ephemeral=True)
+        tx.commit()
+        old.close()
+        wait(lambda: state(zk, "bounce", 1).leader_epoch >= before[1].leader_epoch + 2
+             and state(zk, "bounce", 0).leader_epoch > before[0].leader_epoch)
+        p0, p1 = state(zk, "bounce", 0), state(zk, "bounce", 1)
+        assert (p0.leader, p0.isr) == (3, (3,))
+        assert (p1.leader, p1.isr) == (2, (2,))
+    finally:
+        c.close()
