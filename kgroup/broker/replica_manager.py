@@ -396,6 +396,23 @@ class ReplicaManager:
             if not partition.is_leader:
                 self.fetchers.remove_partition(partition.tp)
 
+    def resign_leaderships(self) -> None:
+        """This broker's ZooKeeper session expired (it was stopped, or cut off, past the session
+        timeout): to the controller it died, and each partition it led gets a new leader epoch
+        (another replica, or this broker again once it is back). Until those states arrive it
+        leads nothing, so a deposed leader does not answer from what it had (a coordinator's
+        offsets and groups, reads below an old high watermark) while the new leaders go on; its
+        acks=all waits answer NOT_LEADER_OR_FOLLOWER."""
+        for partition in self.partitions.values():
+            if partition.is_leader:
+                partition.leader = NO_LEADER
+                partition.pending_isr = None
+                log.info("no longer leader of %s-%d (epoch %d): the ZooKeeper session expired", partition.topic,
+                         partition.partition, partition.leader_epoch)
+                self._on_leadership_change(partition, leader=False)
+                self._try_complete(partition.tp)
+                self._wake_fetches(partition.tp)
+
     def stop_replicas(self, tps: list[tuple[str, int]], delete: bool) -> None:
         """Kafka's stopReplicas: stop following or leading; the logs are deleted with ``delete``."""
         for tp in tps:

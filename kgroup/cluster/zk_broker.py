@@ -139,6 +139,7 @@ class ZkBroker:
         if state == KazooState.LOST:
             self._registered = False
             log.warning("broker %d: ZooKeeper session expired", self.broker_id)
+            self._post(self.broker.replica_manager.resign_leaderships)
         elif state == KazooState.CONNECTED and not self._registered and not self._closed:
             self.zk.zk.handler.spawn(self._reregister)
 

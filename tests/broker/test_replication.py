@@ -339,6 +339,37 @@ def test_offsets_partition_moves_with_its_leadership():
         c.close()
 
 
+def test_a_leader_whose_session_expired_leads_nothing_until_its_next_state():
+    """ZooKeeper expired the leader's session (it was stopped past the timeout): until the
+    controller's next states reach it, it answers neither as a partition's leader nor as its
+    coordinator partition's (a deposed coordinator answering OffsetFetch from its old state would
+    show committed offsets going back); a state at a newer epoch makes it leader again."""
+    c = Cluster(2, overrides={"offsets.topic.num.partitions": "1"})
+    try:
+        c.create_topic(T)
+        c.create_internal_topic("__consumer_offsets")
+        c.elect(T, leader=1, isr=(1, 2))
+        c.elect("__consumer_offsets", leader=1, isr=(1, 2))
+        _, pr = produce(c.brokers[1], batch(["a"]))
+        assert pr.error_code == 0
+        F = OffsetFetchRequest
+        ask = F(groups=[F.OffsetFetchRequestGroup(group_id="billing", topics=[
+            F.OffsetFetchRequestTopics(name=T, partition_indexes=[0])])])
+        c.wait(lambda: request(c.brokers[1], ask, version=8).groups[0].error_code == 0, what="the group loaded")
+        c.brokers[1].call(lambda b: b.replica_manager.resign_leaderships())
+        _, pr = produce(c.brokers[1], batch(["b"]))
+        assert pr.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        assert request(c.brokers[1], ask, version=8).groups[0].error_code == ErrorCode.NOT_COORDINATOR
+        assert fetch(c.brokers[1], 0)[1].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        c.elect(T, leader=1, isr=(1, 2))          # the controller's next epoch: leader again
+        c.elect("__consumer_offsets", leader=1, isr=(1, 2))
+        _, pr = produce(c.brokers[1], batch(["c"]))
+        assert pr.error_code == 0
+        c.wait(lambda: request(c.brokers[1], ask, version=8).groups[0].error_code == 0, what="the group loaded again")
+    finally:
+        c.close()
+
+
 def _set_topic_id(b, name, topic_id):
     reg = b.metadata
     topic = reg.topics[name]

@@ -210,7 +210,12 @@ def test_paused_broker_loses_its_session_and_rejoins(cluster):
     finally:
         cluster.resume(victim)
     cluster.wait_for(lambda: victim in cluster.live_brokers(), 30, what="registered again")
-    assert "ZooKeeper session expired" in cluster.broker(victim).log_text()
+    text = cluster.broker(victim).log_text()
+    assert "ZooKeeper session expired" in text
+    # it stopped leading at once (not only when the new states reached it): no deposed leader
+    led = [p for p in range(3) if cluster.assignment("paused")[p][0] == victim]
+    assert all(f"no longer leader of paused-{p} " in text for p in led), [
+        line for line in text.splitlines() if "leader" in line or "expired" in line]
 
 
 def test_paused_controller_is_replaced_and_resigns(cluster):
