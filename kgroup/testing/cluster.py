@@ -30,7 +30,8 @@ CLUSTER_TEST_DEFAULTS = {"zookeeper.session.timeout.ms": "6000", "leader.imbalan
 class KafkaCluster:
     def __init__(self, brokers: int = 3, work_dir: str | os.PathLike | None = None,
                  overrides: Mapping[str, object] | None = None, *, racks: Mapping[int, str] | None = None,
-                 broker_overrides: Mapping[int, Mapping[str, object]] | None = None, start_timeout: float = 60.0):
+                 broker_overrides: Mapping[int, Mapping[str, object]] | None = None, start_timeout: float = 60.0,
+                 security: bool = False, users: Mapping[str, str] | None = None):
         self._own_dir = work_dir is None
         self.work_dir = str(work_dir) if work_dir is not None else tempfile.mkdtemp(prefix="kgroup-cluster-")
         self.size = brokers
@@ -38,6 +39,9 @@ class KafkaCluster:
         self.racks = dict(racks or {})
         self.broker_overrides = {n: {k: str(v) for k, v in o.items()} for n, o in (broker_overrides or {}).items()}
         self.start_timeout = start_timeout
+        # security: each broker with KafkaBroker(security=True)'s four listeners (PLAINTEXT first,
+        # the inter-broker one), ``users`` its SASL PLAIN users
+        self.security, self.users = security, dict(users or {})
         self.zookeeper = ZooKeeperServer(os.path.join(self.work_dir, "zookeeper"))
         self.brokers: dict[int, KafkaBroker] = {}
         self._zk = None
@@ -52,7 +56,7 @@ class KafkaCluster:
             if n in self.racks:
                 overrides["broker.rack"] = self.racks[n]
             self.brokers[n] = KafkaBroker(os.path.join(self.work_dir, f"broker-{n}"), overrides, process=True,
-                                          start_timeout=self.start_timeout)
+                                          start_timeout=self.start_timeout, security=self.security, users=self.users)
         for b in self.brokers.values():
             b.start()
         self.wait_for(lambda: len(self.zk.get_broker_ids()) == self.size and self.controller() is not None)
