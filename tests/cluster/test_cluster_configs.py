@@ -104,7 +104,7 @@ def test_acls_created_through_one_broker_are_enforced_by_all(cluster):
     ext = [json.loads(zk.get(f"/kafka-acl-extended-changes/{c}")[0]) for c in zk.get_children("/kafka-acl-extended-changes")]
     assert {"version": 1, "resourceType": "GROUP", "name": "billing-", "patternType": "PREFIXED"} in ext
     for n in (1, 2, 3):
-        wait_until(lambda: topic_error_for_alice(cluster, n, "secured") == 0, what=f"broker {n} allows alice")
+        wait_until(lambda n=n: topic_error_for_alice(cluster, n, "secured") == 0, what=f"broker {n} allows alice")
     print(f"ACL enforced by all 3 brokers {time.monotonic() - started:.2f} s after CreateAcls was sent")
     # every broker describes both
     for n in (1, 2, 3):
@@ -120,7 +120,7 @@ def test_acls_created_through_one_broker_are_enforced_by_all(cluster):
     assert [list(f.result(timeout=30)) for f in deleted.values()] == [[literal]]
     assert zk.exists("/kafka-acl/Topic/secured") is None        # an empty resource's znode goes, as Kafka's
     for n in (1, 2, 3):
-        wait_until(lambda: topic_error_for_alice(cluster, n, "secured") == ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+        wait_until(lambda n=n: topic_error_for_alice(cluster, n, "secured") == ErrorCode.TOPIC_AUTHORIZATION_FAILED,
                    what=f"broker {n} refuses alice again")
 
 
@@ -134,7 +134,7 @@ def test_acls_written_by_kafkas_tools_are_applied(cluster):
                                         b'"operation":"Read","principal":"User:alice"}]}', makepath=True)
     zk.create("/kafka-acl-changes/acl_changes_", b"Topic:by-zk", sequence=True)
     for n in (1, 2, 3):       # READ implies DESCRIBE
-        wait_until(lambda: topic_error_for_alice(cluster, n, "by-zk") == 0, what=f"broker {n} allows alice")
+        wait_until(lambda n=n: topic_error_for_alice(cluster, n, "by-zk") == 0, what=f"broker {n} allows alice")
 
 
 def scram_ok(cluster, n, user, password, mechanism="SCRAM-SHA-256"):
@@ -157,7 +157,7 @@ def test_scram_user_created_through_one_broker_authenticates_everywhere_and_afte
     parts = dict(kv.split("=", 1) for kv in doc["config"]["SCRAM-SHA-256"].split(","))
     assert list(parts) == ["salt", "stored_key", "server_key", "iterations"] and parts["iterations"] == "4096"
     for n in (1, 2, 3):
-        wait_until(lambda: scram_ok(cluster, n, "carol", "carol-secret"), what=f"carol at broker {n}")
+        wait_until(lambda n=n: scram_ok(cluster, n, "carol", "carol-secret"), what=f"carol at broker {n}")
         assert not scram_ok(cluster, n, "carol", "wrong")
     described = _result(a.describe_user_scram_credentials(["carol"]))
     assert described["carol"].scram_credential_infos[0].iterations == 4096
@@ -177,7 +177,7 @@ def test_scram_user_created_through_one_broker_authenticates_everywhere_and_afte
     _result(a2.alter_user_scram_credentials([UserScramCredentialDeletion("carol", ScramMechanism.SCRAM_SHA_256)]))
     assert json.loads(cluster.zk.zk.get("/config/users/carol")[0])["config"] == {}
     for n in (1, 2, 3):
-        wait_until(lambda: not scram_ok(cluster, n, "carol", "carol-secret"), what=f"carol refused at broker {n}")
+        wait_until(lambda n=n: not scram_ok(cluster, n, "carol", "carol-secret"), what=f"carol refused at broker {n}")
 
 
 def kgroup_cli(*args):
@@ -204,7 +204,7 @@ def test_dynamic_broker_configs_cluster_default_and_per_broker(cluster):
     changes = [json.loads(cluster.zk.zk.get(f"/config/changes/{c}")[0]) for c in cluster.zk.zk.get_children("/config/changes")]
     assert {"version": 2, "entity_path": "brokers/<default>"} in changes
     for n in (1, 2, 3):
-        wait_until(lambda: broker_config(cluster, n, key) == ("20000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value),
+        wait_until(lambda n=n: broker_config(cluster, n, key) == ("20000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value),
                    what=f"broker {n} has the cluster default")
     one = ConfigResource(ResourceType.BROKER, "2", incremental_configs=[
         ConfigEntry(key, "30000", incremental_operation=AlterConfigOpType.SET)])
@@ -220,7 +220,7 @@ def test_dynamic_broker_configs_cluster_default_and_per_broker(cluster):
                    "--entity-default", "--alter", "--delete-config", key)
     assert r.returncode == 0, r.stderr
     for n in (1, 3):
-        wait_until(lambda: broker_config(cluster, n, key) == ("15000", ConfigSource.DEFAULT_CONFIG.value),
+        wait_until(lambda n=n: broker_config(cluster, n, key) == ("15000", ConfigSource.DEFAULT_CONFIG.value),
                    what=f"broker {n} back to the default")
     assert broker_config(cluster, 2, key) == ("30000", ConfigSource.DYNAMIC_BROKER_CONFIG.value)
 
@@ -264,7 +264,7 @@ def test_group_config_set_through_another_broker_applies_at_the_coordinator(clus
         (entry,) = r.results[0].configs
         return entry.value, entry.config_source
     for n in (1, 2, 3):
-        wait_until(lambda: described(n) == ("7000", 8), what=f"broker {n} describes the group config")   # GROUP_CONFIG
+        wait_until(lambda n=n: described(n) == ("7000", 8), what=f"broker {n} describes the group config")   # GROUP_CONFIG
     # the coordinator gives a joining KIP-848 member the group's heartbeat interval
     hb = _raw(cluster, coordinator, ConsumerGroupHeartbeatRequest(
         group_id=group, member_id="", member_epoch=0, rebalance_timeout_ms=30000,
@@ -292,11 +292,11 @@ def test_feature_update_through_one_broker_is_in_every_api_versions(cluster):
     assert doc["version"] == 2 and doc["status"] == 1 and "share.version" not in doc["features"]
     assert doc["features"]["group.version"] == {"max_version_level": 1}
     for n in (1, 2, 3):
-        wait_until(lambda: "share.version" not in finalized_at(cluster, n), what=f"broker {n} without share.version")
+        wait_until(lambda n=n: "share.version" not in finalized_at(cluster, n), what=f"broker {n} without share.version")
     r = kgroup_cli("features", "--bootstrap-server", cluster.broker(3).bootstrap_servers, "upgrade",
                    "--feature", "share.version=1")
     assert (r.returncode, r.stdout.strip()) == (0, "share.version was upgraded to 1."), r.stderr
     for n in (1, 2, 3):
-        wait_until(lambda: finalized_at(cluster, n).get("share.version") == 1, what=f"broker {n} with share.version=1")
+        wait_until(lambda n=n: finalized_at(cluster, n).get("share.version") == 1, what=f"broker {n} with share.version=1")
     r = kgroup_cli("features", "--bootstrap-server", cluster.broker(1).bootstrap_servers, "describe")
     assert f"Epoch: {epoch + 2}" in r.stdout, r.stdout
