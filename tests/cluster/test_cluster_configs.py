@@ -5,7 +5,7 @@ broker is enforced by every broker and its deletion too; a SCRAM user created th
 authenticates at the others and after a broker's restart; a dynamic broker config set as the
 cluster default is seen by DescribeConfigs on every broker with Kafka's config source; a group
 config set through a broker that is not the group's coordinator applies at the coordinator; a
-feature level changed through one broker is in every broker's ApiVersions; each in Kafka 3.9's
+client-metrics subscription set through one broker is described by the others; a feature level changed through one broker is in every broker's ApiVersions; each in Kafka 3.9's
 znodes. Real clients: confluent-kafka's AdminClient, kgroup's own client speaking SASL to one
 chosen broker, the ``kgroup features`` tool."""
 import asyncio
@@ -300,3 +300,22 @@ def test_feature_update_through_one_broker_is_in_every_api_versions(cluster):
         wait_until(lambda n=n: finalized_at(cluster, n).get("share.version") == 1, what=f"broker {n} with share.version=1")
     r = kgroup_cli("features", "--bootstrap-server", cluster.broker(1).bootstrap_servers, "describe")
     assert f"Epoch: {epoch + 2}" in r.stdout, r.stdout
+
+
+def test_client_metrics_subscription_is_the_clusters(cluster):
+    R = IncrementalAlterConfigsRequest.AlterConfigsResource
+    resp = _raw(cluster, 1, IncrementalAlterConfigsRequest(validate_only=False, resources=[R(
+        resource_type=16, resource_name="all-clients", configs=[
+            R.AlterableConfig(name="metrics", config_operation=0, value="org.apache.kafka.producer."),
+            R.AlterableConfig(name="interval.ms", config_operation=0, value="60000")])]), 1)
+    assert [r.error_code for r in resp.responses] == [0]
+    assert json.loads(cluster.zk.zk.get("/config/client-metrics/all-clients")[0]) == {
+        "version": 1, "config": {"metrics": "org.apache.kafka.producer.", "interval.ms": "60000"}}
+    D = DescribeConfigsRequest.DescribeConfigsResource
+
+    def described(n):
+        r = _raw(cluster, n, DescribeConfigsRequest(resources=[D(resource_type=16, resource_name="all-clients",
+                                                                  configuration_keys=["interval.ms"])]), 4)
+        return [(c.name, c.value) for c in r.results[0].configs]
+    for n in (2, 3):
+        wait_until(lambda n=n: described(n) == [("interval.ms", "60000")], what=f"broker {n} has the subscription")
