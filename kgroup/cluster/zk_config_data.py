@@ -47,13 +47,12 @@ def _pascal(enum_name: str) -> str:
 
 
 def _from_name(name: str, by_enum: dict) -> int:
-    """SecurityUtils' lookups accept the Pascal-case name and its upper-case form."""
-    key = name.upper() if name.upper() in by_enum else None
-    if key is None:
-        key = next((e for e in by_enum if _pascal(e) == name), None)
-    if key is None:
-        raise ValueError(f"unknown name {name!r}")
-    return by_enum[key]
+    """SecurityUtils' lookups (the Pascal-case name and its upper-case form), and the enum name
+    (ResourceType.fromString in change notifications)."""
+    for e, code in by_enum.items():
+        if name in (e, _pascal(e), _pascal(e).upper()):
+            return code
+    raise ValueError(f"unknown name {name!r}")
 
 
 def acl_resource_path(resource_type: int, name: str, pattern_type: int) -> str:
@@ -104,9 +103,10 @@ def encode_acl_change(resource_type: int, name: str, pattern_type: int) -> bytes
 def decode_acl_change(root: str, data: bytes) -> tuple[int, str, int]:
     """(resource type, name, pattern type) a change notification under ``root`` names."""
     if root == LITERAL_ACL_CHANGES:
-        rtype, _, name = data.decode().partition(":")
-        if not name and ":" not in data.decode():
-            raise ValueError("expected a string in format ResourceType:ResourceName but got " + data.decode())
+        text = data.decode()
+        rtype, separator, name = text.partition(":")
+        if not separator:
+            raise ValueError("expected a string in format ResourceType:ResourceName but got " + text)
         return _from_name(rtype, _RESOURCE_BY_ENUM), name, A.LITERAL
     doc = json.loads(data.decode())
     if doc.get("version", 1) > 1:

@@ -23,6 +23,8 @@ def test_kafka_acl_znode_decodes():
     assert zc.decode_acls(kafka) == {("User:alice", "host1", A.READ, A.ALLOW),
                                      ("User:*", "*", A.IDEMPOTENT_WRITE, A.DENY),
                                      ("User:bob", "*", A.DESCRIBE_CONFIGS, A.ALLOW)}
+    assert zc.decode_acls(b'{"version":1,"acls":[{"host":"*","permissionType":"ALLOW","operation":"CLUSTERACTION",'
+                          b'"principal":"User:c"}]}') == {("User:c", "*", A.CLUSTER_ACTION, A.ALLOW)}
     assert zc.decode_acls(b"") == set()
     with pytest.raises(ValueError):
         zc.decode_acls(b'{"version":2,"acls":[]}')
@@ -53,6 +55,9 @@ def test_acl_change_notifications():
     assert zc.encode_acl_change(A.RT_TOPIC, "orders", A.LITERAL) == b"TOPIC:orders"
     assert zc.decode_acl_change(zc.LITERAL_ACL_CHANGES, b"TOPIC:a:b") == (A.RT_TOPIC, "a:b", A.LITERAL)
     assert zc.decode_acl_change(zc.LITERAL_ACL_CHANGES, b"Group:g") == (A.RT_GROUP, "g", A.LITERAL)
+    assert zc.decode_acl_change(zc.LITERAL_ACL_CHANGES, b"TRANSACTIONAL_ID:t") == (A.RT_TRANSACTIONAL_ID, "t", A.LITERAL)
+    with pytest.raises(ValueError):
+        zc.decode_acl_change(zc.LITERAL_ACL_CHANGES, b"orders")
     # ExtendedAclChangeStore: an ExtendedAclChangeEvent
     assert json.loads(zc.encode_acl_change(A.RT_GROUP, "g-", A.PREFIXED)) == {
         "version": 1, "resourceType": "GROUP", "name": "g-", "patternType": "PREFIXED"}
