@@ -26,7 +26,8 @@ import concurrent.futures
 import logging
 import time
 
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+from kazoo.exceptions import (BadVersionError, ConnectionLoss, NodeExistsError, NoNodeError, OperationTimeoutError,
+                               SessionExpiredError)
 
 from ..security.acl import AclBinding
 from ..security.scram import MECHANISMS
@@ -36,6 +37,9 @@ log = logging.getLogger("kgroup.cluster")
 
 CHANGE_EXPIRATION_MS = 15 * 60 * 1000       # ZkNodeChangeNotificationListener.changeExpirationMs
 ENTITY_TYPES = (zc.BROKERS, zc.GROUPS, zc.CLIENT_METRICS)
+# how long a write waits out a lost connection to ZooKeeper (Kafka's ZooKeeperClient retries a
+# request across connection losses until its session expires); every write is safe to repeat
+WRITE_RETRY_S = 30.0
 
 
 class ClusterSettings:
@@ -119,8 +123,16 @@ class ClusterSettings:
             done.set_result(None)
 
         def run():
+            deadline = time.monotonic() + WRITE_RETRY_S
             try:
-                result = job()
+                while True:
+                    try:
+                        result = job()
+                        break
+                    except (ConnectionLoss, OperationTimeoutError, SessionExpiredError):
+                        if time.monotonic() > deadline or self.zkb._closed:
+                            raise
+                        time.sleep(0.2)
             except Exception as e:      # noqa: BLE001
                 log.exception("writing a cluster setting to ZooKeeper failed")
                 done.set_exception(e)
@@ -251,6 +263,11 @@ class ZkAclBackend:
         for a in removed:
             changes.setdefault(a[:3], (set(), set()))[1].add(a[3:])
         zk = self.s.zk
+        attempted: set = set()          # resources written by an attempt cut short by a lost connection
+
+        def notify(resource):
+            zk.create(f"{zc.acl_change_path(resource[2])}/{zc.ACL_CHANGE_PREFIX}", zc.encode_acl_change(*resource),
+                      sequence=True, makepath=True)
 
         def job():
             out = []
@@ -261,7 +278,10 @@ class ZkAclBackend:
                     current = zc.decode_acls(data)
                     new = (current | add) - remove
                     if new == current:
+                        if resource in attempted:   # written, but its notification may not be
+                            notify(resource)
                         break
+                    attempted.add(resource)
                     try:
                         if version < 0:
                             zk.create(path, zc.encode_acls(new), makepath=True)
@@ -271,8 +291,7 @@ class ZkAclBackend:
                             zk.set(path, zc.encode_acls(new), version=version)
                     except (BadVersionError, NodeExistsError, NoNodeError):
                         continue
-                    zk.create(f"{zc.acl_change_path(resource[2])}/{zc.ACL_CHANGE_PREFIX}",
-                              zc.encode_acl_change(*resource), sequence=True, makepath=True)
+                    notify(resource)
                     break
                 data, zxid, _ = self.s.read(path)
                 out.append((resource, path, zc.decode_acls(data), zxid))

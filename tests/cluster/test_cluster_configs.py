@@ -319,3 +319,23 @@ def test_client_metrics_subscription_is_the_clusters(cluster):
         return [(c.name, c.value) for c in r.results[0].configs]
     for n in (2, 3):
         wait_until(lambda n=n: described(n) == [("interval.ms", "60000")], what=f"broker {n} has the subscription")
+
+
+def test_acl_created_while_zookeeper_is_down_lands_when_it_is_back(cluster):
+    """The answer waits for the ZooKeeper write, which waits out the lost connection."""
+    a = admin(cluster, 1)
+    _result(a.create_topics([NewTopic("outage", 1, 3)]))
+    binding = AclBinding(ResourceType.TOPIC, "outage", ResourcePatternType.LITERAL, "User:alice", "*",
+                         AclOperation.DESCRIBE, AclPermissionType.ALLOW)
+    cluster.stop_zookeeper()
+    try:
+        futures = a.create_acls([binding])
+        time.sleep(2)
+        assert not any(f.done() for f in futures.values())
+    finally:
+        cluster.start_zookeeper()
+    _result(futures)
+    assert cluster.zk.zk.exists("/kafka-acl/Topic/outage") is not None
+    for n in (1, 2, 3):
+        wait_until(lambda n=n: topic_error_for_alice(cluster, n, "outage") == 0, timeout=30,
+                   what=f"broker {n} allows alice")
