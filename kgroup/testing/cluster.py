@@ -40,7 +40,8 @@ class KafkaCluster:
         self.broker_overrides = {n: {k: str(v) for k, v in o.items()} for n, o in (broker_overrides or {}).items()}
         self.start_timeout = start_timeout
         # security: each broker with KafkaBroker(security=True)'s four listeners (PLAINTEXT first,
-        # the inter-broker one), ``users`` its SASL PLAIN users
+        # the inter-broker one), ``users`` its SASL PLAIN users (SCRAM users are the cluster's, in
+        # ZooKeeper: add them with AlterUserScramCredentials)
         self.security, self.users = security, dict(users or {})
         self.zookeeper = ZooKeeperServer(os.path.join(self.work_dir, "zookeeper"))
         self.brokers: dict[int, KafkaBroker] = {}
