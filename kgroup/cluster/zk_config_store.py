@@ -340,24 +340,7 @@ class ZkScramBackend:
         def job():
             out = []
             for user, by_mech in changes.items():
-                path = zc.entity_path(zc.USERS, user)
-                while True:
-                    data, _, version = self.s.read(path)
-                    configs = zc.decode_entity_config(data)
-                    for mech, cred in by_mech.items():
-                        if cred is None:
-                            configs.pop(mech, None)
-                        else:
-                            configs[mech] = zc.credential_to_string(cred)
-                    try:
-                        if version < 0:
-                            zk.create(path, zc.encode_entity_config(configs), makepath=True)
-                        else:
-                            zk.set(path, zc.encode_entity_config(configs), version=version)
-                    except (BadVersionError, NodeExistsError, NoNodeError):
-                        continue
-                    break
-                self.s.notify_config_change(zc.USERS, user)
+                alter_user_credentials(zk, user, by_mech)
                 out.append(ZkScramBackend.reader(self.s, user))
             return out
 
@@ -365,6 +348,36 @@ class ZkScramBackend:
             for fn, *args in out:
                 fn(*args)
         self.s.write(job, install)
+
+
+def alter_user_credentials(zk, user: str, by_mech: dict) -> None:
+    """``user``'s SCRAM credential per mechanism name set (None: deleted) in /config/users/<user>,
+    its other keys kept (a conditional update, retried on a conflict), then a change notification:
+    AdminZkClient.changeConfigs, which kafka-configs.sh --zookeeper also uses to create the
+    inter-broker SCRAM user before any broker runs. ``zk`` is a kazoo client."""
+    path = zc.entity_path(zc.USERS, user)
+    while True:
+        try:
+            data, stat = zk.get(path)
+            version = stat.version
+        except NoNodeError:
+            data, version = None, -1
+        configs = zc.decode_entity_config(data)
+        for mech, cred in by_mech.items():
+            if cred is None:
+                configs.pop(mech, None)
+            else:
+                configs[mech] = zc.credential_to_string(cred)
+        try:
+            if version < 0:
+                zk.create(path, zc.encode_entity_config(configs), makepath=True)
+            else:
+                zk.set(path, zc.encode_entity_config(configs), version=version)
+        except (BadVersionError, NodeExistsError, NoNodeError):
+            continue
+        break
+    zk.create(f"{zc.CONFIG_CHANGES}/{zc.CONFIG_CHANGE_PREFIX}", zc.encode_config_change(zc.USERS, user),
+              sequence=True, makepath=True)
 
 
 class ZkConfigBackend:

@@ -1,6 +1,6 @@
 """Cluster-wide settings in ZooKeeper (kgroup/cluster/zk_config_store.py) on a 3-broker cluster
 (``kgroup serve`` processes, an authorizer on, each broker with PLAINTEXT (the inter-broker
-listener, ANONYMOUS a super user), SSL, SASL_PLAINTEXT and SASL_SSL): an ACL created through one
+listener, ANONYMOUS a super user) and SASL_PLAINTEXT): an ACL created through one
 broker is enforced by every broker and its deletion too; a SCRAM user created through one broker
 authenticates at the others and after a broker's restart; a dynamic broker config set as the
 cluster default is seen by DescribeConfigs on every broker with Kafka's config source; a group
@@ -42,7 +42,7 @@ def cluster(tmp_path_factory):
     with KafkaCluster(3, tmp_path_factory.mktemp("configs"), {
             "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
             "super.users": "User:ANONYMOUS;User:admin", "offsets.topic.num.partitions": 3},
-            security=True, users=USERS) as c:
+            listeners=("PLAINTEXT", "SASL_PLAINTEXT"), users=USERS) as c:
         yield c
 
 
@@ -339,3 +339,38 @@ def test_acl_created_while_zookeeper_is_down_lands_when_it_is_back(cluster):
     for n in (1, 2, 3):
         wait_until(lambda n=n: topic_error_for_alice(cluster, n, "outage") == 0, timeout=30,
                    what=f"broker {n} allows alice")
+
+
+def test_scram_user_written_with_kgroup_configs_zookeeper(cluster):
+    """kafka-configs.sh --zookeeper's way, for users that must exist before any broker runs: the
+    znode and its notification, applied by the running brokers too."""
+    r = kgroup_cli("configs", "--zookeeper", cluster.zookeeper.connect, "--alter", "--entity-type", "users",
+                   "--entity-name", "dave", "--add-config", "SCRAM-SHA-512=[iterations=8192,password=dave-secret]")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[-1] == "Completed updating config for entity: user-principal 'dave'."
+    doc = json.loads(cluster.zk.zk.get("/config/users/dave")[0])
+    assert list(doc["config"]) == ["SCRAM-SHA-512"] and doc["config"]["SCRAM-SHA-512"].endswith(",iterations=8192")
+    for n in (1, 2, 3):
+        wait_until(lambda n=n: scram_ok(cluster, n, "dave", "dave-secret", "SCRAM-SHA-512"), what=f"dave at broker {n}")
+    r = kgroup_cli("configs", "--zookeeper", cluster.zookeeper.connect, "--alter", "--entity-type", "topics",
+                   "--entity-name", "t", "--add-config", "retention.ms=1")
+    assert r.returncode == 2 and "--bootstrap-server option must be specified" in r.stderr
+
+
+def test_scram_inter_broker_user_from_zookeeper(tmp_path):
+    """A cluster whose only listener is SASL_PLAINTEXT with SCRAM-SHA-512 between brokers: the
+    inter-broker user's credentials are in ZooKeeper before the brokers start (KafkaCluster writes
+    them as kgroup configs --zookeeper does), and replication works on them."""
+    users = {"broker": "broker-secret", "alice": "alice-secret"}
+    with KafkaCluster(3, tmp_path, {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                                    "super.users": "User:broker", "offsets.topic.num.partitions": 1},
+                      listeners=("SASL_PLAINTEXT",), users=users, inter_broker_user="broker",
+                      inter_broker_mechanism="SCRAM-SHA-512") as c:
+        assert json.loads(c.zk.zk.get("/config/users/broker")[0])["config"].keys() == {"SCRAM-SHA-256", "SCRAM-SHA-512"}
+        c.create_topic("replicated", partitions=1, replication_factor=3)
+        from confluent_kafka import Producer
+        p = Producer({**c.client_config("broker", "SCRAM-SHA-512"), "acks": "all"})
+        for i in range(10):
+            p.produce("replicated", str(i).encode())
+        assert p.flush(30) == 0
+        c.wait_for(lambda: sorted(c.partition_state("replicated", 0).isr) == [1, 2, 3], 30, what="a full ISR")
