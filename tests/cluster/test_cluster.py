@@ -327,9 +327,11 @@ def test_leaders_move_back_to_preferred_replicas(cluster):
     cluster.wait_for(lambda: cluster.leader("preferred", 0) not in (None, victim), 3 * SESSION_MS / 1000)
     cluster.start_broker(victim)
     cluster.wait_for(lambda: victim in cluster.live_brokers(), 30)
-    # the leaders' ReplicaManagers add it back to the ISRs once it has caught up; then the
-    # controller's imbalance check gives it its leaderships back
-    cluster.wait_for(lambda: all(cluster.leader("preferred", p) == assignment[p][0] for p in range(3)), 30,
+    # each leader's ReplicaManager adds it back to the ISR once it has caught up (alter_isr); then
+    # the controller's imbalance check gives it its leaderships back
+    cluster.wait_for(lambda: all(victim in cluster.partition_state("preferred", p).isr for p in range(3)), 30,
+                     what="the restarted broker back in every ISR")
+    cluster.wait_for(lambda: all(cluster.leader("preferred", p) == assignment[p][0] for p in range(3)), 15,
                      what="preferred leaders back")
     done.set()
     moved_away = next(i for i, st in enumerate(states) if st.leader != victim)
