@@ -340,8 +340,24 @@ class ZkBroker:
             if local.configs != configs:
                 md.set_topic_configs(name, configs)
                 self.broker.data_path.logs.update_topic_config(name, configs)
+        self._stop_removed_replicas(name, assignment)
         self.broker.group_coordinator.on_topics_changed()
         self.broker.share_coordinator.on_topics_changed()
+
+    def _stop_removed_replicas(self, name, assignment) -> None:
+        """A reassignment took this broker out of a partition's replicas (or did so while it was
+        away): its replica stops and its log is deleted (the StopReplica with deletion Kafka's
+        controller sends the removed replicas)."""
+        rm, logs = self.broker.replica_manager, self.broker.data_path.logs
+        for p, replicas in assignment.items():
+            if self.broker_id in replicas:
+                rm.update_replicas((name, p), replicas)
+        gone = [(name, p) for p, replicas in assignment.items() if self.broker_id not in replicas
+                and ((name, p) in rm.partitions or logs.get(name, p) is not None)]
+        if gone:
+            log.info("broker %d: no longer a replica of %s: deleting", self.broker_id,
+                     ", ".join(f"{t}-{p}" for t, p in gone))
+            rm.stop_replicas(gone, delete=True)
 
     def _set_topic_configs(self, name, configs) -> None:
         """A topic's configs changed (AdminZkClient.changeTopicConfig on some broker)."""

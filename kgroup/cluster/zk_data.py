@@ -11,6 +11,7 @@ ZooKeeper tools see a familiar tree:
                                                    "controller_epoch":3}
     /config/topics/<topic>                        {"version":1,"config":{...}}
     /config/changes/config_change_<seq>           {"version":2,"entity_path":"topics/<topic>"}
+    /admin/reassign_partitions                    {"version":1,"partitions":[{"topic":..,"partition":..,"replicas":[..]}]}
     /admin/delete_topics/<topic>                  a topic marked for deletion
     /isr_change_notification/isr_change_<seq>     {"version":1,"partitions":[{"topic":..,"partition":..}]}
     /latest_producer_id_block                     {"version":1,"broker":2,"block_start":"1000","block_end":"1999"}
@@ -185,9 +186,12 @@ def decode_broker(broker_id: int, data: bytes, czxid: int = -1) -> BrokerRegistr
 
 
 # -- /brokers/topics/<topic> -----------------------------------------------------------------------
-def encode_topic(assignment: dict[int, list[int]], topic_id: bytes | None) -> bytes:
+def encode_topic(assignment: dict[int, list[int]], topic_id: bytes | None,
+                 adding: dict[int, list[int]] | None = None, removing: dict[int, list[int]] | None = None) -> bytes:
+    """TopicZNode.encode: RS per partition, and AR / RR of the partitions being reassigned."""
     doc = {"version": 3, "partitions": {str(p): list(r) for p, r in sorted(assignment.items())},
-           "adding_replicas": {}, "removing_replicas": {}}
+           "adding_replicas": {str(p): list(r) for p, r in sorted((adding or {}).items()) if r},
+           "removing_replicas": {str(p): list(r) for p, r in sorted((removing or {}).items()) if r}}
     if topic_id is not None:
         doc["topic_id"] = uuid_to_str(topic_id)
     return _dumps(doc)
@@ -199,6 +203,27 @@ def decode_topic(data: bytes) -> tuple[dict[int, tuple[int, ...]], bytes | None]
     assignment = {int(p): tuple(r) for p, r in (doc.get("partitions") or {}).items()}
     tid = doc.get("topic_id")
     return assignment, (uuid_from_str(tid) if tid else None)
+
+
+def decode_topic_reassignment(data: bytes) -> tuple[dict[int, tuple[int, ...]], dict[int, tuple[int, ...]]]:
+    """(partition -> adding replicas, partition -> removing replicas) of a topic znode."""
+    doc = _loads(data) or {}
+    return ({int(p): tuple(r) for p, r in (doc.get("adding_replicas") or {}).items() if r},
+            {int(p): tuple(r) for p, r in (doc.get("removing_replicas") or {}).items() if r})
+
+
+# -- /admin/reassign_partitions (ReassignPartitionsZNode: reassignments written to ZooKeeper) --------
+REASSIGN_PARTITIONS = "/admin/reassign_partitions"
+
+
+def encode_reassign_partitions(reassignments: dict[tuple[str, int], list[int]]) -> bytes:
+    return _dumps({"version": 1, "partitions": [{"topic": t, "partition": p, "replicas": list(r)}
+                                                for (t, p), r in reassignments.items()]})
+
+
+def decode_reassign_partitions(data: bytes | None) -> dict[tuple[str, int], tuple[int, ...]]:
+    doc = _loads(data) or {}
+    return {(e["topic"], int(e["partition"])): tuple(e["replicas"]) for e in doc.get("partitions") or []}
 
 
 # -- /brokers/topics/<topic>/partitions/<p>/state ----------------------------------------------------
