@@ -345,13 +345,20 @@ class ZkBroker:
         self.broker.share_coordinator.on_topics_changed()
 
     def _stop_removed_replicas(self, name, assignment) -> None:
-        """A reassignment took this broker out of a partition's replicas (or did so while it was
-        away): its replica stops and its log is deleted (the StopReplica with deletion Kafka's
-        controller sends the removed replicas)."""
+        """A reassignment changed the replicas of a partition: one this broker hosts learns its
+        new replica set; one it is newly a replica of starts from its known state (Kafka's
+        controller sends both a LeaderAndIsr); one it was taken out of (or was while it was away)
+        stops and its log is deleted (the StopReplica with deletion Kafka's controller sends)."""
         rm, logs = self.broker.replica_manager, self.broker.data_path.logs
         for p, replicas in assignment.items():
-            if self.broker_id in replicas:
+            if self.broker_id not in replicas:
+                continue
+            if (name, p) in rm.partitions:
                 rm.update_replicas((name, p), replicas)
+            else:       # newly a replica: its state may have come first (watches re-read after a new session)
+                ps = self.cache.partition_state(name, p)
+                if ps is not None:
+                    rm.apply_partition_states([ps])
         gone = [(name, p) for p, replicas in assignment.items() if self.broker_id not in replicas
                 and ((name, p) in rm.partitions or logs.get(name, p) is not None)]
         if gone:
