@@ -508,10 +508,10 @@ class ZkBroker:
                                 timeout_s: float) -> None:
         """AdminZkClient.addPartitions: the new partitions placed after the existing ones
         (starting at partition 0's first replica), written conditionally on the topic znode."""
-        got = await self._in_io(self.zk.get_topic, name)
+        got = (await self._in_io(self.zk.get_topics_full, [name])).get(name)
         if got is None:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
-        existing, topic_id, version = got
+        existing, topic_id, adding, removing, version = got
         current = len(existing)
         if count < current:
             raise KafkaError(ErrorCode.INVALID_PARTITIONS,
@@ -538,7 +538,7 @@ class ZkBroker:
             return
         full = {p: list(r) for p, r in existing.items()} | new
         try:
-            await self._in_io(self.zk.set_topic_assignment, name, full, topic_id, version)
+            await self._in_io(self.zk.set_topic_assignment, name, full, topic_id, version, adding, removing)
         except Exception as e:
             raise KafkaError(ErrorCode.REASSIGNMENT_IN_PROGRESS if "BadVersion" in type(e).__name__
                              else ErrorCode.UNKNOWN_SERVER_ERROR, f"Cannot add partitions to {name}: {e}") from None

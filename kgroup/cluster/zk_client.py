@@ -287,10 +287,11 @@ class KafkaZkClient:
         self.zk.create(zd.topic_path(topic), zd.encode_topic(assignment, topic_id), makepath=True)
 
     def set_topic_assignment(self, topic: str, assignment: dict[int, list[int]], topic_id: bytes | None,
-                             expected_version: int) -> None:
-        """AdminZkClient.writeTopicPartitionAssignment (adding partitions); BadVersionError when
-        the topic changed meanwhile."""
-        self.zk.set(zd.topic_path(topic), zd.encode_topic(assignment, topic_id), version=expected_version)
+                             expected_version: int, adding=None, removing=None) -> None:
+        """AdminZkClient.writeTopicPartitionAssignment (adding partitions; the reassignments in
+        progress kept); BadVersionError when the topic changed meanwhile."""
+        self.zk.set(zd.topic_path(topic), zd.encode_topic(assignment, topic_id, adding, removing),
+                    version=expected_version)
 
     def set_topic_config(self, topic: str, configs: dict[str, str]) -> None:
         """AdminZkClient.changeTopicConfig: the entity znode and a change notification."""

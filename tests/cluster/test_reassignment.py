@@ -39,6 +39,25 @@ def metadata_replicas(c, topic):
     return {p: list(pm.replicas) for p, pm in md.topics[topic].partitions.items()}
 
 
+def described_replicas(broker, topic):
+    """DescribeTopicPartitions (75) to one broker: {partition: replica nodes}."""
+    import asyncio
+
+    from kgroup.client.connection import BrokerConnection
+    from kgroup.protocol.messages.describe_topic_partitions import DescribeTopicPartitionsRequest
+
+    async def ask():
+        conn = BrokerConnection(broker.host, broker.port, node_id=0, client_id="reassign-test")
+        await conn.connect()
+        try:
+            resp = await conn.send(DescribeTopicPartitionsRequest(
+                topics=[DescribeTopicPartitionsRequest.TopicRequest(name=topic)]))
+        finally:
+            conn.close()
+        return {p.partition_index: list(p.replica_nodes) for t in resp.topics for p in t.partitions}
+    return asyncio.run(ask())
+
+
 def cli(capsys, *args):
     code = main_reassign_partitions(list(args))
     return code, capsys.readouterr().out
@@ -188,6 +207,22 @@ def test_replication_factor_changes_errors_cancel_and_list(tmp_path, capsys):
                         str(plan), "--disallow-replication-factor-change")   # same RF: allowed (no-op move)
         assert code == 0, out
 
+        # --generate: the topics' partitions placed over the brokers listed, the replication factor kept
+        topics = tmp_path / "topics.json"
+        topics.write_text(json.dumps({"version": 1, "topics": [{"topic": "grow"}]}))
+        code, out = cli(capsys, "--bootstrap-server", c.bootstrap_servers, "--generate",
+                        "--topics-to-move-json-file", str(topics), "--broker-list", "1,2")
+        current, _, proposed = out.partition("\n\nProposed partition reassignment configuration\n")
+        assert code == 0 and current == ('Current partition replica assignment\n{"version":1,"partitions":[{"topic":'
+                                         '"grow","partition":0,"replicas":[3,2],"log_dirs":["any","any"]}]}'), out
+        plan3 = json.loads(proposed)
+        assert [(e["topic"], e["partition"], sorted(e["replicas"])) for e in plan3["partitions"]] == [("grow", 0, [1, 2])]
+
+        # a reassignment written to /admin/reassign_partitions (the ZooKeeper-era tool's way)
+        c.zk.create_partition_reassignment({("grow", 0): [2, 1]})
+        c.wait_for(lambda: c.assignment("grow") == {0: (2, 1)}, timeout=60, what="the znode's reassignment")
+        c.wait_for(lambda: c.zk.get_partition_reassignment() is None, what="/admin/reassign_partitions removed")
+
         # cancel one in progress: its new replica's broker is paused, so it cannot catch up
         ctrl = c.controller()
         paused = next(b for b in (1, 2, 3) if b != ctrl)
@@ -203,6 +238,9 @@ def test_replication_factor_changes_errors_cancel_and_list(tmp_path, capsys):
                                                           "removing_replicas": []}}
             c.wait_for(lambda: metadata_replicas(c, "slow") == {0: [*keep, paused]},   # RS, as Kafka shows it
                        what="Metadata's replicas")
+            for b in keep:
+                c.wait_for(lambda b=b: described_replicas(c.brokers[b], "slow") == {0: [*keep, paused]},
+                           what="DescribeTopicPartitions' replicas")
             code, out = cli(capsys, "--bootstrap-server", live, "--list")
             assert (code, out) == (0, "Current partition reassignments:\n"
                                       f"slow-0: replicas: {keep[0]},{keep[1]},{paused}. adding: {paused}.\n")
