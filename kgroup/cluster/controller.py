@@ -126,7 +126,7 @@ def plan_changes(ctx: ControllerContext, unclean_of, preferred: bool = False, im
         dead_in_isr = [r for r in cur.isr if r not in live or (r in shutting and r != cur.leader)
                        or (r not in replicas and r != cur.leader)]
         for r in dead_in_isr:
-            if len(replicas) > 1:     # a single replica stays in its ISR (Kafka: replicationFactor > 1)
+            if len(replicas) > 1 or r not in replicas:   # a single replica stays in its ISR (Kafka: RF > 1)
                 nxt = le.remove_replica_from_isr(cur, r)
                 if nxt is not None:
                     if new is not None:     # one change: one epoch bump

@@ -108,3 +108,33 @@ def test_any_reassignment_or_its_cancellation_ends_on_its_target(orig, first, se
         assert cancelled.replicas == tuple(r for r in ra.replicas if r in orig)
     else:
         assert cancelled is None
+
+
+def _ctx(topics, states, adding=None, removing=None):
+    from kgroup.cluster.controller import ControllerContext
+    from kgroup.cluster.zk_data import BrokerRegistration
+    c = ControllerContext()
+    c.live = {b: BrokerRegistration(b, ()) for b in LIVE}
+    c.topics = {t: (a, None) for t, a in topics.items()}
+    c.states = states
+    c.adding, c.removing = adding or {}, removing or {}
+    return c
+
+
+def test_the_controller_takes_a_replica_no_longer_assigned_out_of_the_isr():
+    """A leader that added a removed replica back to its ISR as the reassignment completed (its
+    fetch came before the leader learned the new replica set): the controller drops it, even for
+    a single-replica partition."""
+    from kgroup.cluster.controller import plan_changes
+    c = _ctx({"t": {0: (2, 3), 1: (3,)}}, {("t", 0): state(2, (2, 3, 1)), ("t", 1): state(3, (3, 1))})
+    changes = plan_changes(c, lambda t: False)
+    assert changes[("t", 0)].isr == (2, 3) and changes[("t", 1)].isr == (3,)
+
+
+def test_the_automatic_preferred_election_leaves_partitions_being_reassigned_alone():
+    from kgroup.cluster.controller import plan_changes
+    # t-0 is being moved to [3, 2] (its RS [3, 2, 1]): 3 is "preferred" but it is not rebalanced onto
+    c = _ctx({"t": {0: (3, 2, 1), 1: (3, 1)}}, {("t", 0): state(1, (1, 2, 3)), ("t", 1): state(1, (1, 3))},
+             adding={("t", 0): (3,)}, removing={("t", 0): (1,)})
+    changes = plan_changes(c, lambda t: False, preferred=True, imbalance_percentage=10)
+    assert ("t", 0) not in changes and changes[("t", 1)].leader == 3
