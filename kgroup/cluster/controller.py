@@ -341,10 +341,19 @@ class KafkaController:
         elections = [e[1] for e in events if e[0] == "elect_leaders"]
         alters = [e[1] for e in events if e[0] == "alter_reassignments"]
         lists = [e[1] for e in events if e[0] == "list_reassignments"]
+        futures = [e[-1] for e in elections + alters + lists]
         if not self.active:
-            for fut in [e[-1] for e in elections + alters + lists]:
+            for fut in futures:
                 fut.set_result(None)
             return
+        try:
+            self._process_active(kinds, elections, alters, lists)
+        finally:        # the controller moved or failed mid-way: those asked retry (NOT_CONTROLLER)
+            for fut in futures:
+                if not fut.done():
+                    fut.set_result(None)
+
+    def _process_active(self, kinds, elections, alters, lists) -> None:
         for reassignments, allow_rf_change, fut in alters:
             try:
                 fut.set_result(self._alter_reassignments(reassignments, allow_rf_change))
