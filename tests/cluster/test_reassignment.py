@@ -317,6 +317,7 @@ def test_single_node_answers_as_a_one_broker_kafka(kafka_broker):
     assert admin.alter_partition_reassignments({TopicPartition("solo", 0): None}) == {
         TopicPartition("solo", 0): NoReassignmentInProgressError}
     assert admin.list_partition_reassignments() == {}
+    admin.close()
 
     async def rf():
         async with Admin({"bootstrap.servers": kafka_broker.bootstrap_servers}) as a:
