@@ -20,7 +20,7 @@ partition states in line with ZooKeeper's current view, with Kafka's rules (lead
 * a broker asking for a controlled shutdown: its leaderships move to the first live ISR replica
   not shutting down, and it leaves the ISRs (ControlledShutdownLeaderElection), before it stops;
 * a topic marked in /admin/delete_topics: its znodes are deleted (the brokers, watching, delete
-  their replicas' logs);
+  their replicas' logs), once no partition of it is being reassigned;
 * every leader.imbalance.check.interval.seconds, with auto.leader.rebalance.enable: brokers
   leading less than (100 - leader.imbalance.per.broker.percentage)% of the partitions they are
   preferred for get their leaderships back (PreferredReplicaLeaderElection; not for partitions
@@ -457,7 +457,11 @@ class KafkaController:
 
     def _reconcile(self, preferred: bool = False) -> None:
         self.zk.delete_isr_change_notifications()
-        for topic in self.zk.topics_marked_for_deletion():
+        marked = self.zk.topics_marked_for_deletion()
+        full = self.zk.get_topics_full(marked)
+        for topic in marked:
+            if topic in full and (full[topic][2] or full[topic][3]):
+                continue        # Kafka: ineligible for deletion until its reassignments end
             log.info("controller %d: deleting topic %s", self.config.broker_id, topic)
             self.zk.delete_topic_znodes(topic, self.epoch_zk_version)
             self._watched_topics.discard(topic)

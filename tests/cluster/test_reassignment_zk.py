@@ -107,3 +107,20 @@ def test_admin_reassign_partitions_znode(zk, brokers):
     st = state(zk, "t", 0)
     assert st.leader == 1 and st.isr == (1, 2)
     c.close()
+
+
+def test_a_topic_is_deleted_only_once_its_reassignments_end(zk, brokers):
+    brokers.up(1, 2, 3)
+    c = controller(zk, 1)
+    wait(lambda: c.active)
+    zk.create_topic("t", {0: [1, 2]}, b"\x15" * 16, {})
+    zk.create_topic("other", {0: [1]}, b"\x16" * 16, {})
+    wait(lambda: state(zk, "t", 0) is not None and state(zk, "other", 0) is not None)
+    c.alter_partition_reassignments({("t", 0): (2, 3)}, True).result(10)
+    zk.mark_topic_for_deletion("t")
+    zk.mark_topic_for_deletion("other")
+    wait(lambda: zk.get_topic("other") is None)         # deleted
+    assert zk.get_topic("t") is not None                 # waits for its reassignment
+    join_isr(zk, "t", 0, (1, 2, 3))
+    wait(lambda: zk.get_topic("t") is None and zk.topics_marked_for_deletion() == [])
+    c.close()
