@@ -392,6 +392,42 @@ def _scan_run(data, pos, plen, stride, k):
     return min(td) - 64, max(td) - 64, min(kd) < 64
 
 
+def _scan_one(data, end: int) -> tuple[int, bool] | None:
+    """(timestamp delta, null key) of the one record filling a batch exactly, in the usual layout
+    (a 1-2 byte length, 1-byte timestamp delta and key length); None for anything else, which
+    ``scan_records`` then walks (and refuses) as it walks any batch."""
+    pos = RECORD_BATCH_OVERHEAD
+    try:
+        b = data[pos]
+        if b < 0x80:
+            length = (b >> 1) ^ -(b & 1)
+            pos += 1
+        elif data[pos + 1] < 0x80:
+            z = (b & 0x7F) | (data[pos + 1] << 7)
+            length = (z >> 1) ^ -(z & 1)
+            pos += 2
+        else:
+            return None
+        if length < 0 or pos + length != end:
+            return None
+        b = data[pos + 1]           # after the attributes: the timestamp delta
+        if b >= 0x80:
+            return None
+        p = pos + 2
+        while data[p] & 0x80:       # the offset delta
+            p += 1
+        b = data[p + 1]             # the key length
+        if b >= 0x80:
+            return None
+        key_len = (b >> 1) ^ -(b & 1)
+        p += 2
+    except IndexError:
+        return None
+    if p > end or (key_len >= 0 and p + key_len > end):
+        return None
+    return (data[pos + 1] >> 1) ^ -(data[pos + 1] & 1), key_len < 0
+
+
 def scan_records(header: BatchHeader, batch) -> RecordsSummary:
     if header.compression != Compression.NONE:
         raise ValueError("scan_records needs an uncompressed batch")
@@ -400,6 +436,11 @@ def scan_records(header: BatchHeader, batch) -> RecordsSummary:
     end = len(data)
     base_ts = header.base_timestamp
     count = header.records_count
+    if count == 1:      # a coordinator record, a marker, a one-record produce
+        one = _scan_one(data, end)
+        if one is not None:
+            ts = base_ts + one[0]
+            return RecordsSummary(1, ts, ts, one[1])
     min_delta = max_delta = 0
     null_key = False
     n = 0
