@@ -499,7 +499,7 @@ class PartitionLog:
         if self._hw is not None and epoch != self.leader_epoch_cache.latest_epoch and epoch >= 0:
             self.leader_epoch_cache.assign(epoch, first_offset)     # as in append
         try:
-            segment.append(buf, (written,))
+            segment.append(buf, [written])
         except OSError as e:
             raise KafkaStorageError(f"Error while appending records to {self.directory}: {e}") from e
         self._leo = next_offset
