@@ -243,6 +243,11 @@ CONFIG_DEFS: dict[str, ConfigDef] = {c.name: c for c in (
        "Share of a broker's preferred partitions it may not lead before a preferred leader election."),
     _d("controlled.shutdown.enable", "boolean", True,
        "On SIGTERM, ask the controller to move this broker's leaderships away before stopping."),
+    _d("zookeeper.set.acl", "boolean", False,
+       "Secure ACLs on the znodes the broker creates: not supported (kgroup's ZooKeeper client has no "
+       "TLS or SASL); true is refused at start-up."),
+    _d("zookeeper.ssl.client.enable", "boolean", False,
+       "TLS to ZooKeeper: not supported (kgroup's ZooKeeper client has no TLS); true is refused at start-up."),
     # kgroup's own keys (not Kafka's).
     _d("metrics.listener", "string", None,
        "http://host:port of the HTTP listener serving /metrics (Prometheus), the web console and "
@@ -337,6 +342,9 @@ class BrokerConfig:
                 if key in KAFKA_KEYS_NOT_APPLIED:
                     self.not_applied[key] = raw
                     continue
+                if key.startswith("zookeeper.ssl.") or key == "zookeeper.clientCnxnSocket":
+                    raise ConfigError(f"{key}: TLS to ZooKeeper is not supported by kgroup (its ZooKeeper "
+                                      f"client, kazoo, connects without TLS); remove the zookeeper.ssl.* keys")
                 raise ConfigError(f"Unknown configuration '{key}'")
             self.explicit[key] = _parse(defn, raw)
         # Dynamic broker configs (AlterConfigs on a BROKER resource): this node's, then the
@@ -391,6 +399,7 @@ class BrokerConfig:
                 raise ConfigError(f"Invalid value {self.values[key]} for configuration {key}: "
                                   "Value must be at least 1")
         self.listener_specs()  # validates listeners, the protocol map, inter.broker.listener.name
+        self._validate_zookeeper_security()
         try:
             self.values["group.consumer.migration.policy"] = validate_migration_policy(
                 self.values["group.consumer.migration.policy"])
@@ -436,11 +445,7 @@ class BrokerConfig:
             ports = [s.port for s in specs if s.port != 0]
             if len(set(ports)) != len(ports):
                 raise ConfigError(f"Each listener must have a different port, listeners: {self.values[key]}")
-            ib = self.values["inter.broker.listener.name"]
-            if ib and ib.upper() not in names:
-                raise ConfigError(f"inter.broker.listener.name must be a listener name defined in "
-                                  f"advertised.listeners. The valid options based on currently configured "
-                                  f"listeners are {','.join(names)}")
+            self._validate_inter_broker(specs)
             for s in specs:
                 if s.uses_ssl and not (self.for_listener(s.name, "ssl.keystore.location") or (
                         self.for_listener(s.name, "ssl.keystore.certificate.chain")
@@ -450,6 +455,60 @@ class BrokerConfig:
                 if s.uses_sasl and not self.enabled_mechanisms(s.name):
                     raise ConfigError(f"Listener {s.name}: sasl.enabled.mechanisms is empty")
         return specs
+
+    def inter_broker_listener(self) -> tuple[str, str]:
+        """(listener name, security protocol) brokers use between themselves, as
+        KafkaConfig.getInterBrokerListenerNameAndSecurityProtocol: ``inter.broker.listener.name``
+        (its protocol from listener.security.protocol.map), else the listener named after
+        ``security.inter.broker.protocol`` (PLAINTEXT by default); never both."""
+        name = self.values["inter.broker.listener.name"]
+        if name and "security.inter.broker.protocol" in self.explicit:
+            raise ConfigError("Only one of inter.broker.listener.name and security.inter.broker.protocol should be set.")
+        if name:
+            name = name.strip().upper()
+            protocol = self.protocol_map().get(name)
+            if protocol is None:
+                raise ConfigError(f"Listener with name {name} defined in inter.broker.listener.name not found "
+                                  f"in listener.security.protocol.map.")
+            return name, protocol
+        protocol = (self.values["security.inter.broker.protocol"] or "").strip()
+        if protocol.upper() not in SECURITY_PROTOCOLS:
+            raise ConfigError(f"Invalid security protocol `{protocol}` defined in security.inter.broker.protocol")
+        return protocol.upper(), protocol.upper()
+
+    def _validate_inter_broker(self, specs: list[ListenerSpec]) -> None:
+        """KafkaConfig.validateValues' inter-broker rules. A single node has no inter-broker
+        traffic, so there the listener need not exist unless one of the keys is set."""
+        name, protocol = self.inter_broker_listener()
+        explicit = self.values["inter.broker.listener.name"] or "security.inter.broker.protocol" in self.explicit
+        if not (self.values["zookeeper.connect"] or explicit):
+            return
+        advertised = self.listener_specs("advertised.listeners") if self.values["advertised.listeners"] else specs
+        names = [s.name for s in advertised]
+        if name not in names:
+            raise ConfigError(f"inter.broker.listener.name must be a listener name defined in "
+                              f"advertised.listeners. The valid options based on currently configured "
+                              f"listeners are {','.join(names)}")
+        if protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
+            mechanism = (self.values["sasl.mechanism.inter.broker.protocol"] or "").strip()
+            if mechanism not in self.enabled_mechanisms(name):
+                raise ConfigError("sasl.mechanism.inter.broker.protocol must be included in sasl.enabled.mechanisms "
+                                  "when SASL is used for inter-broker communication")
+
+    def _validate_zookeeper_security(self) -> None:
+        """Secure znode ACLs and TLS to ZooKeeper need a ZooKeeper client with TLS or SASL; kgroup's
+        (kazoo) connects in plain TCP: refused, with Kafka's own message for zookeeper.set.acl
+        (KafkaZkClient.createZkClient)."""
+        if self.values["zookeeper.connect"]:
+            if self.values["zookeeper.set.acl"]:
+                raise ConfigError(
+                    "zookeeper.set.acl is true, but ZooKeeper client TLS configuration identifying at least "
+                    "zookeeper.ssl.client.enable, zookeeper.clientCnxnSocket, and zookeeper.ssl.keystore.location "
+                    "was not present and the verification of the JAAS login file failed (kgroup's ZooKeeper "
+                    "client has no TLS or SASL: secure znode ACLs are not supported)")
+            if self.values["zookeeper.ssl.client.enable"]:
+                raise ConfigError("zookeeper.ssl.client.enable=true: TLS to ZooKeeper is not supported by kgroup "
+                                  "(its ZooKeeper client, kazoo, connects without TLS)")
 
     def listener(self) -> tuple[str, int]:
         """(host, port) to bind of the first listener."""

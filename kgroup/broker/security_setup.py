@@ -74,6 +74,10 @@ class BrokerSecurity:
                                   f"({' or '.join(AUTHORIZER_CLASSES)})")
             self.authorizer = StandardAuthorizer(config["super.users"], config["allow.everyone.if.no.acl.found"])
             self.acls = AclStore(data_dir, self.authorizer)
+        self._inter_broker_client = None
+        self._inter_broker_resolved = False
+        if config["zookeeper.connect"]:     # a cluster's broker: bad inter-broker settings fail the start
+            _ = self.inter_broker_client
         self.ssl_contexts = {}
         self.principal_builders = {}
         if any(s.uses_ssl for s in self.specs):
@@ -83,3 +87,13 @@ class BrokerSecurity:
                     self.ssl_contexts[s.name] = server_context(config, s.name)
                     self.principal_builders[s.name] = SslPrincipalBuilder(
                         config.for_listener(s.name, "ssl.principal.mapping.rules"))
+
+    @property
+    def inter_broker_client(self):
+        """This broker's client side towards the others (inter_broker.py's ``client_security``:
+        None for PLAINTEXT), built once."""
+        if not self._inter_broker_resolved:
+            from .inter_broker import client_security
+            self._inter_broker_client = client_security(self.config)
+            self._inter_broker_resolved = True
+        return self._inter_broker_client

@@ -3,7 +3,8 @@ PersisterStateManager): a share-partition's state lives in the ``__share_group_s
 that owns its key (group:topicId:partition), served by that partition's leader. A part owned by a
 partition this broker leads runs on the local runtime; any other is sent to its leader as the
 same request (Initialize/Read/Write/DeleteShareGroupState, ReadShareGroupStateSummary) over a
-broker-to-broker connection, one per leader. NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE,
+broker-to-broker connection (inter_broker.py's ``connect``: the inter-broker listener, as this
+broker), one per leader. NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE,
 COORDINATOR_LOAD_IN_PROGRESS, or a lost connection: the leader is looked up again in the
 metadata cache and the part retried with exponential backoff until the request timeout, as
 PersisterStateManager's handlers retry after a new FindCoordinator."""
@@ -17,6 +18,7 @@ import time
 from ..client.connection import BrokerConnection
 from ..client.errors import KafkaConnectionError, KafkaTimeoutError
 from ..protocol.errors import ErrorCode
+from .inter_broker import connect
 from ..share_coordinator.shard import (delete_answer, initialize_answer, read_answer, summary_answer,
                                        write_answer)
 
@@ -105,13 +107,11 @@ class SharePersister:
         async with self._locks.setdefault(leader, asyncio.Lock()):     # one connection per leader
             conn = self._connections.get(leader)
             if conn is None or conn.closed:
-                endpoint = self.broker.replica_manager.endpoint(leader)
-                if endpoint is None:
+                rm = self.broker.replica_manager
+                if rm.endpoint(leader) is None:
                     return None
-                conn = BrokerConnection(endpoint[0], endpoint[1], node_id=leader,
-                                        client_id=f"broker-{self.broker.config.node_id}-share-persister",
-                                        request_timeout_ms=self.timeout_ms)
-                await conn.connect()
+                conn = await connect(rm, leader, f"broker-{self.broker.config.node_id}-share-persister",
+                                     self.timeout_ms)
                 self._connections[leader] = conn
         return await conn.send(sub, version=version)
 

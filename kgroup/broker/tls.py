@@ -52,25 +52,7 @@ def server_context(config: BrokerConfig, listener: str) -> ssl.SSLContext:
             raise ConfigError(f"{key}={kind} on listener {listener}: kgroup reads PEM stores only "
                               f"(set {key}=PEM)")
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    enabled = [p.strip() for p in (get("ssl.enabled.protocols") or "").split(",") if p.strip()]
-    versions = []
-    for p in enabled:
-        if p not in _PROTOCOLS:
-            raise ConfigError(f"Unsupported TLS protocol {p!r} in ssl.enabled.protocols")
-        versions.append(_PROTOCOLS[p])
-    if not versions:
-        raise ConfigError("ssl.enabled.protocols is empty")
-    ctx.minimum_version = min(versions)
-    ctx.maximum_version = max(versions)
-    suites = get("ssl.cipher.suites")
-    if suites:
-        tls12 = [openssl_cipher_name(s) for s in suites.split(",") if s.strip() and not
-                 re.fullmatch(r"TLS_(AES|CHACHA20)\w+", s.strip())]
-        if tls12:
-            try:
-                ctx.set_ciphers(":".join(tls12))
-            except ssl.SSLError as e:
-                raise ConfigError(f"ssl.cipher.suites: no usable cipher in {suites!r}: {e}") from None
+    apply_protocols_and_ciphers(ctx, get)
     key_password = get("ssl.key.password") or get("ssl.keystore.password")
     location = get("ssl.keystore.location")
     chain, key = get("ssl.keystore.certificate.chain"), get("ssl.keystore.key")
@@ -104,6 +86,30 @@ def server_context(config: BrokerConfig, listener: str) -> ssl.SSLContext:
     ctx.verify_mode = _CLIENT_AUTH[auth]
     ctx.check_hostname = False
     return ctx
+
+
+def apply_protocols_and_ciphers(ctx: ssl.SSLContext, get) -> None:
+    """``ssl.enabled.protocols`` and ``ssl.cipher.suites`` (``get``: a listener's key lookup) on a
+    server context, or on the client context a broker connects to the others with."""
+    enabled = [p.strip() for p in (get("ssl.enabled.protocols") or "").split(",") if p.strip()]
+    versions = []
+    for p in enabled:
+        if p not in _PROTOCOLS:
+            raise ConfigError(f"Unsupported TLS protocol {p!r} in ssl.enabled.protocols")
+        versions.append(_PROTOCOLS[p])
+    if not versions:
+        raise ConfigError("ssl.enabled.protocols is empty")
+    ctx.minimum_version = min(versions)
+    ctx.maximum_version = max(versions)
+    suites = get("ssl.cipher.suites")
+    if suites:
+        tls12 = [openssl_cipher_name(s) for s in suites.split(",") if s.strip() and not
+                 re.fullmatch(r"TLS_(AES|CHACHA20)\w+", s.strip())]
+        if tls12:
+            try:
+                ctx.set_ciphers(":".join(tls12))
+            except ssl.SSLError as e:
+                raise ConfigError(f"ssl.cipher.suites: no usable cipher in {suites!r}: {e}") from None
 
 
 class SslPrincipalBuilder:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import ssl
 from typing import Iterable
 
 from kgroup.clock import monotonic_ms
@@ -31,7 +32,7 @@ from kgroup.protocol.messages.metadata import MetadataRequest
 from kgroup.protocol.primitives import INT32, DecodeError
 from kgroup.protocol.schema import ZERO_UUID
 
-from .errors import KafkaConnectionError, KafkaTimeoutError, UnsupportedVersionError
+from .errors import KafkaConnectionError, KafkaTimeoutError, SslAuthenticationError, UnsupportedVersionError
 from .types import NodeInfo, PartitionInfo, TopicInfo
 
 log = logging.getLogger("kgroup.client.connection")
@@ -97,6 +98,10 @@ class BrokerConnection:
                 asyncio.open_connection(self.host, self.port, ssl=ctx, limit=STREAM_LIMIT,
                                         server_hostname=self.host if ctx is not None else None),
                 self.connect_timeout_ms / 1000)
+        except ssl.SSLError as e:
+            self.closed = True
+            raise SslAuthenticationError(f"SSL handshake with node {self.node_id} at {self.host}:{self.port} "
+                                         f"failed: {e}") from None
         except (OSError, asyncio.TimeoutError) as e:
             self.closed = True
             raise KafkaConnectionError(f"cannot connect to node {self.node_id} at {self.host}:{self.port}: {e!r}") from None

@@ -12,7 +12,8 @@ from kgroup.protocol.errors import ErrorCode, KafkaError
 __all__ = [
     "CommitFailedError", "ErrorCode", "FencedInstanceIdError", "IllegalStateError", "KafkaConnectionError",
     "KafkaError", "KafkaTimeoutError", "NoOffsetForPartitionError", "OffsetOutOfRangeError",
-    "RebalanceInProgressError", "RecordTooLargeError", "UnsupportedVersionError", "is_retriable",
+    "RebalanceInProgressError", "RecordTooLargeError", "SslAuthenticationError", "UnsupportedVersionError",
+    "is_retriable",
 ]
 
 
@@ -20,6 +21,12 @@ class KafkaConnectionError(ConnectionError):
     """The connection to a broker failed or was closed (Java's DisconnectException): retriable."""
 
     retriable = True
+
+
+class SslAuthenticationError(KafkaConnectionError):
+    """The TLS handshake failed (Java's SslAuthenticationException): the peer's certificate was
+    not trusted or did not match its host, or the peer refused ours. A failed connection to
+    callers that retry connections, told apart for those that report authentication failures."""
 
 
 class KafkaTimeoutError(TimeoutError):

@@ -1,6 +1,7 @@
 """``kgroup cluster``: a local cluster in the background, for trying things out.
 
     kgroup cluster up --brokers 3 [--dir ./cluster] [--port 9092] [--override key=value ...]
+                                                  ({node}, {port}, {dir} in a value: broker_overrides)
     kgroup cluster down | status [--dir ./cluster]
     kgroup cluster kill N | stop N | pause N | resume N | start N [--dir ./cluster]
 
@@ -102,6 +103,21 @@ def _start_broker(d: str, state: dict, n: str, timeout: float = 90.0) -> None:
     raise SystemExit(f"kgroup cluster: broker {n} did not start within {timeout:.0f} s (see {log_path})")
 
 
+def broker_overrides(n: str, port: int, d: str, zk_connect: str, overrides: list[str]) -> dict[str, str]:
+    """Broker ``n``'s keys: its node id, a PLAINTEXT listener on ``port``, its data directory and
+    the ZooKeeper, then every ``--override`` (applied to every broker), in which ``{node}``,
+    ``{port}`` and ``{dir}`` stand for the broker's id, port and the cluster's directory, e.g.
+    ``listeners=SASL_SSL://127.0.0.1:{port}`` for a cluster with a SASL_SSL listener only."""
+    out = {"node.id": n, "listeners": f"PLAINTEXT://127.0.0.1:{port}",
+           "log.dirs": os.path.join(d, f"broker-{n}"), "zookeeper.connect": zk_connect}
+    for o in overrides:
+        k, sep, v = o.partition("=")
+        if not sep:
+            raise SystemExit(f"kgroup cluster: --override expects key=value, got {o!r}")
+        out[k.strip()] = v.replace("{node}", n).replace("{port}", str(port)).replace("{dir}", d)
+    return out
+
+
 def up(args) -> int:
     from ..testing.zookeeper import ZooKeeperServer
     d = os.path.abspath(args.dir)
@@ -123,11 +139,7 @@ def up(args) -> int:
     for i in range(args.brokers):
         n = str(i + 1)
         port = args.port + i
-        overrides = {"node.id": n, "listeners": f"PLAINTEXT://127.0.0.1:{port}",
-                     "log.dirs": os.path.join(d, f"broker-{n}"), "zookeeper.connect": zk.connect}
-        for o in args.override or []:
-            k, _, v = o.partition("=")
-            overrides[k.strip()] = v
+        overrides = broker_overrides(n, port, d, zk.connect, args.override or [])
         state["brokers"][n] = {"port": port, "pid": None,
                                "args": [a for k, v in overrides.items() for a in ("--override", f"{k}={v}")]}
     _save(d, state)
@@ -203,7 +215,9 @@ def main(argv: list[str]) -> int:
     p.add_argument("--brokers", type=int, default=3)
     p.add_argument("--dir", default="./cluster")
     p.add_argument("--port", type=int, default=9092, help="the first broker's port; the others follow")
-    p.add_argument("--override", action="append", metavar="KEY=VALUE", help="a broker config key, repeatable")
+    p.add_argument("--override", action="append", metavar="KEY=VALUE",
+                   help="a broker config key for every broker, repeatable; {node}, {port} and {dir} in the value "
+                        "are the broker's id, its port and the cluster's directory")
     p.set_defaults(func=up)
     for name, fn, what in (("down", down, "stop every broker (SIGTERM), then ZooKeeper"),
                            ("status", status, "which processes run")):

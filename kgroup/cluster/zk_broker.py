@@ -104,8 +104,7 @@ class ZkBroker:
         return st.leader, st.leader_epoch
 
     def inter_broker_listener(self) -> str:
-        name = self.config["inter.broker.listener.name"]
-        return name.upper() if name else self.broker.security.specs[0].name
+        return self.config.inter_broker_listener()[0]
 
     async def start(self) -> None:
         """After the listeners are bound: register, watch, run the controller elector."""

@@ -26,7 +26,9 @@ and certificates generated with ``openssl`` when it starts (``certs``: the CA fi
 the client certificates named in ``client_certs``), and ``users`` (name -> password) able to log in
 with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 (their SCRAM credentials salted into the data
 directory before the first start). ``port_of(listener)`` / ``bootstrap(listener)`` give each
-listener's address.
+listener's address. ``listeners`` (e.g. ``("SASL_SSL",)``) starts only those of the four, the
+first being the one ``bootstrap_servers`` names; ``certs`` shares one ``TestCertificates`` (one
+CA) between brokers, as a cluster's need.
 """
 from __future__ import annotations
 
@@ -58,7 +60,8 @@ class KafkaBroker:
     def __init__(self, data_dir: str | os.PathLike | None = None, overrides: Mapping[str, object] | None = None,
                  *, process: bool = False, metrics: bool = False, start_timeout: float = 20.0,
                  security: bool = False, users: Mapping[str, str] | None = None,
-                 client_certs: Iterable[str] = ("client",)):
+                 client_certs: Iterable[str] = ("client",), listeners: Iterable[str] | None = None,
+                 certs=None):
         self._own_dir = data_dir is None
         self.data_dir = str(data_dir) if data_dir is not None else tempfile.mkdtemp(prefix="kgroup-test-")
         self.overrides = {**TEST_DEFAULTS, **{k: str(v) for k, v in (overrides or {}).items()}}
@@ -71,8 +74,12 @@ class KafkaBroker:
         self.security = security
         self.users = dict(users or {})
         self.client_cert_names = tuple(client_certs)
-        self.certs = None             # TestCertificates, when security is on
-        self.ports: dict[str, int] = {n: 0 for n in (SECURE_LISTENERS if security else ("PLAINTEXT",))}
+        self.certs = certs            # TestCertificates, when security is on (generated unless given)
+        names = tuple(n.upper() for n in (listeners or (SECURE_LISTENERS if security else ("PLAINTEXT",))))
+        if any(n != "PLAINTEXT" for n in names) and not security:
+            raise ValueError("listeners other than PLAINTEXT need security=True")
+        self.ports: dict[str, int] = {n: 0 for n in names}
+        self._credentials_written = False
         self.broker = None            # the in-process Broker (None in subprocess mode)
         self.proc: subprocess.Popen | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -120,7 +127,9 @@ class KafkaBroker:
         if self.certs is None:
             from .certs import TestCertificates
             self.certs = TestCertificates.generate(self.data_dir.rstrip(os.sep) + "-certs", self.client_cert_names)
+        if not self._credentials_written:        # salted once, before the first start
             self._write_scram_credentials()
+            self._credentials_written = True
         jaas = ("org.apache.kafka.common.security.plain.PlainLoginModule required "
                 + " ".join(f'user_{u}="{p}"' for u, p in self.users.items()) + ";")
         items = {"ssl.keystore.type": "PEM", "ssl.keystore.location": self.certs.server_keystore,
@@ -321,7 +330,7 @@ class KafkaBroker:
             m = re.search(r"serving on 127\.0\.0\.1:(\d+)", text)
             if m and ("metrics.listener" not in self.overrides or "metrics listener on" in text) and \
                     len(re.findall(r"listener \w+ \(\w+\) serving on", text)) >= len(self.ports) - 1:
-                self.port = self.ports["PLAINTEXT"] = int(m.group(1))
+                self.port = self.ports[next(iter(self.ports))] = int(m.group(1))
                 for name, port in re.findall(r"listener (\w+) \(\w+\) serving on [^:]+:(\d+)", text):
                     self.ports[name] = int(port)
                 h = re.search(r"metrics listener on http://[^:]+:(\d+)", text)

@@ -10,7 +10,15 @@ same data and port, and a ZooKeeper client on the cluster's metadata.
         cluster.kill(leader)
         cluster.wait_for(lambda: cluster.leader("orders", 0) not in (None, leader))
 
-The ``kafka_cluster`` pytest fixture is one of these with 3 brokers."""
+The ``kafka_cluster`` pytest fixture is one of these with 3 brokers.
+
+A secured cluster: ``listeners=("SASL_SSL",)`` (any of SSL, SASL_PLAINTEXT, SASL_SSL; the first is
+the inter-broker listener) with ``users`` (name -> password, able to log in with PLAIN and SCRAM)
+and ``inter_broker_user``, the user the brokers log in to each other as with
+``inter_broker_mechanism``; one CA and server certificate (``certs``) for every broker, generated
+with ``openssl``. ``client_config(user)`` gives librdkafka's keys for a client of the secured
+listener; the helpers (``create_topic``) use the inter-broker user. Authorization is the
+caller's: ``overrides`` such as ``authorizer.class.name`` and ``super.users``."""
 from __future__ import annotations
 
 import os
@@ -30,7 +38,9 @@ CLUSTER_TEST_DEFAULTS = {"zookeeper.session.timeout.ms": "6000", "leader.imbalan
 class KafkaCluster:
     def __init__(self, brokers: int = 3, work_dir: str | os.PathLike | None = None,
                  overrides: Mapping[str, object] | None = None, *, racks: Mapping[int, str] | None = None,
-                 broker_overrides: Mapping[int, Mapping[str, object]] | None = None, start_timeout: float = 60.0):
+                 broker_overrides: Mapping[int, Mapping[str, object]] | None = None, start_timeout: float = 60.0,
+                 listeners: tuple[str, ...] | None = None, users: Mapping[str, str] | None = None,
+                 inter_broker_user: str | None = None, inter_broker_mechanism: str = "PLAIN"):
         self._own_dir = work_dir is None
         self.work_dir = str(work_dir) if work_dir is not None else tempfile.mkdtemp(prefix="kgroup-cluster-")
         self.size = brokers
@@ -38,6 +48,14 @@ class KafkaCluster:
         self.racks = dict(racks or {})
         self.broker_overrides = {n: {k: str(v) for k, v in o.items()} for n, o in (broker_overrides or {}).items()}
         self.start_timeout = start_timeout
+        self.listeners = tuple(n.upper() for n in (listeners or ("PLAINTEXT",)))
+        self.secured = self.listeners != ("PLAINTEXT",)
+        self.users = dict(users or {})
+        self.inter_broker_user = inter_broker_user
+        self.inter_broker_mechanism = inter_broker_mechanism.upper()
+        self.certs = None
+        if self.secured:
+            self.overrides = {**self._security_overrides(), **self.overrides}
         self.zookeeper = ZooKeeperServer(os.path.join(self.work_dir, "zookeeper"))
         self.brokers: dict[int, KafkaBroker] = {}
         self._zk = None
@@ -51,13 +69,65 @@ class KafkaCluster:
                          **self.broker_overrides.get(n, {})}
             if n in self.racks:
                 overrides["broker.rack"] = self.racks[n]
+            secure = {"security": True, "listeners": self.listeners, "users": self.users,
+                      "certs": self._certificates()} if self.secured else {}
             self.brokers[n] = KafkaBroker(os.path.join(self.work_dir, f"broker-{n}"), overrides, process=True,
-                                          start_timeout=self.start_timeout)
+                                          start_timeout=self.start_timeout, **secure)
         for b in self.brokers.values():
             b.start()
         self.wait_for(lambda: len(self.zk.get_broker_ids()) == self.size and self.controller() is not None)
         self.wait_until_brokers_see_each_other()
         return self
+
+    def _certificates(self):
+        if self.certs is None:
+            from .certs import TestCertificates
+            self.certs = TestCertificates.generate(os.path.join(self.work_dir, "certs"))
+        return self.certs
+
+    def _security_overrides(self) -> dict[str, str]:
+        """The inter-broker listener and, on SASL, the JAAS configs holding the inter-broker
+        user's login next to every user a PLAIN listener accepts."""
+        listener = self.listeners[0]
+        out = {"inter.broker.listener.name": listener}
+        if not listener.startswith("SASL_"):
+            return out
+        user = self.inter_broker_user
+        if user is None or user not in self.users:
+            raise ValueError("a SASL inter-broker listener needs inter_broker_user, one of users")
+        login = f'username="{user}" password="{self.users[user]}"'
+        out["sasl.mechanism.inter.broker.protocol"] = self.inter_broker_mechanism
+        for name in self.listeners:
+            if not name.startswith("SASL_"):
+                continue
+            prefix = f"listener.name.{name.lower()}"
+            out[f"{prefix}.plain.sasl.jaas.config"] = (
+                f"org.apache.kafka.common.security.plain.PlainLoginModule required {login} "
+                + " ".join(f'user_{u}="{p}"' for u, p in self.users.items()) + ";")
+            for mech in ("scram-sha-256", "scram-sha-512"):
+                out[f"{prefix}.{mech}.sasl.jaas.config"] = (
+                    f"org.apache.kafka.common.security.scram.ScramLoginModule required {login};")
+        return out
+
+    def client_config(self, user: str | None = None, mechanism: str = "PLAIN", password: str | None = None) -> dict:
+        """librdkafka's (confluent-kafka's) keys for a client of the cluster's first listener,
+        logging in as ``user`` (default: the inter-broker user) when it is a SASL one; on SSL with
+        ``user``'s client certificate (one of ``certs.clients``), by default the brokers' own."""
+        listener = self.listeners[0]
+        cfg = {"bootstrap.servers": self.bootstrap_servers}
+        if not self.secured:
+            return cfg
+        cfg["security.protocol"] = listener
+        if listener in ("SSL", "SASL_SSL"):
+            cfg["ssl.ca.location"] = self.certs.ca_cert
+        if listener == "SSL":       # a client certificate: ``user``'s, else the brokers' own
+            cert, key = self.certs.client_cert(user) if user else (self.certs.server_cert, self.certs.server_key)
+            cfg.update({"ssl.certificate.location": cert, "ssl.key.location": key})
+        if listener.startswith("SASL_"):
+            user = user or self.inter_broker_user
+            cfg.update({"sasl.mechanisms": mechanism, "sasl.username": user,
+                        "sasl.password": password if password is not None else self.users[user]})
+        return cfg
 
     def wait_until_brokers_see_each_other(self, timeout: float = 30.0) -> None:
         """Every running broker's metadata cache has exactly the running brokers (each logs its
@@ -191,7 +261,7 @@ class KafkaCluster:
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 3,
                      configs: Mapping[str, str] | None = None) -> None:
         from confluent_kafka.admin import AdminClient, NewTopic
-        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers})
+        admin = AdminClient(self.client_config())
         fut = admin.create_topics([NewTopic(name, partitions, replication_factor, config=dict(configs or {}))],
                                   operation_timeout=30)[name]
         fut.result(60)

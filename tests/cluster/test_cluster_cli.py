@@ -48,6 +48,24 @@ def serves(port):
         return False
 
 
+def test_overrides_apply_to_every_broker_with_its_port():
+    """``--override`` reaches every broker; ``{node}``/``{port}``/``{dir}`` are each broker's, so
+    a secured cluster's listeners can be given on the command line."""
+    from kgroup.cluster.local import broker_overrides
+    given = ["listeners=SASL_SSL://127.0.0.1:{port},INTERNAL://127.0.0.1:1{port}",
+             "listener.security.protocol.map=SASL_SSL:SASL_SSL,INTERNAL:SSL", "inter.broker.listener.name=INTERNAL",
+             "listener.name.sasl_ssl.plain.sasl.jaas.config=PlainLoginModule required username=\"b\" password=\"x=y\";",
+             "ssl.keystore.location={dir}/broker-{node}.pem"]
+    got = broker_overrides("2", 9093, "/c", "127.0.0.1:2181", given)
+    assert got["node.id"] == "2" and got["log.dirs"] == "/c/broker-2" and got["zookeeper.connect"] == "127.0.0.1:2181"
+    assert got["listeners"] == "SASL_SSL://127.0.0.1:9093,INTERNAL://127.0.0.1:19093"
+    assert got["inter.broker.listener.name"] == "INTERNAL"
+    assert got["listener.name.sasl_ssl.plain.sasl.jaas.config"].endswith('password="x=y";')
+    assert got["ssl.keystore.location"] == "/c/broker-2.pem"
+    with pytest.raises(SystemExit, match="key=value"):
+        broker_overrides("1", 9092, "/c", "z:1", ["listeners"])
+
+
 def test_up_act_down(tmp_path):
     d = str(tmp_path / "cluster")
     port = consecutive_free_ports(2)

@@ -77,6 +77,12 @@ ROWS = [
             _nested(ApiKey.FETCH, "FetchTopic", "FetchPartition")(partition=0, fetch_offset=0,
                                                                   partition_max_bytes=1024)])]),
      [(A.RT_TOPIC, T, A.READ)], E.TOPIC_AUTHORIZATION_FAILED),
+    # a follower's Fetch (replica id >= 0): CLUSTER_ACTION on the cluster, READ on the topic is not enough
+    ("Fetch-follower", ApiKey.FETCH, 12, lambda: _req(ApiKey.FETCH, replica_id=2, max_wait_ms=0, min_bytes=0, topics=[
+        _nested(ApiKey.FETCH, "FetchTopic")(topic=T, partitions=[
+            _nested(ApiKey.FETCH, "FetchTopic", "FetchPartition")(partition=0, fetch_offset=0,
+                                                                  partition_max_bytes=1024)])]),
+     [(A.RT_CLUSTER, A.CLUSTER_NAME, A.CLUSTER_ACTION)], E.TOPIC_AUTHORIZATION_FAILED, [(A.RT_TOPIC, T, A.READ)]),
     ("ListOffsets", ApiKey.LIST_OFFSETS, 7, lambda: _req(ApiKey.LIST_OFFSETS, replica_id=-1, topics=[
         _nested(ApiKey.LIST_OFFSETS, "ListOffsetsTopic")(name=T, partitions=[
             _nested(ApiKey.LIST_OFFSETS, "ListOffsetsTopic", "ListOffsetsPartition")(partition_index=0, timestamp=-1)])]),
@@ -258,6 +264,12 @@ ROWS = [
             _nested(ApiKey.OFFSET_FOR_LEADER_EPOCH, "OffsetForLeaderTopic", "OffsetForLeaderPartition")(
                 partition=0, current_leader_epoch=-1, leader_epoch=0)])]),
      [(A.RT_TOPIC, T, A.DESCRIBE)], E.TOPIC_AUTHORIZATION_FAILED),
+    # a follower's OffsetForLeaderEpoch: CLUSTER_ACTION (or DESCRIBE on the topic, as a client's)
+    ("OffsetForLeaderEpoch-follower", ApiKey.OFFSET_FOR_LEADER_EPOCH, 4, lambda: _req(ApiKey.OFFSET_FOR_LEADER_EPOCH, replica_id=2, topics=[
+        _nested(ApiKey.OFFSET_FOR_LEADER_EPOCH, "OffsetForLeaderTopic")(topic=T, partitions=[
+            _nested(ApiKey.OFFSET_FOR_LEADER_EPOCH, "OffsetForLeaderTopic", "OffsetForLeaderPartition")(
+                partition=0, current_leader_epoch=-1, leader_epoch=0)])]),
+     [(A.RT_CLUSTER, A.CLUSTER_NAME, A.CLUSTER_ACTION)], E.TOPIC_AUTHORIZATION_FAILED),
     ("ListConfigResources", ApiKey.LIST_CONFIG_RESOURCES, 1, _r(ApiKey.LIST_CONFIG_RESOURCES, resource_types=[]),
      [(A.RT_CLUSTER, A.CLUSTER_NAME, A.DESCRIBE_CONFIGS)], E.CLUSTER_AUTHORIZATION_FAILED),
     ("ElectLeaders", ApiKey.ELECT_LEADERS, 2, lambda: _req(ApiKey.ELECT_LEADERS, election_type=0, timeout_ms=1000,

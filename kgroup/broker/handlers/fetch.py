@@ -27,7 +27,7 @@ from ...protocol.messages.fetch import FetchResponse
 from ...storage.errors import OffsetOutOfRangeError
 from ...storage.leader_epoch_cache import UNDEFINED_EPOCH
 from ..data_path import FetchWaiter
-from ..authorization import READ, denied_topics
+from ..authorization import CLUSTER_ACTION, CLUSTER_NAME, READ, RT_CLUSTER, allowed, denied_topics
 
 TopicResponse = FetchResponse.FetchableTopicResponse
 PartitionData = FetchResponse.PartitionData
@@ -46,17 +46,23 @@ def handle(broker, ctx, req, version):
             topic = md.get(ft.topic)
             name = ft.topic
         plan.append((ft, name, topic))
+    replica_id = req.replica_state.replica_id if version >= 15 else req.replica_id
     denied = None
-    if broker.authorizer is not None:   # KafkaApis.handleFetchRequest: READ on each topic
-        denied = denied_topics(broker, ctx, READ, (name for ft, name, topic in plan if topic))
+    if broker.authorizer is not None:
+        # KafkaApis.handleFetchRequest: a follower (replica id >= 0) needs CLUSTER_ACTION on the
+        # cluster, else every partition is TOPIC_AUTHORIZATION_FAILED; a consumer READ on each topic
+        if replica_id >= 0:
+            denied = (None if allowed(broker, ctx, CLUSTER_ACTION, RT_CLUSTER, CLUSTER_NAME)
+                      else {name for ft, name, topic in plan if name is not None})
+        else:
+            denied = denied_topics(broker, ctx, READ, (name for ft, name, topic in plan if topic))
         if denied:
             plan = [(ft, name, None if name in denied else topic) for ft, name, topic in plan]
     partitions = [(name, p.partition) for ft, name, topic in plan if topic for p in ft.partitions]
 
     read = _read
     if broker.replica_manager.enabled:
-        read = functools.partial(_read_cluster, replica_id=req.replica_state.replica_id if version >= 15
-                                 else req.replica_id)
+        read = functools.partial(_read_cluster, replica_id=replica_id)
 
     def evaluate(force):
         resp, size, error = read(broker, req, version, plan, denied)
