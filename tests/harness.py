@@ -35,7 +35,7 @@ class BrokerProcess:
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 20.0) -> "BrokerProcess":
+    def start(self, timeout: float = 60.0) -> "BrokerProcess":
         args = [sys.executable, "-m", "kgroup", "serve",
                 "--override", "listeners=PLAINTEXT://127.0.0.1:0",
                 "--override", f"log.dirs={self.data_dir}"]

@@ -9,6 +9,7 @@ import logging
 
 from ..protocol.errors import ErrorCode, KafkaError
 from . import client_metrics, group_configs
+from .config_entities import BROKERS, CLIENT_METRICS, GROUPS
 from .config import CONFIG_DEFS, ConfigError, _parse
 from .topic_configs import TOPIC_CONFIG_DEFS, TOPIC_CONFIGS, validate as validate_topic_configs
 
@@ -72,6 +73,12 @@ def _check_manual_assignment(broker, replicas: list[int], replication_factor: in
                          f"The manual partition assignment includes a partition with {len(replicas)} replica(s), "
                          f"but this is not consistent with previous partitions, which have "
                          f"{replication_factor} replica(s).")
+
+
+def after_writes(broker, resp):
+    """``resp`` once the writes its request made are durable where the cluster keeps them
+    (ZooKeeper, when the broker is in a cluster: a PendingResponse), else at once."""
+    return resp if broker.cluster is None else broker.cluster.after_writes(resp)
 
 
 # -- configs ------------------------------------------------------------------------------------
@@ -219,22 +226,20 @@ def apply_configs(broker, resource_type: int, name: str, configs: dict[str, str 
         _validate_broker_configs(broker, name, configs)
         if validate_only:
             return
-        broker.metadata.set_broker_configs(name, configs)
-        apply_dynamic_broker_configs(broker)
+        broker.config_entities.write(BROKERS, name, configs)
         log.info("dynamic broker configs (%s): %s", name or "cluster default", configs)
     elif resource_type == group_configs.GROUP:
         group_configs.check_name(name)
         group_configs.validate(broker, configs)
         if validate_only:
             return
-        broker.metadata.set_group_configs(name, {k: v.strip() for k, v in configs.items()})
-        broker.group_coordinator.on_group_configs_changed(name)
+        broker.config_entities.write(GROUPS, name, {k: v.strip() for k, v in configs.items()})
         log.info("group %s configs: %s", name, configs)
     elif resource_type == client_metrics.CLIENT_METRICS:
         client_metrics.validate(name, configs)
         if validate_only:
             return
-        broker.metadata.client_metrics.set_configs(name, configs)
+        broker.config_entities.write(CLIENT_METRICS, name, configs)
         log.info("client metrics subscription %s: %s", name, configs)
     else:
         raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type {resource_type}")

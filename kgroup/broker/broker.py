@@ -29,6 +29,7 @@ from .metadata import OFFSETS_TOPIC, TopicRegistry, Topic
 from .pending import PendingResponse
 from .replica_manager import ReplicaManager
 from .security_setup import BrokerSecurity
+from .config_entities import ConfigEntities
 from .server import RECEIVE_BUFFER_SIZE, KafkaConnection, Listener
 from .transaction_runtime import TransactionRuntime
 from .share_coordinator_runtime import ShareCoordinatorRuntime
@@ -91,6 +92,11 @@ class Broker:
         # Listeners' TLS and SASL, SCRAM credentials, the authorizer (None: every request allowed).
         self.security = BrokerSecurity(config, self.data_dir)
         self.authorizer = self.security.authorizer
+        # Dynamic broker configs, group configs, client-metrics subscriptions (config_entities.py);
+        # in a cluster these, the ACLs, SCRAM credentials and features are ZooKeeper's.
+        self.config_entities = ConfigEntities(self)
+        if self.cluster is not None:
+            self.cluster.attach_settings()
         # replication (cluster mode only: apply_partition_states makes partitions led or followed)
         self.replica_manager = ReplicaManager(self)
         self.group_coordinator = GroupRuntime(self)

@@ -3,8 +3,10 @@
 ApiVersions v3+ lists both (``supported_features``, ``finalized_features`` and their epoch);
 UpdateFeatures changes a finalized level with Kafka's checks (FeatureControlManager.updateFeature,
 QuorumFeatures.reasonNotSupported, Feature.validateVersion, MetadataVersion.checkIfMetadataChanged).
-The finalized levels are kept in ``kgroup-features.json`` in the data directory, the epoch
-counting the updates as Kafka's metadata offset does.
+The finalized levels are kept behind one interface with two backends: on a single node
+``kgroup-features.json`` in the data directory, the epoch counting the updates as Kafka's metadata
+offset does; in a cluster ZooKeeper's ``/feature`` znode, the epoch its version, as Kafka 3.9's
+FinalizedFeatureCache (kgroup/cluster/zk_config_store.py).
 
 Supported, as a Kafka 4.3 broker but only where the behaviour behind a level exists here:
 ``metadata.version`` 7 (3.3-IV3) to 30 (4.3-IV0); ``group.version`` 0-1 (KIP-848's consumer
@@ -73,20 +75,41 @@ def _range_text(lo: int, hi: int) -> str:
     return str(lo) if lo == hi else f"{lo}-{hi}"
 
 
-class Features:
-    """The finalized feature levels of this node, persisted under ``data_dir``."""
-
+class FileFeaturesBackend:
     FILE = "kgroup-features.json"
+
+    def __init__(self, data_dir: str):
+        self.path = os.path.join(data_dir, self.FILE)
+
+    def load(self) -> tuple[dict[str, int], int]:
+        """(finalized levels, epoch)."""
+        if not os.path.exists(self.path):
+            return dict(DEFAULT_FINALIZED), 0
+        doc = json.load(open(self.path))
+        return {k: int(v) for k, v in doc["finalized"].items()}, int(doc["epoch"])
+
+    def write(self, features: "Features", finalized: dict[str, int]) -> None:
+        from .metadata import _atomic_write
+        epoch = features.epoch + 1
+        _atomic_write(self.path, json.dumps({"version": 1, "epoch": epoch, "finalized": finalized},
+                                            indent=1, sort_keys=True))
+        features.set_finalized(finalized, epoch)
+
+
+class Features:
+    """The finalized feature levels of the node (or the cluster)."""
 
     def __init__(self, data_dir: str, node_id: int):
         self.node_id = node_id
-        self.path = os.path.join(data_dir, self.FILE)
-        self.finalized: dict[str, int] = dict(DEFAULT_FINALIZED)
-        self.epoch = 0
-        if os.path.exists(self.path):
-            doc = json.load(open(self.path))
-            self.finalized = {k: int(v) for k, v in doc["finalized"].items()}
-            self.epoch = int(doc["epoch"])
+        self.use_backend(FileFeaturesBackend(data_dir))
+
+    def use_backend(self, backend) -> None:
+        self.backend = backend
+        self.finalized, self.epoch = backend.load()
+
+    def set_finalized(self, finalized: dict[str, int], epoch: int) -> None:
+        self.finalized = dict(finalized)
+        self.epoch = epoch
 
     def level(self, name: str) -> int:
         return self.finalized.get(name, 0)
@@ -100,9 +123,7 @@ class Features:
             self._check(name, level, upgrade_type, proposed)
         if validate_only:
             return
-        self.finalized = {k: v for k, v in proposed.items() if v != 0 or k == METADATA_VERSION}
-        self.epoch += 1
-        self._save()
+        self.backend.write(self, {k: v for k, v in proposed.items() if v != 0 or k == METADATA_VERSION})
 
     def _check(self, name: str, level: int, upgrade_type: int, proposed: dict[str, int]) -> None:
         def invalid(message):
@@ -137,8 +158,3 @@ class Features:
         if level >= 1 and (mv is None or mv < MINIMUM_METADATA_VERSION):
             raise invalid(f"{name} could not be set to {level} because it depends on metadata.version="
                           f"{MINIMUM_METADATA_VERSION} ({metadata_version_name(MINIMUM_METADATA_VERSION)})")
-
-    def _save(self) -> None:
-        from .metadata import _atomic_write
-        _atomic_write(self.path, json.dumps({"version": 1, "epoch": self.epoch, "finalized": self.finalized},
-                                            indent=1, sort_keys=True))

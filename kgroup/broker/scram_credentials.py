@@ -1,8 +1,11 @@
 """SCRAM credentials, durable: salted (the password itself is never seen, only the salted form
-AlterUserScramCredentials carries) and kept in ``kgroup-scram-credentials.json`` in the metadata
-directory, as Kafka's controller keeps UserScramCredentialRecords in its metadata log. The
-checks and answers of DescribeUserScramCredentials / AlterUserScramCredentials are Kafka's
-ScramImage.describe and ScramControlManager.alterCredentials."""
+AlterUserScramCredentials carries), behind one interface with two backends: on a single node
+``kgroup-scram-credentials.json`` in the metadata directory, as Kafka's controller keeps
+UserScramCredentialRecords in its metadata log; in a cluster ZooKeeper's ``/config/users/<user>``,
+as Kafka 3.9 kept them (kgroup/cluster/zk_config_store.py). The checks and answers of
+DescribeUserScramCredentials / AlterUserScramCredentials are Kafka's ScramImage.describe and
+ScramControlManager.alterCredentials, against the credentials this broker holds; the backend makes
+the change durable, then installs it."""
 from __future__ import annotations
 
 import base64
@@ -16,29 +19,60 @@ from .metadata import _atomic_write
 FILE = "kgroup-scram-credentials.json"
 
 
-class ScramCredentialStore:
+class FileScramBackend:
     def __init__(self, data_dir: str):
         self.path = os.path.join(data_dir, FILE)
-        # mechanism name -> user -> credential
-        self.credentials: dict[str, dict[str, ScramCredential]] = {}
-        if os.path.exists(self.path):
-            doc = json.load(open(self.path))
-            for mech, users in doc.get("credentials", {}).items():
-                self.credentials[mech] = {
-                    u: ScramCredential(base64.b64decode(c["salt"]), base64.b64decode(c["stored_key"]),
-                                       base64.b64decode(c["server_key"]), c["iterations"])
-                    for u, c in users.items()}
 
-    def lookup(self, mechanism: str, user: str) -> ScramCredential | None:
-        return self.credentials.get(mechanism, {}).get(user)
+    def load(self) -> dict[str, dict[str, ScramCredential]]:
+        """mechanism name -> user -> credential."""
+        if not os.path.exists(self.path):
+            return {}
+        doc = json.load(open(self.path))
+        return {mech: {u: ScramCredential(base64.b64decode(c["salt"]), base64.b64decode(c["stored_key"]),
+                                          base64.b64decode(c["server_key"]), c["iterations"])
+                       for u, c in users.items()}
+                for mech, users in doc.get("credentials", {}).items()}
 
-    def _save(self) -> None:
+    def write(self, store: "ScramCredentialStore", changes: dict[str, dict[str, ScramCredential | None]]) -> None:
+        for user, by_mech in changes.items():
+            store.apply_user_changes(user, by_mech)
         doc = {"version": 1, "credentials": {
             mech: {u: {"salt": base64.b64encode(c.salt).decode(), "stored_key": base64.b64encode(c.stored_key).decode(),
                        "server_key": base64.b64encode(c.server_key).decode(), "iterations": c.iterations}
                    for u, c in sorted(users.items())}
-            for mech, users in sorted(self.credentials.items()) if users}}
+            for mech, users in sorted(store.credentials.items()) if users}}
         _atomic_write(self.path, json.dumps(doc, indent=1, sort_keys=True))
+
+
+class ScramCredentialStore:
+    def __init__(self, data_dir: str):
+        # mechanism name -> user -> credential
+        self.credentials: dict[str, dict[str, ScramCredential]] = {}
+        self.use_backend(FileScramBackend(data_dir))
+
+    def use_backend(self, backend) -> None:
+        """Keep the credentials in ``backend`` from now on (a cluster's ZooKeeper), starting from its."""
+        self.backend = backend
+        self.credentials = backend.load()
+
+    def lookup(self, mechanism: str, user: str) -> ScramCredential | None:
+        return self.credentials.get(mechanism, {}).get(user)
+
+    # -- what the backends install ---------------------------------------------------------------
+    def apply_user_changes(self, user: str, by_mech: dict[str, ScramCredential | None]) -> None:
+        """``user``'s credential per mechanism name set (None: deleted); others unchanged."""
+        for mech, cred in by_mech.items():
+            if cred is None:
+                self.credentials.get(mech, {}).pop(user, None)
+            else:
+                self.credentials.setdefault(mech, {})[user] = cred
+
+    def set_user(self, user: str, by_mech: dict[str, ScramCredential]) -> None:
+        """``user``'s credentials are exactly ``by_mech`` (a ZooKeeper user znode's content)."""
+        for mech, users in self.credentials.items():
+            if mech not in by_mech:
+                users.pop(user, None)
+        self.apply_user_changes(user, dict(by_mech))
 
     # -- DescribeUserScramCredentials (ScramImage.describe) -------------------------------------
     def describe(self, users: list[str] | None) -> list[tuple[str, int, str | None, list[tuple[int, int]]]]:
@@ -104,16 +138,16 @@ class ScramCredentialStore:
             else:
                 to_upsert[name] = u
         results = []
+        changes: dict[str, dict[str, ScramCredential | None]] = {}
         for name, (_, mtype) in to_delete.items():
-            self.credentials[BY_TYPE[mtype].mechanism_name].pop(name, None)
+            changes[name] = {BY_TYPE[mtype].mechanism_name: None}
             results.append((name, 0, None))
         for name, (_, mtype, iterations, salt, salted) in to_upsert.items():
             mech = BY_TYPE[mtype]
-            self.credentials.setdefault(mech.mechanism_name, {})[name] = credential_from_salted(
-                mech, bytes(salt), bytes(salted), iterations)
+            changes[name] = {mech.mechanism_name: credential_from_salted(mech, bytes(salt), bytes(salted), iterations)}
             results.append((name, 0, None))
-        if to_delete or to_upsert:
-            self._save()
+        if changes:
+            self.backend.write(self, changes)
         results += [(name, code, msg) for name, (code, msg) in errors.items()]
         return results
 

@@ -644,7 +644,9 @@ def _parse_add_config(text: str) -> dict[str, str]:
 def main_configs(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="kgroup configs", description="Describe or alter topic and broker configs "
                                 "(dynamic broker configs per broker or as the cluster default).")
-    p.add_argument("--bootstrap-server", required=True)
+    p.add_argument("--bootstrap-server")
+    p.add_argument("--zookeeper", help="a cluster's ZooKeeper (host:port[/chroot]): only to alter a user's SCRAM "
+                                       "credentials, e.g. the inter-broker user's before any broker runs")
     act = p.add_mutually_exclusive_group(required=True)
     act.add_argument("--describe", action="store_true")
     act.add_argument("--alter", action="store_true")
@@ -679,6 +681,13 @@ def main_configs(argv: list[str] | None = None) -> int:
         p.error("--entity-name or --entity-default is required for brokers")
     if args.alter and not (args.add_config or args.delete_config):
         p.error("--alter needs --add-config and/or --delete-config")
+    if (args.bootstrap_server is None) == (args.zookeeper is None):
+        p.error("exactly one of --bootstrap-server and --zookeeper is required")
+    if args.zookeeper is not None:
+        if args.entity_type != "users" or not args.alter or not args.entity_name:
+            p.error(f"--bootstrap-server option must be specified to {'update' if args.alter else 'describe'} "
+                    f"{args.entity_type} configs (--zookeeper alters a user's SCRAM credentials only)")
+        return _user_scram_with_zookeeper(args)
     if args.entity_type == "users":
         if args.alter and not args.entity_name:
             p.error("--entity-name is required to alter users")
@@ -692,6 +701,53 @@ def command_config(path: str | None) -> dict:
         return {}
     from kgroup.broker.config import parse_properties
     return parse_properties(open(path).read())
+
+
+def _user_scram_with_zookeeper(args) -> int:
+    """kafka-configs.sh --zookeeper ... --alter --entity-type users: the SCRAM credentials salted here
+    and written to /config/users/<user> with a change notification (ConfigCommand.alterConfigWithZk)."""
+    from kazoo.exceptions import NoNodeError
+
+    from kgroup.cluster.zk_client import KafkaZkClient
+    from kgroup.cluster.zk_config_data import decode_entity_config, entity_path
+    from kgroup.cluster.zk_config_store import alter_user_credentials
+    from kgroup.security.scram import MECHANISMS, generate_credential
+    changes: dict = {}
+    for text in args.add_config:
+        for mech, value in _parse_add_config(text).items():
+            if mech not in MECHANISMS:
+                print("--bootstrap-server option must be specified to update users configs. User configuration "
+                      "updates using ZooKeeper are only supported for SCRAM credential updates.", file=sys.stderr)
+                return 1
+            fields = dict(x.split("=", 1) for x in value.split(",") if "=" in x)
+            if "password" not in fields:
+                print(f"Invalid credential config {mech}: password is required", file=sys.stderr)
+                return 1
+            iterations = int(fields.get("iterations", 4096))
+            if iterations < MECHANISMS[mech].min_iterations:
+                print(f"Iterations {iterations} is less than the minimum {MECHANISMS[mech].min_iterations} required "
+                      f"for {mech}", file=sys.stderr)
+                return 1
+            changes[mech] = generate_credential(MECHANISMS[mech], fields["password"], iterations)
+    deletions = [m.strip() for text in args.delete_config for m in text.split(",") if m.strip()]
+    print("Warning: --zookeeper is deprecated and will be removed in a future version of Kafka.")
+    print("Use --bootstrap-server instead to specify a broker to connect to.")
+    zk = KafkaZkClient(args.zookeeper, 30000)
+    zk.start()
+    try:
+        try:
+            current = decode_entity_config(zk.zk.get(entity_path("users", args.entity_name))[0])
+        except NoNodeError:
+            current = {}
+        missing = [m for m in deletions if m not in current]
+        if missing:
+            print(f"Invalid config(s): {','.join(missing)}", file=sys.stderr)
+            return 1
+        alter_user_credentials(zk.zk, args.entity_name, {**changes, **{m: None for m in deletions}})
+    finally:
+        zk.close()
+    print(f"Completed updating config for entity: user-principal '{args.entity_name}'.")
+    return 0
 
 
 async def _user_configs(args) -> int:

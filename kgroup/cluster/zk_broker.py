@@ -87,6 +87,13 @@ class ZkBroker:
             imbalance_percentage=config["leader.imbalance.per.broker.percentage"]))
 
     # -- lifecycle ----------------------------------------------------------------------------------
+    def attach_settings(self) -> None:
+        """ACLs, SCRAM credentials, dynamic broker / group / client-metrics configs and features
+        from ZooKeeper, kept there from now on (zk_config_store.py)."""
+        from .zk_config_store import ClusterSettings
+        self.settings = ClusterSettings(self, self.broker)
+        self.settings.attach()
+
     def endpoints(self) -> list[zd.EndPoint]:
         b = self.broker
         out = []
@@ -116,6 +123,7 @@ class ZkBroker:
         await self._in_io(self._register)
         self.zk.zk.add_listener(self._on_session_state)
         await self._in_io(self._install_watches)
+        await self._in_io(self.settings.start)
         self.controller.start()
         await self.wait_for(lambda: self._topics_synced and self.broker_id in self.cache.brokers, 30.0)
 

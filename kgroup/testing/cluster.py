@@ -15,7 +15,8 @@ The ``kafka_cluster`` pytest fixture is one of these with 3 brokers.
 A secured cluster: ``listeners=("SASL_SSL",)`` (any of SSL, SASL_PLAINTEXT, SASL_SSL; the first is
 the inter-broker listener) with ``users`` (name -> password, able to log in with PLAIN and SCRAM)
 and ``inter_broker_user``, the user the brokers log in to each other as with
-``inter_broker_mechanism``; one CA and server certificate (``certs``) for every broker, generated
+``inter_broker_mechanism`` (their SCRAM credentials written to ZooKeeper before the brokers start,
+as ``kgroup configs --zookeeper`` does); one CA and server certificate (``certs``) for every broker, generated
 with ``openssl``. ``client_config(user)`` gives librdkafka's keys for a client of the secured
 listener; the helpers (``create_topic``) use the inter-broker user. Authorization is the
 caller's: ``overrides`` such as ``authorizer.class.name`` and ``super.users``."""
@@ -64,6 +65,8 @@ class KafkaCluster:
     def start(self) -> "KafkaCluster":
         os.makedirs(self.zookeeper.work_dir, exist_ok=True)
         self.zookeeper.start()
+        if self.secured and self.users:
+            self._write_scram_users()
         for n in range(1, self.size + 1):
             overrides = {**self.overrides, "node.id": str(n), "zookeeper.connect": self.zookeeper.connect,
                          **self.broker_overrides.get(n, {})}
@@ -78,6 +81,21 @@ class KafkaCluster:
         self.wait_for(lambda: len(self.zk.get_broker_ids()) == self.size and self.controller() is not None)
         self.wait_until_brokers_see_each_other()
         return self
+
+    def _write_scram_users(self) -> None:
+        """Every user's SCRAM-SHA-256 and -512 credentials in ZooKeeper before the brokers start, as
+        ``kgroup configs --zookeeper`` (kafka-configs.sh --zookeeper) writes them: a cluster's SCRAM
+        users are the cluster's (/config/users), the inter-broker one among them."""
+        from ..cluster.zk_config_data import decode_entity_config, entity_path
+        from ..cluster.zk_config_store import alter_user_credentials
+        from ..security import scram
+        for user, password in self.users.items():
+            path = entity_path("users", user)
+            have = decode_entity_config(self.zk.zk.get(path)[0] if self.zk.zk.exists(path) else None)
+            missing = {m.mechanism_name: scram.generate_credential(m, password, 4096)
+                       for m in (scram.SCRAM_SHA_256, scram.SCRAM_SHA_512) if m.mechanism_name not in have}
+            if missing:
+                alter_user_credentials(self.zk.zk, user, missing)
 
     def _certificates(self):
         if self.certs is None:

@@ -84,8 +84,9 @@ def not_leader_answers(cluster, n, group, topic_id):
 
 
 def set_group_configs(cluster, group, configs):
-    """On every broker: group configs are kept by the broker that received them (not in
-    ZooKeeper), and the share-partition's leader reads share.auto.offset.reset."""
+    """Through every broker: each answers once the configs are in ZooKeeper and installed on itself,
+    so all three have them when this returns (the share-partition's leader reads
+    share.auto.offset.reset), without waiting for the others' change notifications."""
     R = IncrementalAlterConfigsRequest.AlterConfigsResource
     for n in cluster.brokers:
         raw = RawClient(cluster.broker(n).port)

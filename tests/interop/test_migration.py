@@ -286,10 +286,15 @@ def test_kafka_python_classic_member_inside_a_consumer_group(tmp_path):
         members = [Member(broker.bootstrap, group, topic, "consumer") for _ in range(2)]
         wait_for(lambda: sum(len(m.owned()) for m in members) == n, what="the consumer group to form")
         t.start()
-        wait_for(lambda: describe(broker.port, group).group_state == "Stable" and
-                 len(describe(broker.port, group).members) == 3, timeout=30, what="kafka-python inside the group")
-        g = describe(broker.port, group)
-        kp = [m for m in g.members if m.client_id == "kafka-python"]
+        stable = []     # the Stable snapshot itself: a later describe may already be in the next rebalance
+
+        def three_members_stable():
+            g = describe(broker.port, group)
+            if g.group_state == "Stable" and len(g.members) == 3:
+                stable.append(g)
+            return bool(stable)
+        wait_for(three_members_stable, timeout=30, what="kafka-python inside the group")
+        kp = [m for m in stable[0].members if m.client_id == "kafka-python"]
         assert kp and kp[0].assignment.topic_partitions, "kafka-python got no partitions"
         assert group_type(broker.port, group) == "consumer"
         time.sleep(1)

@@ -5,6 +5,7 @@ from ...protocol.errors import ErrorCode
 from ...protocol.messages.create_acls import CreateAclsResponse
 from ...protocol.messages.delete_acls import DeleteAclsResponse
 from ...protocol.messages.describe_acls import DescribeAclsResponse
+from ..admin import after_writes
 from ...security.acl import ALTER, CLUSTER_NAME, DESCRIBE, RT_CLUSTER, AclBinding, AclBindingFilter
 
 _NO_AUTHORIZER = "No Authorizer is configured."
@@ -45,9 +46,10 @@ def handle_create(broker, ctx, req, version):
                           for _ in req.creations])
     bindings = [AclBinding(c.resource_type, c.resource_name, c.resource_pattern_type, c.principal, c.host,
                            c.operation, c.permission_type) for c in req.creations]
-    return R(results=[R.AclCreationResult(error_code=0 if err is None else ErrorCode.INVALID_REQUEST,
+    resp = R(results=[R.AclCreationResult(error_code=0 if err is None else ErrorCode.INVALID_REQUEST,
                                           error_message=err)
                       for err in broker.security.acls.create(bindings)])
+    return after_writes(broker, resp)       # answered once the ACLs are durable (the cluster's too)
 
 
 def handle_delete(broker, ctx, req, version):
@@ -72,4 +74,4 @@ def handle_delete(broker, ctx, req, version):
                 error_code=0, error_message=None, resource_type=a.resource_type, resource_name=a.resource_name,
                 pattern_type=a.pattern_type, principal=a.principal, host=a.host, operation=a.operation,
                 permission_type=a.permission_type) for a in deleted]))
-    return R(filter_results=out)
+    return after_writes(broker, R(filter_results=out))

@@ -11,5 +11,5 @@ def handle(broker, ctx, req, version):
         return {c.name: c.value for c in r.configs}
     resp = AlterConfigsResponse(throttle_time_ms=0, responses=admin.alter_resources(
         broker, req, AlterConfigsResponse.AlterConfigsResourceResponse, new_configs, ctx))
-    # in a cluster, answered once the topics' new configs are in ZooKeeper
-    return resp if broker.cluster is None else broker.cluster.after_writes(resp)
+    # in a cluster, answered once the new configs are in ZooKeeper
+    return admin.after_writes(broker, resp)

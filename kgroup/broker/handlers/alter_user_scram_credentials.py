@@ -3,6 +3,7 @@ and delete SCRAM credentials, durably, with Kafka's ScramControlManager checks; 
 cluster when an authorizer is set."""
 from ...protocol.errors import ErrorCode
 from ...protocol.messages.alter_user_scram_credentials import AlterUserScramCredentialsResponse as R
+from ..admin import after_writes
 from ...security.acl import ALTER, CLUSTER_NAME, RT_CLUSTER
 
 
@@ -15,5 +16,5 @@ def handle(broker, ctx, req, version):
     results = broker.security.credentials.alter(
         [(d.name, d.mechanism) for d in req.deletions],
         [(u.name, u.mechanism, u.iterations, u.salt, u.salted_password) for u in req.upsertions])
-    return R(results=[R.AlterUserScramCredentialsResult(user=u, error_code=c, error_message=m)
-                      for u, c, m in results])
+    return after_writes(broker, R(results=[R.AlterUserScramCredentialsResult(user=u, error_code=c, error_message=m)
+                                           for u, c, m in results]))

@@ -5,6 +5,7 @@ v1+ with ``upgrade_type``; v0-1 answer a result per feature when all succeed, v2
 gives."""
 from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages.update_features import UpdateFeaturesResponse
+from ..admin import after_writes
 from ..authorization import ALTER, CLUSTER_NAME, RT_CLUSTER, allowed
 from ..features import SAFE_DOWNGRADE, UPGRADE
 
@@ -28,4 +29,5 @@ def handle(broker, ctx, req, version):
             results=[])
     results = [Result(feature=u.feature, error_code=0, error_message=None) for u in req.feature_updates] \
         if version <= 1 else []
-    return UpdateFeaturesResponse(throttle_time_ms=0, error_code=0, error_message=None, results=results)
+    return after_writes(broker, UpdateFeaturesResponse(throttle_time_ms=0, error_code=0, error_message=None,
+                                                       results=results))
