@@ -34,7 +34,6 @@ The shard itself still answers CONCURRENT_TRANSACTIONS in a Prepare state
 """
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 
@@ -142,7 +141,7 @@ class TransactionRuntime:
             token = PendingResponse()
             entry = (handle, req, version, extra, token)
             waiting.append(entry)
-            asyncio.get_running_loop().call_later(COMPLETION_WAIT_S, self._give_up, transactional_id, entry)
+            self.broker.loop.call_later(COMPLETION_WAIT_S, self._give_up, transactional_id, entry)
             return token
         self.ensure_topic()
         return self.runtime.execute(self.shard_for(transactional_id), handle, req, version, *extra)
@@ -158,7 +157,7 @@ class TransactionRuntime:
         token = PendingResponse()
         entry = (None, None, None, (), token)
         waiting.append(entry)
-        asyncio.get_running_loop().call_later(max_wait_s, self._give_up, transactional_id, entry)
+        self.broker.loop.call_later(max_wait_s, self._give_up, transactional_id, entry)
         return token
 
     def execute_split(self, req, field: str | None, handle, version: int, merge, group_id_of=None, extra=()):
@@ -254,7 +253,7 @@ class TransactionRuntime:
         self._to_mark.append((shard, markers, out))
         if not self._marking_scheduled:
             self._marking_scheduled = True
-            asyncio.get_running_loop().call_soon(self._write_prepared_markers)
+            self.broker.loop.call_soon(self._write_prepared_markers)
 
     def _write_prepared_markers(self) -> None:
         """Write the markers of the transactions prepared in this loop turn: one append per
@@ -293,7 +292,7 @@ class TransactionRuntime:
                         logs_of.setdefault(id(m), set()).add(plog)
                 if group is ms:
                     break
-        loop = asyncio.get_running_loop()
+        loop = self.broker.loop
         for shard, markers, out in prepared:
             written = []
             for m in markers:

@@ -212,7 +212,9 @@ class TransactionCoordinatorShard:
             self.transactions.pop(tid, None)
             return
         old = self.transactions.get(tid)
-        m = TransactionMetadata(**metadata.__dict__)
+        # a field-for-field copy, as TransactionMetadata.transit makes it (no generated __init__)
+        m = object.__new__(TransactionMetadata)
+        m.__dict__.update(metadata.__dict__)
         # last_producer_epoch is not in the log: it survives only in this process.
         m.last_producer_epoch = old.last_producer_epoch if old is not None else NO_PRODUCER_EPOCH
         self.transactions[tid] = m
