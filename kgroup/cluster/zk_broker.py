@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import functools
 import logging
 import os
@@ -75,7 +76,9 @@ class ZkBroker:
         self._watched_topics: set[str] = set()
         self._watched_states: set[tuple[str, int]] = set()
         self._watched_configs: set[str] = set()
-        self._unanswered_writes: list = []      # ZooKeeper writes the request being handled made
+        # ZooKeeper writes the request being handled made: (the part of the response each is for, its future)
+        self._unanswered_writes: list = []
+        self._write_owner = None
         self._waiters: list = []        # (predicate, future)
         self._closed = False
         self._registered = False
@@ -90,8 +93,10 @@ class ZkBroker:
     def attach_settings(self) -> None:
         """ACLs, SCRAM credentials, dynamic broker / group / client-metrics configs and features
         from ZooKeeper, kept there from now on (zk_config_store.py)."""
-        from .zk_config_store import ClusterSettings
-        self.settings = ClusterSettings(self, self.broker)
+        from .zk_config_store import WRITE_RETRY_S, ClusterSettings
+        retry_ms = self.config["zookeeper.connection.timeout.ms"]
+        self.settings = ClusterSettings(self, self.broker,
+                                        WRITE_RETRY_S if retry_ms is None else retry_ms / 1000.0)
         self.settings.attach()
 
     def endpoints(self) -> list[zd.EndPoint]:
@@ -386,18 +391,43 @@ class ZkBroker:
     def publish_topic_config(self, name: str, configs: dict[str, str]) -> None:
         """This broker changed a topic's configs: written to /config/topics/<name> with a change
         notification (in the background; the other brokers apply it from their watch)."""
-        self._unanswered_writes.append(self._io.submit(self.zk.set_topic_config, name, dict(configs)))
+        self.add_write(self._io.submit(self.zk.set_topic_config, name, dict(configs)))
 
-    def after_writes(self, resp):
+    def add_write(self, future: concurrent.futures.Future) -> None:
+        """A ZooKeeper write the request being handled made, for the part of its response
+        ``writes_for`` names (None: the whole response)."""
+        self._unanswered_writes.append((self._write_owner, future))
+
+    @contextlib.contextmanager
+    def writes_for(self, owner):
+        """The writes made inside are for ``owner`` (a resource's result in the response)."""
+        outer, self._write_owner = self._write_owner, owner
+        try:
+            yield
+        finally:
+            self._write_owner = outer
+
+    def after_writes(self, resp, failed=None):
         """``resp`` once the ZooKeeper writes its request made are done (a PendingResponse), or
-        at once when it made none."""
+        at once when it made none. A write that failed (ZooKeeper still unreachable when its
+        retries ran out) is answered as Kafka answers the ZooKeeper exception:
+        ``failed([(owner, exception), ...])`` sets the errors in ``resp`` (each owner as given to
+        ``writes_for``; None for the whole response)."""
         writes, self._unanswered_writes = self._unanswered_writes, []
         if not writes:
             return resp
 
         async def wait():
-            for w in writes:
-                await asyncio.wrap_future(w)
+            errors: list = []
+            for owner, w in writes:
+                try:
+                    await asyncio.wrap_future(w)
+                except Exception as e:      # noqa: BLE001 - answered in the response
+                    if failed is None:
+                        raise
+                    errors.append((owner, e))
+            if errors:
+                failed(errors)
             return resp
         return self.answer_later(wait())
 
