@@ -51,8 +51,8 @@ def _duplicates(items) -> set:
     return dups
 
 
-def parse_topics_data(text: str) -> list[str]:
-    """parseTopicsData: {"version":1,"topics":[{"topic":"t"},...]}."""
+def _version_1_json(text: str) -> dict:
+    """The JSON documents the tool reads all carry "version": 1 (or none)."""
     try:
         doc = json.loads(text)
     except ValueError:
@@ -60,18 +60,18 @@ def parse_topics_data(text: str) -> list[str]:
     version = doc.get("version", 1)
     if version != 1:
         raise CommandError(f"Not supported version field value {version}")
+    return doc
+
+
+def parse_topics_data(text: str) -> list[str]:
+    """parseTopicsData: {"version":1,"topics":[{"topic":"t"},...]}."""
+    doc = _version_1_json(text)
     return [t["topic"] for t in doc.get("topics") or []]
 
 
 def parse_partition_reassignment_data(text: str) -> list[tuple[TopicPartition, list[int]]]:
     """parsePartitionReassignmentData, with parseExecuteAssignmentArgs' checks."""
-    try:
-        doc = json.loads(text)
-    except ValueError:
-        raise CommandError("The input string is not a valid JSON") from None
-    version = doc.get("version", 1)
-    if version != 1:
-        raise CommandError(f"Not supported version field value {version}")
+    doc = _version_1_json(text)
     out = []
     for e in doc.get("partitions") or []:
         tp = TopicPartition(e["topic"], int(e["partition"]))

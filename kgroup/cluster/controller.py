@@ -353,15 +353,21 @@ class KafkaController:
                 if not fut.done():
                     fut.set_result(None)
 
+    @staticmethod
+    def _answer(fut, work) -> None:
+        """``fut`` gets ``work()``'s result; None (NOT_CONTROLLER) when the controller moved
+        mid-way, which stops this round; any other failure fails only this request."""
+        try:
+            fut.set_result(work())
+        except ControllerMovedError:
+            fut.set_result(None)
+            raise
+        except Exception as e:      # noqa: BLE001 - the request fails, the controller goes on
+            fut.set_exception(e)
+
     def _process_active(self, kinds, elections, alters, lists) -> None:
         for reassignments, allow_rf_change, fut in alters:
-            try:
-                fut.set_result(self._alter_reassignments(reassignments, allow_rf_change))
-            except ControllerMovedError:
-                fut.set_result(None)
-                raise
-            except Exception as e:      # noqa: BLE001 - the request fails, the controller goes on
-                fut.set_exception(e)
+            self._answer(fut, lambda r=reassignments, a=allow_rf_change: self._alter_reassignments(r, a))
         if "zk_reassignment" in kinds:
             self._zk_reassignments()
         if "config_change" in kinds:
@@ -372,13 +378,7 @@ class KafkaController:
             fut.set_result({tp: self.ctx.assignment(tp) for tp in every
                             if self.ctx.assignment(tp).is_being_reassigned})
         for tps, unclean, fut in elections:
-            try:
-                fut.set_result(self._elect_leaders(tps, unclean))
-            except ControllerMovedError:
-                fut.set_result(None)
-                raise
-            except Exception as e:      # noqa: BLE001 - the request fails, the controller goes on
-                fut.set_exception(e)
+            self._answer(fut, lambda t=tps, u=unclean: self._elect_leaders(t, u))
 
     def _elect_leaders(self, tps, unclean: bool):
         for _attempt in range(MAX_RETRIES):

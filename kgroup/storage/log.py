@@ -397,15 +397,7 @@ class PartitionLog:
             max_ts = max(max_ts, batch_max)
             headers.append(read_batch_header(buf, pos))
         last_offset = next_offset - 1
-        if valid > cfg.segment_bytes:
-            raise RecordBatchTooLargeError(
-                f"Message batch size is {valid} bytes in append, which exceeds the maximum configured "
-                f"segment size of {cfg.segment_bytes}.")
-
-        try:
-            segment = self._maybe_roll(valid, max_ts, last_offset, now)
-        except OSError as e:
-            raise KafkaStorageError(f"Error while rolling log segment for {self.directory}: {e}") from e
+        segment = self._segment_for_append(valid, max_ts, last_offset, now)
 
         pending: dict[int, ProducerAppendInfo] = {}
         psm = self.producer_state
@@ -466,7 +458,7 @@ class PartitionLog:
         batch_max = self._validate_batch_records(buf, 0, header, origin, now)
         patch_base_offset(buf, first_offset)
         set_partition_leader_epoch(buf, epoch)
-        log_append_time = cfg.message_timestamp_type == "LogAppendTime"
+        log_append_time = cfg.log_append_time
         if log_append_time:
             set_max_timestamp(buf, TimestampType.LOG_APPEND_TIME, now)
             batch_max = now
@@ -476,14 +468,7 @@ class PartitionLog:
         max_ts = batch_max if batch_max > NO_TIMESTAMP else NO_TIMESTAMP
         written = read_batch_header(buf)
         last_offset = next_offset - 1
-        if size > cfg.segment_bytes:
-            raise RecordBatchTooLargeError(
-                f"Message batch size is {size} bytes in append, which exceeds the maximum configured "
-                f"segment size of {cfg.segment_bytes}.")
-        try:
-            segment = self._maybe_roll(size, max_ts, last_offset, now)
-        except OSError as e:
-            raise KafkaStorageError(f"Error while rolling log segment for {self.directory}: {e}") from e
+        segment = self._segment_for_append(size, max_ts, last_offset, now)
         psm = self.producer_state
         info = None
         if written.producer_id > NO_PRODUCER_ID:
@@ -637,6 +622,18 @@ class PartitionLog:
             f"showing the first three errors at most: {errors[:3]}", errors)
 
     # --- rolling ---------------------------------------------------------------------------
+
+    def _segment_for_append(self, size: int, max_timestamp: int, last_offset: int, now: int) -> LogSegment:
+        """The segment an append of ``size`` bytes goes to (UnifiedLog.append's size check, then
+        maybeRoll)."""
+        if size > self.config.segment_bytes:
+            raise RecordBatchTooLargeError(
+                f"Message batch size is {size} bytes in append, which exceeds the maximum configured "
+                f"segment size of {self.config.segment_bytes}.")
+        try:
+            return self._maybe_roll(size, max_timestamp, last_offset, now)
+        except OSError as e:
+            raise KafkaStorageError(f"Error while rolling log segment for {self.directory}: {e}") from e
 
     def _maybe_roll(self, size: int, max_timestamp: int, last_offset: int, now: int) -> LogSegment:
         seg, cfg = self._segments[-1], self.config
