@@ -16,8 +16,8 @@ transaction.version 2 (a Java 4.3 producer is not run here: no JVM client in the
 they are ten asyncio tasks of one event loop in this process.
 kgroup runs with its defaults (every coordinator write and acks=-1 produce fsynced before the
 answer); the mock keeps everything in memory. Also printed: the CPU time (user + system, all
-threads) per committed transaction over the counted seconds of the broker process and of this
-client process (the ten producers).
+threads) per committed transaction over the counted seconds of the broker process (and its user
+and system parts) and of this client process (the ten producers), and the machine's load.
 
 Usage: .venv/bin/python benchmarks/transactions_bench.py [--producers 10] [--seconds 10] [--repeat 1]
 """
@@ -105,18 +105,19 @@ async def _tv2_loops(bs, producers, stop_at, results, errors):
 
 
 def _cpu_seconds(pid):
-    """User + system CPU seconds of process ``pid`` (Linux /proc), or None."""
+    """(user, system) CPU seconds of process ``pid`` (Linux /proc), or None."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()
     except OSError:
         return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
 
 
 def run_workload(bs, producers, seconds, broker_pid=None, tv2=False):
     """(transactions/s, p50 ms, p99 ms, broker CPU µs per transaction or None, client CPU µs
-    per transaction). ``tv2``: our client's producers (transaction version 2) instead of
+    per transaction, the broker's (user, system) µs per transaction or None). ``tv2``: our client's producers (transaction version 2) instead of
     librdkafka's (transaction version 1)."""
     import asyncio
 
@@ -154,8 +155,10 @@ def run_workload(bs, producers, seconds, broker_pid=None, tv2=False):
     elapsed = seconds       # each producer's last transaction may end a little after: < 1 per producer
     p50 = statistics.median(lat) * 1000
     p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000
-    cpu = None if cpu0 is None or cpu1 is None or not total else (cpu1 - cpu0) / total * 1e6
-    return total / elapsed, p50, p99, cpu, (client / total * 1e6 if total else None)
+    split = None if cpu0 is None or cpu1 is None or not total else \
+        ((cpu1[0] - cpu0[0]) / total * 1e6, (cpu1[1] - cpu0[1]) / total * 1e6)
+    cpu = None if split is None else split[0] + split[1]
+    return total / elapsed, p50, p99, cpu, (client / total * 1e6 if total else None), split
 
 
 def main(argv=None) -> int:
@@ -192,10 +195,12 @@ def main(argv=None) -> int:
     print(f"transactions: {args.producers} producers, 10 records on 2 partitions + send_offsets_to_transaction "
           f"each, {args.seconds:g} s")
     print(f"{'broker':<26}{'txn/s':>10}{'EndTxn p50 ms':>16}{'EndTxn p99 ms':>16}{'broker CPU µs/txn':>20}"
-          f"{'client CPU µs/txn':>20}")
-    for name, tps, p50, p99, cpu, client in rows:
+          f"{'(user + system)':>18}{'client CPU µs/txn':>20}")
+    for name, tps, p50, p99, cpu, client, split in rows:
         print(f"{name:<26}{tps:>10.0f}{p50:>16.2f}{p99:>16.2f}{'-' if cpu is None else f'{cpu:.0f}':>20}"
+              f"{'-' if split is None else f'({split[0]:.0f} + {split[1]:.0f})':>18}"
               f"{'-' if client is None else f'{client:.0f}':>20}")
+    print(f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())} (this machine's, at the end of the run)")
     best = {}
     for name, tps, *_ in rows:
         best[name] = max(best.get(name, 0), tps)

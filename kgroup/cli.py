@@ -89,6 +89,10 @@ def main(argv: list[str] | None = None) -> int:
         from .client import acls_cli
         logging.basicConfig(level="WARNING", format="%(levelname)s %(name)s: %(message)s")
         return acls_cli.main_acls(argv[1:])
+    if argv and argv[0] == "reassign-partitions":
+        from .client import reassign_cli
+        logging.basicConfig(level="WARNING", format="%(levelname)s %(name)s: %(message)s")
+        return reassign_cli.main_reassign_partitions(argv[1:])
     if argv and argv[0] in _TOOLS:
         from .client import cli as client_cli
         logging.basicConfig(level="WARNING", format="%(levelname)s %(name)s: %(message)s")
@@ -107,6 +111,8 @@ def main(argv: list[str] | None = None) -> int:
                        ("features", "describe, upgrade, downgrade feature levels (like kafka-features.sh)"),
                        ("transactions", "list, describe, find hanging, abort transactions (like kafka-transactions.sh)"),
                        ("acls", "add, remove, list ACLs (like kafka-acls.sh)"),
+                       ("reassign-partitions", "generate, execute, verify, cancel, list partition reassignments "
+                                               "(like kafka-reassign-partitions.sh)"),
                        ("groups", "list, describe, delete groups, reset offsets (like kafka-consumer-groups.sh)"),
                        ("share-groups", "list, describe, delete share groups, reset or delete their offsets "
                                         "(like kafka-share-groups.sh)"),

@@ -5,6 +5,7 @@ the logs. Synchronous; each raises KafkaError with Kafka's code and message.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 
 from ..protocol.errors import ErrorCode, KafkaError
@@ -75,10 +76,26 @@ def _check_manual_assignment(broker, replicas: list[int], replication_factor: in
                          f"{replication_factor} replica(s).")
 
 
-def after_writes(broker, resp):
+def after_writes(broker, resp, failed=None):
     """``resp`` once the writes its request made are durable where the cluster keeps them
-    (ZooKeeper, when the broker is in a cluster: a PendingResponse), else at once."""
-    return resp if broker.cluster is None else broker.cluster.after_writes(resp)
+    (ZooKeeper, when the broker is in a cluster: a PendingResponse), else at once. A write that
+    failed: ``failed([(owner, exception), ...])`` puts Kafka's errors in ``resp`` (owners as given to
+    ``writes_for``, None for the whole request)."""
+    return resp if broker.cluster is None else broker.cluster.after_writes(resp, failed)
+
+
+def writes_for(broker, owner):
+    """The cluster writes made inside are for ``owner`` (a resource's result in the response)."""
+    return contextlib.nullcontext() if broker.cluster is None else broker.cluster.writes_for(owner)
+
+
+def unknown_server_error(results) -> None:
+    """What a ZooKeeper write's exception becomes through Kafka's ApiError.fromThrowable: each of
+    ``results`` that had succeeded gets UNKNOWN_SERVER_ERROR, without a message (fromThrowable
+    gives none for it)."""
+    for r in results:
+        if r.error_code == 0:
+            r.error_code, r.error_message = int(ErrorCode.UNKNOWN_SERVER_ERROR), None
 
 
 # -- configs ------------------------------------------------------------------------------------
@@ -119,7 +136,8 @@ def alter_resources(broker, req, result_type, new_configs, ctx=None) -> list:
             names = [c.name for c in r.configs]
             if len(set(names)) != len(names):
                 raise KafkaError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
-            apply_configs(broker, r.resource_type, r.resource_name, new_configs(r), req.validate_only)
+            with writes_for(broker, result):
+                apply_configs(broker, r.resource_type, r.resource_name, new_configs(r), req.validate_only)
         except KafkaError as e:
             result.error_code, result.error_message = e.code, str(e)
         results.append(result)

@@ -234,7 +234,9 @@ CONFIG_DEFS: dict[str, ConfigDef] = {c.name: c for c in (
        "whose metadata that ZooKeeper holds."),
     _d("zookeeper.session.timeout.ms", "int", 18000, "ZooKeeper session timeout."),
     _d("zookeeper.connection.timeout.ms", "int", None,
-       "Longest wait for the ZooKeeper connection at start-up; zookeeper.session.timeout.ms when unset."),
+       "Longest wait for the ZooKeeper connection at start-up, and for a lost one by a write of "
+       "ACLs, SCRAM credentials, dynamic configs or features (30 s when unset); "
+       "zookeeper.session.timeout.ms at start-up when unset."),
     _d("broker.rack", "string", None, "Rack of the broker, used in rack-aware replica placement."),
     _d("auto.leader.rebalance.enable", "boolean", True,
        "Move leadership back to preferred replicas (checked every leader.imbalance.check.interval.seconds)."),

@@ -190,6 +190,7 @@ class DataPath:
         self._sync_in_flight = False
         self._syncer: _SyncThread | None = None   # the sync thread, started at the first sync
         self._round_started = 0.0
+        self._loop = None
         self._closed = False
         self.flush_observer = None  # fn(seconds) per group-commit round (broker metrics), or None
         # fn(error, what, failed logs) on a disk I/O error (broker.log_dir_failure.failed): the
@@ -220,6 +221,14 @@ class DataPath:
         return sum(plog.producer_state.remove_expired_producers(now) for _, plog in self.logs)
 
     # -- durability ---------------------------------------------------------------------------
+    def _running_loop(self):
+        """The loop the broker runs on, kept (asyncio.get_running_loop costs a getpid system
+        call, and the data path schedules a callback for most requests)."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            loop = self._loop = asyncio.get_running_loop()
+        return loop
+
     def wait_flushed(self, logs) -> PendingResponse:
         """Answered (with None) once every given log is fsynced up to its current end (group
         commit at the end of this loop iteration, or after the filesystem sync in flight); failed
@@ -229,7 +238,7 @@ class DataPath:
         self._flush_waiters.append((flushed, logs))
         if not self._flush_scheduled and not self._sync_in_flight:
             self._flush_scheduled = True
-            asyncio.get_running_loop().call_soon(self._group_commit)
+            self._running_loop().call_soon(self._group_commit)
         return flushed
 
     def _group_commit(self) -> None:
@@ -279,7 +288,7 @@ class DataPath:
             self._resolve(waiters, {}, RuntimeError("the data path is closed"))
             return
         if self._syncer is None:
-            self._syncer = _SyncThread(asyncio.get_running_loop(), self.data_dir)
+            self._syncer = _SyncThread(self._running_loop(), self.data_dir)
         self._sync_in_flight = True
         self._syncer.start(lambda failed: self._synced(failed, marks, waiters, failures))
 
@@ -303,7 +312,7 @@ class DataPath:
         # transaction markers of the Prepare records just made durable are appended by one).
         if self._flush_waiters and not self._flush_scheduled:
             self._flush_scheduled = True
-            asyncio.get_running_loop().call_soon(self._group_commit)
+            self._running_loop().call_soon(self._group_commit)
 
     @staticmethod
     def _fsync_each(logs) -> dict:
@@ -344,7 +353,7 @@ class DataPath:
     def park(self, waiter: FetchWaiter, max_wait_ms: int) -> None:
         for tp in waiter.partitions:
             self._waiters.setdefault(tp, {})[waiter] = None
-        loop = asyncio.get_running_loop()
+        loop = self._running_loop()
         waiter.timer = loop.call_later(max_wait_ms / 1000.0, self._wake, waiter, True)
 
     def appended(self, topic: str, partition: int) -> None:

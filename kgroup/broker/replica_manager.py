@@ -413,6 +413,22 @@ class ReplicaManager:
                 self._try_complete(partition.tp)
                 self._wake_fetches(partition.tp)
 
+    def update_replicas(self, tp: tuple[str, int], replicas) -> None:
+        """A partition's replica set changed without a new state (a reassignment's last step,
+        RS = TRS, as Kafka's controller sends it in LeaderAndIsr): the leader forgets the removed
+        followers, so it neither waits for them nor adds them back to the ISR."""
+        partition = self.partitions.get(tp)
+        replicas = tuple(replicas)
+        if partition is None or self.broker_id not in replicas or partition.replicas == replicas:
+            return
+        partition.replicas = replicas
+        if partition.is_leader:
+            now = self.now_ms()
+            partition.remote = {r: partition.remote.get(r) or Replica(r, now, r in partition.isr)
+                                for r in replicas if r != self.broker_id}
+            partition.maybe_increment_high_watermark(now)
+            self._try_complete(tp)
+
     def stop_replicas(self, tps: list[tuple[str, int]], delete: bool) -> None:
         """Kafka's stopReplicas: stop following or leading; the logs are deleted with ``delete``."""
         for tp in tps:

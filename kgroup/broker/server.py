@@ -581,12 +581,12 @@ class KafkaConnection(asyncio.BufferedProtocol):
         # answers many pipelined requests at once), not one write each.
         if self.out and not self.send_scheduled:
             self.send_scheduled = True
-            asyncio.get_running_loop().call_soon(self._send_due)
+            self.broker.loop.call_soon(self._send_due)
         if self.muted and not self.slots:
             # The parked request (always the last slot: nothing is dispatched behind it) is
             # answered and due to be written first. Later frames are dispatched from the loop,
             # not from inside whatever answered it (a coordinator operation in progress).
-            asyncio.get_running_loop().call_soon(self._unmute_due)
+            self.broker.loop.call_soon(self._unmute_due)
 
     def _send_due(self):
         self.send_scheduled = False

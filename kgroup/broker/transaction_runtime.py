@@ -59,6 +59,20 @@ COMPLETION_WAIT_S = 1.0
 # add.partitions.to.txn.retry.backoff.max.ms, default 100 ms, then answers it)
 PRODUCE_COMPLETION_WAIT_S = 0.1
 _DURABLE = PendingResponse(flush_only=True)     # an answered flush wait: nothing to wait for
+
+
+class _Waiter:
+    """A request (``handle`` None: a bare wait of ``completion``) parked behind a completing
+    transaction, with the timer that gives up on it."""
+    __slots__ = ("handle", "req", "version", "extra", "token", "timer")
+
+    def __init__(self, handle, req, version, extra, token: PendingResponse):
+        self.handle, self.req, self.version, self.extra, self.token = handle, req, version, extra, token
+        self.timer: asyncio.TimerHandle | None = None
+
+    def stop_timer(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
 _DURABLE.answer(None)
 
 
@@ -127,8 +141,10 @@ class TransactionRuntime:
     def _on_unloaded(self, p: int) -> None:
         """Requests waiting for a transaction of the unloaded partition get NOT_COORDINATOR."""
         for tid in [t for t in self._completing if self.shard_for(t) == p]:
-            for handle, req, version, _extra, token in self._completing.pop(tid):
-                token.answer(None if handle is None else handle.error_response(req, version, ErrorCode.NOT_COORDINATOR))
+            for w in self._completing.pop(tid):
+                w.stop_timer()
+                w.token.answer(None if w.handle is None else
+                               w.handle.error_response(w.req, w.version, ErrorCode.NOT_COORDINATOR))
 
     def shard_for(self, transactional_id: str) -> int:
         return transaction_partition(transactional_id, self.num_partitions)
@@ -139,11 +155,7 @@ class TransactionRuntime:
         partition; while that id's markers are being written, once its transaction completes."""
         waiting = self._completing.get(transactional_id)
         if waiting is not None:
-            token = PendingResponse()
-            entry = (handle, req, version, extra, token)
-            waiting.append(entry)
-            asyncio.get_running_loop().call_later(COMPLETION_WAIT_S, self._give_up, transactional_id, entry)
-            return token
+            return self._wait(transactional_id, waiting, COMPLETION_WAIT_S, handle, req, version, extra)
         self.ensure_topic()
         return self.runtime.execute(self.shard_for(transactional_id), handle, req, version, *extra)
 
@@ -155,11 +167,14 @@ class TransactionRuntime:
         waiting = self._completing.get(transactional_id)
         if waiting is None:
             return None
-        token = PendingResponse()
-        entry = (None, None, None, (), token)
-        waiting.append(entry)
-        asyncio.get_running_loop().call_later(max_wait_s, self._give_up, transactional_id, entry)
-        return token
+        return self._wait(transactional_id, waiting, max_wait_s, None, None, None, ())
+
+    def _wait(self, transactional_id: str, waiting: list, max_wait_s: float, handle, req, version, extra
+              ) -> PendingResponse:
+        w = _Waiter(handle, req, version, extra, PendingResponse())
+        waiting.append(w)
+        w.timer = self.broker.loop.call_later(max_wait_s, self._give_up, transactional_id, w)
+        return w.token
 
     def execute_split(self, req, field: str | None, handle, version: int, merge, group_id_of=None, extra=()):
         """A request naming several transactional ids (``req.<field>``, or entries whose
@@ -171,19 +186,21 @@ class TransactionRuntime:
             parts = split_by_partition(req, field, self.shard_for, group_id_of)
         return self.runtime.execute_parts(parts, handle, version, merge, *extra)
 
-    def _give_up(self, transactional_id: str, entry) -> None:
+    def _give_up(self, transactional_id: str, w: "_Waiter") -> None:
         """The transaction did not complete in time (its markers do not land): the waiting
         request gets CONCURRENT_TRANSACTIONS, as Kafka answers it at once, and the client retries."""
         waiting = self._completing.get(transactional_id)
-        if waiting is not None and entry in waiting:
-            waiting.remove(entry)
-            handle, req, version, _extra, token = entry
-            token.answer(None if handle is None else handle.error_response(req, version, ErrorCode.CONCURRENT_TRANSACTIONS))
+        if waiting is not None and w in waiting:
+            waiting.remove(w)
+            w.token.answer(None if w.handle is None else
+                           w.handle.error_response(w.req, w.version, ErrorCode.CONCURRENT_TRANSACTIONS))
 
     def _resume(self, transactional_id: str, error=None) -> None:
         """The transaction of ``transactional_id`` completed (or ``error``: never will, the log
         directory failed): run the requests that waited for it, in arrival order."""
-        for handle, req, version, extra, token in self._completing.pop(transactional_id, ()):
+        for w in self._completing.pop(transactional_id, ()):
+            w.stop_timer()          # resumed: its give-up must not stay queued on the loop
+            handle, req, version, extra, token = w.handle, w.req, w.version, w.extra, w.token
             if handle is None:      # a wait for the completion only (``completion``)
                 token.answer(None)
                 continue
@@ -254,7 +271,7 @@ class TransactionRuntime:
         self._to_mark.append((shard, markers, out))
         if not self._marking_scheduled:
             self._marking_scheduled = True
-            asyncio.get_running_loop().call_soon(self._write_prepared_markers)
+            self.broker.loop.call_soon(self._write_prepared_markers)
 
     def _write_prepared_markers(self) -> None:
         """Write the markers of the transactions prepared in this loop turn: one append per
@@ -293,7 +310,7 @@ class TransactionRuntime:
                         logs_of.setdefault(id(m), set()).add(plog)
                 if group is ms:
                     break
-        loop = asyncio.get_running_loop()
+        loop = self.broker.loop
         for shard, markers, out in prepared:
             written = []
             for m in markers:

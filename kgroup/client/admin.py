@@ -15,6 +15,8 @@ from typing import Iterable, Mapping, NamedTuple
 
 from kgroup.protocol.errors import ErrorCode, KafkaError
 from kgroup.protocol.messages.alter_configs import AlterConfigsRequest
+from kgroup.protocol.messages.alter_partition_reassignments import AlterPartitionReassignmentsRequest
+from kgroup.protocol.messages.list_partition_reassignments import ListPartitionReassignmentsRequest
 from kgroup.protocol.messages.api_versions import ApiVersionsRequest
 from kgroup.protocol.messages.create_partitions import CreatePartitionsRequest
 from kgroup.protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
@@ -283,6 +285,61 @@ class Admin:
             elif t.name in self._client.topics:
                 out[t.name] = self._client.topics[t.name]
         return out
+
+    # --- partition reassignments (KIP-455) -----------------------------------------------------
+
+    async def _to_controller(self, req, top_level_error):
+        """Send ``req`` to the controller, again after a metadata refresh while the answer is
+        NOT_CONTROLLER (the controller moved)."""
+        for _attempt in range(5):
+            resp = await self._client.send(await self._controller(), req)
+            if top_level_error(resp) != ErrorCode.NOT_CONTROLLER:
+                return resp
+            await asyncio.sleep(0.1)
+            await self._client.refresh_metadata([])
+        return resp
+
+    async def alter_partition_reassignments(self, reassignments: Mapping[TopicPartition, list[int] | None],
+                                            allow_replication_factor_change: bool = True,
+                                            timeout_ms: int | None = None) -> dict[TopicPartition, KafkaError | None]:
+        """Java's alterPartitionReassignments: {tp: target replicas, or None to cancel} ->
+        {tp: None or the error}; a top-level error is raised."""
+        by_topic: dict[str, list] = {}
+        for tp, replicas in reassignments.items():
+            by_topic.setdefault(tp.topic, []).append(AlterPartitionReassignmentsRequest.ReassignableTopic.
+                                                      ReassignablePartition(partition_index=tp.partition,
+                                                                            replicas=None if replicas is None
+                                                                            else list(replicas)))
+        req = AlterPartitionReassignmentsRequest(
+            timeout_ms=timeout_ms or self._timeout, allow_replication_factor_change=allow_replication_factor_change,
+            topics=[AlterPartitionReassignmentsRequest.ReassignableTopic(name=t, partitions=ps)
+                    for t, ps in by_topic.items()])
+        resp = await self._to_controller(req, lambda r: r.error_code)
+        if resp.error_code:
+            raise KafkaError(ErrorCode(resp.error_code), resp.error_message)
+        return {TopicPartition(t.name, p.partition_index): _check(p.error_code, f"{t.name}-{p.partition_index}",
+                                                                   p.error_message)
+                for t in resp.responses for p in t.partitions}
+
+    async def list_partition_reassignments(self, partitions: Iterable[TopicPartition] | None = None,
+                                           timeout_ms: int | None = None) -> dict[TopicPartition, dict]:
+        """Java's listPartitionReassignments: {tp: {"replicas", "adding_replicas",
+        "removing_replicas"}} of the partitions being reassigned (of ``partitions``, or all)."""
+        topics = None
+        if partitions is not None:
+            by_topic: dict[str, list[int]] = {}
+            for tp in partitions:
+                by_topic.setdefault(tp.topic, []).append(tp.partition)
+            topics = [ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics(name=t, partition_indexes=ps)
+                      for t, ps in by_topic.items()]
+        req = ListPartitionReassignmentsRequest(timeout_ms=timeout_ms or self._timeout, topics=topics)
+        resp = await self._to_controller(req, lambda r: r.error_code)
+        if resp.error_code:
+            raise KafkaError(ErrorCode(resp.error_code), resp.error_message)
+        return {TopicPartition(t.name, p.partition_index): {"replicas": list(p.replicas),
+                                                             "adding_replicas": list(p.adding_replicas),
+                                                             "removing_replicas": list(p.removing_replicas)}
+                for t in resp.topics for p in t.partitions}
 
     async def describe_cluster(self) -> dict:
         await self._client.refresh_metadata([])

@@ -135,6 +135,11 @@ class _BulkBatch(_Batch):
                                           log_append_time if log_append_time >= 0 else self.max_timestamp, -1, -1))
 
 
+def _invalid_timestamp(timestamp_ms: int):
+    """ProducerRecord's own check: a record's timestamp is never negative (null means now)."""
+    raise ValueError(f"Invalid timestamp: {timestamp_ms}. Timestamp should always be non-negative or null.")
+
+
 class Producer:
     """An asyncio Kafka producer. Config keys are Kafka's or keyword arguments with underscores."""
 
@@ -179,6 +184,8 @@ class Producer:
     async def send(self, topic: str, value=None, key=None, *, partition: int | None = None,
                    timestamp_ms: int | None = None, headers=None) -> asyncio.Future:
         """Append a record; the returned future resolves to its RecordMetadata."""
+        if timestamp_ms is not None and timestamp_ms < 0:
+            _invalid_timestamp(timestamp_ms)
         if self._closed or self._closing:
             raise IllegalStateError("Cannot perform operation after producer has been closed")
         if self._txn is not None:
@@ -256,6 +263,10 @@ class Producer:
         from kgroup.protocol.record_columns import encode_records
 
         from .partitioner import partitions_for_keys
+        if timestamps is not None:
+            negative = np.asarray(timestamps, np.int64) < 0
+            if negative.any():
+                _invalid_timestamp(int(np.asarray(timestamps, np.int64)[negative][0]))
         if self._closed or self._closing:
             raise IllegalStateError("Cannot perform operation after producer has been closed")
         if self._txn is not None:

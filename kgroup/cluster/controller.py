@@ -20,10 +20,14 @@ partition states in line with ZooKeeper's current view, with Kafka's rules (lead
 * a broker asking for a controlled shutdown: its leaderships move to the first live ISR replica
   not shutting down, and it leaves the ISRs (ControlledShutdownLeaderElection), before it stops;
 * a topic marked in /admin/delete_topics: its znodes are deleted (the brokers, watching, delete
-  their replicas' logs);
+  their replicas' logs), once no partition of it is being reassigned;
 * every leader.imbalance.check.interval.seconds, with auto.leader.rebalance.enable: brokers
   leading less than (100 - leader.imbalance.per.broker.percentage)% of the partitions they are
-  preferred for get their leaderships back (PreferredReplicaLeaderElection).
+  preferred for get their leaderships back (PreferredReplicaLeaderElection; not for partitions
+  being reassigned);
+* a partition reassignment (AlterPartitionReassignments, /admin/reassign_partitions, or one a
+  previous controller left in a topic znode): reassignment.py's steps, resumed from the topic
+  znode by a new controller.
 
 Every write is conditional on the state znode's version read (a leader's concurrent ISR change
 makes it stale: the state is read again and the rule applied again) and fenced by the epoch.
@@ -40,6 +44,7 @@ from kazoo.protocol.states import KazooState
 
 from ..protocol.errors import ErrorCode
 from . import leader_election as le
+from . import reassignment as ra_rules
 from . import zk_data as zd
 from .zk_client import ControllerMovedError, KafkaZkClient
 
@@ -74,6 +79,16 @@ class ControllerContext:
         self.topic_configs: dict[str, dict[str, str]] = {}
         self.states: dict[tuple[str, int], zd.LeaderAndIsr] = {}
         self.shutting_down: dict[int, dict] = {}
+        # the reassignments in progress (the topic znodes' adding_replicas / removing_replicas)
+        self.adding: dict[tuple[str, int], tuple[int, ...]] = {}
+        self.removing: dict[tuple[str, int], tuple[int, ...]] = {}
+        self.topic_versions: dict[str, int] = {}
+
+    def assignment(self, tp) -> ra_rules.ReplicaAssignment:
+        return ra_rules.ReplicaAssignment(self.replicas(tp), self.adding.get(tp, ()), self.removing.get(tp, ()))
+
+    def reassigning(self) -> list:
+        return sorted(set(self.adding) | set(self.removing))
 
     def replicas(self, tp) -> tuple[int, ...]:
         t = self.topics.get(tp[0])
@@ -106,9 +121,12 @@ def plan_changes(ctx: ControllerContext, unclean_of, preferred: bool = False, im
         elif st.leader in shutting:
             new = le.elect_controlled_shutdown(replicas, st, live, shutting)
         cur = new or st
-        dead_in_isr = [r for r in cur.isr if r not in live or (r in shutting and r != cur.leader)]
+        # (a replica no longer assigned, added back by its leader as a reassignment completed,
+        # leaves too: Kafka's controller refuses such an ISR)
+        dead_in_isr = [r for r in cur.isr if r not in live or (r in shutting and r != cur.leader)
+                       or (r not in replicas and r != cur.leader)]
         for r in dead_in_isr:
-            if len(replicas) > 1:     # a single replica stays in its ISR (Kafka: replicationFactor > 1)
+            if len(replicas) > 1 or r not in replicas:   # a single replica stays in its ISR (Kafka: RF > 1)
                 nxt = le.remove_replica_from_isr(cur, r)
                 if nxt is not None:
                     if new is not None:     # one change: one epoch bump
@@ -117,7 +135,8 @@ def plan_changes(ctx: ControllerContext, unclean_of, preferred: bool = False, im
         if new is not None:
             changes[tp] = new
     if preferred:
-        states = {tp: changes.get(tp, st) for tp, st in ctx.states.items()}
+        moving = set(ctx.adding) | set(ctx.removing)
+        states = {tp: changes.get(tp, st) for tp, st in ctx.states.items() if tp not in moving}
         assignments = {tp: ctx.replicas(tp) for tp in states}
         for tp in le.imbalanced(assignments, states, live - shutting, imbalance_percentage):
             new = le.elect_preferred(assignments[tp], states[tp], live - shutting)
@@ -199,6 +218,8 @@ class KafkaController:
         # the live brokers' epochs (registration czxids) at the last reconciliation: one seen again
         # with another epoch restarted or got a new session in between
         self._broker_epochs: dict[int, int] = {}
+        # partitions whose leader epoch this controller bumped for their reassignment (phase A1)
+        self._reassignment_bumped: set[tuple[str, int]] = set()
         self.on_change = None       # fn() after each processed event (tests wait on it)
 
     # -- lifecycle ----------------------------------------------------------------------------------
@@ -225,6 +246,21 @@ class KafkaController:
         self._events.put(("elect_leaders", (None if tps is None else list(tps), unclean, fut)))
         return fut
 
+    def alter_partition_reassignments(self, reassignments: dict, allow_rf_change: bool) -> concurrent.futures.Future:
+        """AlterPartitionReassignments on the controller's thread: ``reassignments`` is {tp:
+        target replicas, or None to cancel}; a future of {tp: (error code, message)}, or of None
+        when this broker is not the controller."""
+        fut: concurrent.futures.Future = concurrent.futures.Future()
+        self._events.put(("alter_reassignments", (dict(reassignments), allow_rf_change, fut)))
+        return fut
+
+    def list_partition_reassignments(self, tps) -> concurrent.futures.Future:
+        """ListPartitionReassignments: a future of {tp: ReplicaAssignment} of those of ``tps``
+        (every partition for None) being reassigned, or of None when not the controller."""
+        fut: concurrent.futures.Future = concurrent.futures.Future()
+        self._events.put(("list_reassignments", (None if tps is None else list(tps), fut)))
+        return fut
+
     # -- watches (kazoo's thread): only enqueue --------------------------------------------------------
     def _on_controller_znode(self, data, stat):
         if self._closed:
@@ -245,6 +281,15 @@ class KafkaController:
             return None
         self.zk.zk.ensure_path(path)
         self.zk.zk.ChildrenWatch(path, fn, send_event=False)
+
+    def _watch_zk_reassignment(self) -> None:
+        def fn(data, stat):
+            if self._closed or not self.active:
+                return False
+            if data is not None:
+                self._events.put(("zk_reassignment", None))
+            return None
+        self.zk.zk.DataWatch(zd.REASSIGN_PARTITIONS, fn)
 
     def _watch_topic(self, topic: str) -> None:
         if topic in self._watched_topics:
@@ -297,21 +342,46 @@ class KafkaController:
             if current is None and not self.active:
                 self._elect()
         elections = [e[1] for e in events if e[0] == "elect_leaders"]
+        alters = [e[1] for e in events if e[0] == "alter_reassignments"]
+        lists = [e[1] for e in events if e[0] == "list_reassignments"]
+        futures = [e[-1] for e in elections + alters + lists]
         if not self.active:
-            for _tps, _unclean, fut in elections:
+            for fut in futures:
                 fut.set_result(None)
             return
+        try:
+            self._process_active(kinds, elections, alters, lists)
+        finally:        # the controller moved or failed mid-way: those asked retry (NOT_CONTROLLER)
+            for fut in futures:
+                if not fut.done():
+                    fut.set_result(None)
+
+    @staticmethod
+    def _answer(fut, work) -> None:
+        """``fut`` gets ``work()``'s result; None (NOT_CONTROLLER) when the controller moved
+        mid-way, which stops this round; any other failure fails only this request."""
+        try:
+            fut.set_result(work())
+        except ControllerMovedError:
+            fut.set_result(None)
+            raise
+        except Exception as e:      # noqa: BLE001 - the request fails, the controller goes on
+            fut.set_exception(e)
+
+    def _process_active(self, kinds, elections, alters, lists) -> None:
+        for reassignments, allow_rf_change, fut in alters:
+            self._answer(fut, lambda r=reassignments, a=allow_rf_change: self._alter_reassignments(r, a))
+        if "zk_reassignment" in kinds:
+            self._zk_reassignments()
         if "config_change" in kinds:
             self.zk.purge_config_changes(CONFIG_CHANGE_EXPIRATION_MS)
         self._reconcile(preferred="auto_rebalance" in kinds)
+        for tps, fut in lists:
+            every = self.ctx.reassigning() if tps is None else tps
+            fut.set_result({tp: self.ctx.assignment(tp) for tp in every
+                            if self.ctx.assignment(tp).is_being_reassigned})
         for tps, unclean, fut in elections:
-            try:
-                fut.set_result(self._elect_leaders(tps, unclean))
-            except ControllerMovedError:
-                fut.set_result(None)
-                raise
-            except Exception as e:      # noqa: BLE001 - the request fails, the controller goes on
-                fut.set_exception(e)
+            self._answer(fut, lambda t=tps, u=unclean: self._elect_leaders(t, u))
 
     def _elect_leaders(self, tps, unclean: bool):
         for _attempt in range(MAX_RETRIES):
@@ -340,6 +410,9 @@ class KafkaController:
         self._children_watch(zd.ISR_CHANGE_NOTIFICATION, "isr_change")
         self._children_watch(zd.CONTROLLED_SHUTDOWN, "controlled_shutdown")
         self._children_watch(zd.CONFIG_CHANGES, "config_change")    # a topic's unclean.leader.election.enable
+        self._reassignment_bumped.clear()
+        self._watch_zk_reassignment()
+        self._events.put(("zk_reassignment", None))
         self._schedule_rebalance()
 
     def _resign(self) -> None:
@@ -349,6 +422,7 @@ class KafkaController:
         self.active = False
         self._broker_epochs = {}
         self._watched_topics.clear()
+        self._reassignment_bumped.clear()
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
@@ -370,7 +444,11 @@ class KafkaController:
         ctx = self.ctx
         ctx.live = self.zk.get_live_brokers()
         names = self.zk.get_all_topics()
-        ctx.topics = self.zk.get_topics(names)
+        full = self.zk.get_topics_full(names)
+        ctx.topics = {t: (f[0], f[1]) for t, f in full.items()}
+        ctx.adding = {(t, p): r for t, f in full.items() for p, r in f[2].items() if p in f[0]}
+        ctx.removing = {(t, p): r for t, f in full.items() for p, r in f[3].items() if p in f[0]}
+        ctx.topic_versions = {t: f[4] for t, f in full.items()}
         ctx.topic_configs = self.zk.get_topic_configs(list(ctx.topics))   # a topic's unclean setting may change
         for t in ctx.topics:
             self._watch_topic(t)
@@ -383,7 +461,11 @@ class KafkaController:
 
     def _reconcile(self, preferred: bool = False) -> None:
         self.zk.delete_isr_change_notifications()
-        for topic in self.zk.topics_marked_for_deletion():
+        marked = self.zk.topics_marked_for_deletion()
+        full = self.zk.get_topics_full(marked)
+        for topic in marked:
+            if topic in full and (full[topic][2] or full[topic][3]):
+                continue        # Kafka: ineligible for deletion until its reassignments end
             log.info("controller %d: deleting topic %s", self.config.broker_id, topic)
             self.zk.delete_topic_znodes(topic, self.epoch_zk_version)
             self._watched_topics.discard(topic)
@@ -407,10 +489,10 @@ class KafkaController:
                     self.ctx.live = live
                     continue
                 self.ctx.live = live
+            self._broker_epochs = {b: reg.czxid for b, reg in live.items()}     # their failure is taken
             changes = plan_changes(self.ctx, self._unclean, preferred=preferred,
                                    imbalance_percentage=self.config.imbalance_percentage)
-            if not self._apply(changes):
-                self._broker_epochs = {b: reg.czxid for b, reg in live.items()}
+            if not self._apply(changes) and not self._advance_reassignments():
                 break
         self._answer_controlled_shutdowns()
 
@@ -433,3 +515,168 @@ class KafkaController:
                                zd.encode_controlled_shutdown(req.get("broker_epoch", -1), True, remaining))
             except Exception:   # noqa: BLE001 - the broker gave up waiting and left
                 pass
+
+    # -- partition reassignment (KafkaController.onPartitionReassignment) -----------------------------
+    def _alter_reassignments(self, reassignments: dict, allow_rf_change: bool) -> dict:
+        """processApiPartitionReassignment with Kafka 4.3's checks and answers: start (or cancel)
+        each valid reassignment, then advance them; {tp: (error code, message)}."""
+        results: dict = {}
+        for _attempt in range(MAX_RETRIES):
+            self._load()
+            ctx = self.ctx
+            marked = set(self.zk.topics_marked_for_deletion())
+            starts: dict = {}
+            for tp, target in reassignments.items():
+                if tp[0] not in ctx.topics or tp[0] in marked:
+                    results[tp] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find a topic named {tp[0]}.")
+                    continue
+                if tp[1] not in ctx.topics[tp[0]][0]:
+                    results[tp] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                   f"Unable to find partition {tp[0]}:{tp[1]}.")
+                    continue
+                current = ctx.assignment(tp)
+                if target is not None:
+                    err = ra_rules.validate_target(current, target, ctx.live, allow_rf_change)
+                    if err is not None:
+                        results[tp] = err
+                        continue
+                new = ra_rules.build_reassignment(current, target)
+                if new is None:
+                    results[tp] = (ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, ErrorCode.NO_REASSIGNMENT_IN_PROGRESS.message)
+                    continue
+                starts[tp] = new
+                results[tp] = (ErrorCode.NONE, None)
+            if self._start_reassignments(starts):
+                self._remove_zk_reassignments(set(starts))
+                self._reconcile()
+                return results
+        raise RuntimeError("topic assignments kept changing during the reassignment")
+
+    def _start_reassignments(self, starts: dict) -> bool:
+        """Phase U: each topic znode rewritten with the new RS / AR / RR (conditional on the
+        version read); the replicas a replaced reassignment was adding and the new one drops
+        leave the ISR now. False when a topic znode moved (read again and retry)."""
+        ctx = self.ctx
+        by_topic: dict[str, dict] = {}
+        for tp, new in starts.items():
+            by_topic.setdefault(tp[0], {})[tp[1]] = new
+        for topic, news in by_topic.items():
+            unneeded = {p: [r for r in ctx.replicas((topic, p)) if r not in new.replicas] for p, new in news.items()}
+            if not self._write_topic(topic, news):
+                return False
+            for p, new in news.items():
+                tp = (topic, p)
+                self._reassignment_bumped.discard(tp)
+                log.info("controller %d: reassigning %s-%d to %s (replicas %s, adding %s, removing %s)",
+                         self.config.broker_id, topic, p, list(new.target), list(new.replicas), list(new.adding),
+                         list(new.removing))
+                if unneeded[p]:
+                    step = ra_rules.next_step(new, ctx.states.get(tp), set(ctx.live), True, unneeded[p])
+                    if step.state is not None and not step.complete:
+                        done, _stale = self.zk.update_leader_and_isr({tp: step.state}, self.epoch,
+                                                                     self.epoch_zk_version)
+                        ctx.states.update(done)
+        return True
+
+    def _write_topic(self, topic: str, news: dict) -> bool:
+        """The topic znode with ``news`` ({partition: ReplicaAssignment}) in place; False when
+        it moved since it was read."""
+        ctx = self.ctx
+        assignment, tid = ctx.topics[topic]
+        if all(a == ctx.assignment((topic, p)) for p, a in news.items()):
+            return True
+        full = {p: ctx.assignment((topic, p)) for p in assignment} | news
+        version = self.zk.set_topic_assignment_fenced(
+            topic, {p: list(a.replicas) for p, a in full.items()}, tid,
+            {p: list(a.adding) for p, a in full.items()}, {p: list(a.removing) for p, a in full.items()},
+            ctx.topic_versions.get(topic, -1), self.epoch_zk_version)
+        if version is None:
+            return False
+        ctx.topics[topic] = ({p: a.replicas for p, a in full.items()}, tid)
+        ctx.topic_versions[topic] = version
+        for p, a in news.items():
+            for d, v in ((ctx.adding, a.adding), (ctx.removing, a.removing)):
+                if v:
+                    d[(topic, p)] = v
+                else:
+                    d.pop((topic, p), None)
+        return True
+
+    def _advance_reassignments(self) -> bool:
+        """Phases A and B for every partition being reassigned, on the states just read; True
+        when a write found a znode moved (the caller reads again)."""
+        ctx = self.ctx
+        live = set(ctx.live)
+        completed: dict[str, dict] = {}
+        for tp in ctx.reassigning():
+            ra = ctx.assignment(tp)
+            step = ra_rules.next_step(ra, ctx.states.get(tp), live, tp in self._reassignment_bumped)
+            if step.state is None:
+                continue
+            done, stale = self.zk.update_leader_and_isr({tp: step.state}, self.epoch, self.epoch_zk_version)
+            if stale:
+                return True
+            ctx.states.update(done)
+            st = done[tp]
+            if step.complete:
+                log.info("controller %d: reassignment of %s-%d complete: replicas %s, leader %d epoch %d isr %s",
+                         self.config.broker_id, tp[0], tp[1], list(step.assignment.replicas), st.leader,
+                         st.leader_epoch, list(st.isr))
+                completed.setdefault(tp[0], {})[tp[1]] = step.assignment
+                self._reassignment_bumped.discard(tp)
+            else:
+                log.info("controller %d: reassigning %s-%d: leader %d epoch %d for replicas %s",
+                         self.config.broker_id, tp[0], tp[1], st.leader, st.leader_epoch, list(ra.replicas))
+                self._reassignment_bumped.add(tp)
+        for topic, news in completed.items():
+            if not self._write_topic(topic, news):
+                return True
+        if completed:
+            self._remove_zk_reassignments({(t, p) for t, news in completed.items() for p in news})
+        return False
+
+    def _zk_reassignments(self) -> None:
+        """processZkPartitionReassignment: the reassignments written to /admin/reassign_partitions
+        start (an API reassignment of the same partition replaces them); those that cannot
+        (unknown partition, nothing to cancel) are taken out of the znode, as those done."""
+        got = self.zk.get_partition_reassignment()
+        if got is None:
+            return
+        wanted, _version = got
+        failed: set = set()
+        for _attempt in range(MAX_RETRIES):
+            self._load()
+            ctx = self.ctx
+            starts, failed = {}, set()
+            for tp, target in wanted.items():
+                if tp[0] not in ctx.topics or tp[1] not in ctx.topics[tp[0]][0]:
+                    failed.add(tp)
+                    continue
+                current = ctx.assignment(tp)
+                if current.target == tuple(target):
+                    continue        # under way, or done
+                new = ra_rules.build_reassignment(current, target)
+                if new is None:
+                    failed.add(tp)
+                else:
+                    starts[tp] = new
+            if self._start_reassignments(starts):
+                break
+        done = {tp for tp, target in wanted.items() if tp[0] in self.ctx.topics
+                and not self.ctx.assignment(tp).is_being_reassigned and self.ctx.replicas(tp) == tuple(target)}
+        if failed or done:
+            self._remove_zk_reassignments(failed | done)
+
+    def _remove_zk_reassignments(self, tps: set) -> None:
+        """maybeRemoveFromZkReassignment: ``tps`` out of /admin/reassign_partitions (deleted
+        once empty)."""
+        for _attempt in range(MAX_RETRIES):
+            got = self.zk.get_partition_reassignment()
+            if got is None:
+                return
+            current, version = got
+            if not set(current) & tps:
+                return
+            left = {tp: r for tp, r in current.items() if tp not in tps}
+            if self.zk.set_or_delete_partition_reassignment(left, version, self.epoch_zk_version):
+                return

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import functools
 import logging
 import os
@@ -75,7 +76,9 @@ class ZkBroker:
         self._watched_topics: set[str] = set()
         self._watched_states: set[tuple[str, int]] = set()
         self._watched_configs: set[str] = set()
-        self._unanswered_writes: list = []      # ZooKeeper writes the request being handled made
+        # ZooKeeper writes the request being handled made: (the part of the response each is for, its future)
+        self._unanswered_writes: list = []
+        self._write_owner = None
         self._waiters: list = []        # (predicate, future)
         self._closed = False
         self._registered = False
@@ -90,8 +93,10 @@ class ZkBroker:
     def attach_settings(self) -> None:
         """ACLs, SCRAM credentials, dynamic broker / group / client-metrics configs and features
         from ZooKeeper, kept there from now on (zk_config_store.py)."""
-        from .zk_config_store import ClusterSettings
-        self.settings = ClusterSettings(self, self.broker)
+        from .zk_config_store import WRITE_RETRY_S, ClusterSettings
+        retry_ms = self.config["zookeeper.connection.timeout.ms"]
+        self.settings = ClusterSettings(self, self.broker,
+                                        WRITE_RETRY_S if retry_ms is None else retry_ms / 1000.0)
         self.settings.attach()
 
     def endpoints(self) -> list[zd.EndPoint]:
@@ -348,8 +353,31 @@ class ZkBroker:
             if local.configs != configs:
                 md.set_topic_configs(name, configs)
                 self.broker.data_path.logs.update_topic_config(name, configs)
+        self._stop_removed_replicas(name, assignment)
         self.broker.group_coordinator.on_topics_changed()
         self.broker.share_coordinator.on_topics_changed()
+
+    def _stop_removed_replicas(self, name, assignment) -> None:
+        """A reassignment changed the replicas of a partition: one this broker hosts learns its
+        new replica set; one it is newly a replica of starts from its known state (Kafka's
+        controller sends both a LeaderAndIsr); one it was taken out of (or was while it was away)
+        stops and its log is deleted (the StopReplica with deletion Kafka's controller sends)."""
+        rm, logs = self.broker.replica_manager, self.broker.data_path.logs
+        for p, replicas in assignment.items():
+            if self.broker_id not in replicas:
+                continue
+            if (name, p) in rm.partitions:
+                rm.update_replicas((name, p), replicas)
+            else:       # newly a replica: its state may have come first (watches re-read after a new session)
+                ps = self.cache.partition_state(name, p)
+                if ps is not None:
+                    rm.apply_partition_states([ps])
+        gone = [(name, p) for p, replicas in assignment.items() if self.broker_id not in replicas
+                and ((name, p) in rm.partitions or logs.get(name, p) is not None)]
+        if gone:
+            log.info("broker %d: no longer a replica of %s: deleting", self.broker_id,
+                     ", ".join(f"{t}-{p}" for t, p in gone))
+            rm.stop_replicas(gone, delete=True)
 
     def _set_topic_configs(self, name, configs) -> None:
         """A topic's configs changed (AdminZkClient.changeTopicConfig on some broker)."""
@@ -364,18 +392,43 @@ class ZkBroker:
     def publish_topic_config(self, name: str, configs: dict[str, str]) -> None:
         """This broker changed a topic's configs: written to /config/topics/<name> with a change
         notification (in the background; the other brokers apply it from their watch)."""
-        self._unanswered_writes.append(self._io.submit(self.zk.set_topic_config, name, dict(configs)))
+        self.add_write(self._io.submit(self.zk.set_topic_config, name, dict(configs)))
 
-    def after_writes(self, resp):
+    def add_write(self, future: concurrent.futures.Future) -> None:
+        """A ZooKeeper write the request being handled made, for the part of its response
+        ``writes_for`` names (None: the whole response)."""
+        self._unanswered_writes.append((self._write_owner, future))
+
+    @contextlib.contextmanager
+    def writes_for(self, owner):
+        """The writes made inside are for ``owner`` (a resource's result in the response)."""
+        outer, self._write_owner = self._write_owner, owner
+        try:
+            yield
+        finally:
+            self._write_owner = outer
+
+    def after_writes(self, resp, failed=None):
         """``resp`` once the ZooKeeper writes its request made are done (a PendingResponse), or
-        at once when it made none."""
+        at once when it made none. A write that failed (ZooKeeper still unreachable when its
+        retries ran out) is answered as Kafka answers the ZooKeeper exception:
+        ``failed([(owner, exception), ...])`` sets the errors in ``resp`` (each owner as given to
+        ``writes_for``; None for the whole response)."""
         writes, self._unanswered_writes = self._unanswered_writes, []
         if not writes:
             return resp
 
         async def wait():
-            for w in writes:
-                await asyncio.wrap_future(w)
+            errors: list = []
+            for owner, w in writes:
+                try:
+                    await asyncio.wrap_future(w)
+                except Exception as e:      # noqa: BLE001 - answered in the response
+                    if failed is None:
+                        raise
+                    errors.append((owner, e))
+            if errors:
+                failed(errors)
             return resp
         return self.answer_later(wait())
 
@@ -493,10 +546,10 @@ class ZkBroker:
                                 timeout_s: float) -> None:
         """AdminZkClient.addPartitions: the new partitions placed after the existing ones
         (starting at partition 0's first replica), written conditionally on the topic znode."""
-        got = await self._in_io(self.zk.get_topic, name)
+        got = (await self._in_io(self.zk.get_topics_full, [name])).get(name)
         if got is None:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
-        existing, topic_id, version = got
+        existing, topic_id, adding, removing, version = got
         current = len(existing)
         if count < current:
             raise KafkaError(ErrorCode.INVALID_PARTITIONS,
@@ -523,7 +576,7 @@ class ZkBroker:
             return
         full = {p: list(r) for p, r in existing.items()} | new
         try:
-            await self._in_io(self.zk.set_topic_assignment, name, full, topic_id, version)
+            await self._in_io(self.zk.set_topic_assignment, name, full, topic_id, version, adding, removing)
         except Exception as e:
             raise KafkaError(ErrorCode.REASSIGNMENT_IN_PROGRESS if "BadVersion" in type(e).__name__
                              else ErrorCode.UNKNOWN_SERVER_ERROR, f"Cannot add partitions to {name}: {e}") from None

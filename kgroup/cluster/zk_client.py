@@ -171,6 +171,68 @@ class KafkaZkClient:
             out[t] = zd.decode_topic(data)
         return out
 
+    def get_topics_full(self, topics) -> dict:
+        """{topic: (assignment RS, topic id, adding, removing, znode version)}: the topic znodes
+        with the reassignments in progress (TopicZNode.decode's ReplicaAssignment)."""
+        asyncs = [(t, self.zk.get_async(zd.topic_path(t))) for t in topics]
+        out = {}
+        for t, a in asyncs:
+            try:
+                data, stat = a.get()
+            except NoNodeError:
+                continue
+            assignment, tid = zd.decode_topic(data)
+            adding, removing = zd.decode_topic_reassignment(data)
+            out[t] = (assignment, tid, adding, removing, stat.version)
+        return out
+
+    def set_topic_assignment_fenced(self, topic: str, assignment, topic_id: bytes | None, adding, removing,
+                                    expected_version: int, epoch_zk_version: int) -> int | None:
+        """The controller's write of a topic znode (setTopicAssignmentRaw), fenced by the controller
+        epoch and conditional on the version read: the new version, or None when it moved."""
+        results = self._fenced(epoch_zk_version, [lambda tx: tx.set_data(
+            zd.topic_path(topic), zd.encode_topic(assignment, topic_id, adding, removing), version=expected_version)])
+        r = results[0]
+        if isinstance(r, BadVersionError | NoNodeError):
+            return None
+        if isinstance(r, Exception):
+            raise r
+        return r.version
+
+    # -- /admin/reassign_partitions ----------------------------------------------------------------
+    def get_partition_reassignment(self) -> tuple[dict, int] | None:
+        """(the reassignments written to /admin/reassign_partitions, its version) or None."""
+        try:
+            data, stat = self.zk.get(zd.REASSIGN_PARTITIONS)
+        except NoNodeError:
+            return None
+        try:
+            return zd.decode_reassign_partitions(data), stat.version
+        except (ValueError, KeyError, TypeError):
+            log.warning("ignoring malformed %s: %r", zd.REASSIGN_PARTITIONS, data[:200])
+            return {}, stat.version
+
+    def set_or_delete_partition_reassignment(self, reassignments: dict, expected_version: int,
+                                             epoch_zk_version: int) -> bool:
+        """Rewrite /admin/reassign_partitions with what is left, or delete it when nothing is
+        (KafkaController.maybeRemoveFromZkReassignment); False when it moved meanwhile."""
+        if reassignments:
+            op = lambda tx: tx.set_data(zd.REASSIGN_PARTITIONS, zd.encode_reassign_partitions(reassignments),  # noqa: E731
+                                        version=expected_version)
+        else:
+            op = lambda tx: tx.delete(zd.REASSIGN_PARTITIONS, version=expected_version)  # noqa: E731
+        r = self._fenced(epoch_zk_version, [op])[0]
+        if isinstance(r, BadVersionError | NoNodeError):
+            return False
+        if isinstance(r, Exception):
+            raise r
+        return True
+
+    def create_partition_reassignment(self, reassignments: dict) -> None:
+        """Write /admin/reassign_partitions (what kafka-reassign-partitions.sh --zookeeper did);
+        NodeExistsError while one is in progress."""
+        self.zk.create(zd.REASSIGN_PARTITIONS, zd.encode_reassign_partitions(reassignments), makepath=True)
+
     def get_topic_config(self, topic: str) -> dict[str, str]:
         try:
             data, _ = self.zk.get(zd.topic_config_path(topic))
@@ -225,10 +287,11 @@ class KafkaZkClient:
         self.zk.create(zd.topic_path(topic), zd.encode_topic(assignment, topic_id), makepath=True)
 
     def set_topic_assignment(self, topic: str, assignment: dict[int, list[int]], topic_id: bytes | None,
-                             expected_version: int) -> None:
-        """AdminZkClient.writeTopicPartitionAssignment (adding partitions); BadVersionError when
-        the topic changed meanwhile."""
-        self.zk.set(zd.topic_path(topic), zd.encode_topic(assignment, topic_id), version=expected_version)
+                             expected_version: int, adding=None, removing=None) -> None:
+        """AdminZkClient.writeTopicPartitionAssignment (adding partitions; the reassignments in
+        progress kept); BadVersionError when the topic changed meanwhile."""
+        self.zk.set(zd.topic_path(topic), zd.encode_topic(assignment, topic_id, adding, removing),
+                    version=expected_version)
 
     def set_topic_config(self, topic: str, configs: dict[str, str]) -> None:
         """AdminZkClient.changeTopicConfig: the entity znode and a change notification."""

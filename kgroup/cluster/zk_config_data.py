@@ -24,6 +24,7 @@ import urllib.parse
 
 from ..security import acl as A
 from ..security.scram import ScramCredential
+from .zk_data import decode_json, encode_json
 
 # -- ACLs ---------------------------------------------------------------------------------------------
 LITERAL_ACLS = "/kafka-acl"
@@ -72,14 +73,14 @@ def resource_type_from_path_name(name: str) -> int:
 
 def encode_acls(entries) -> bytes:
     """ResourceZNode.encode of (principal, host, operation, permission type) entries."""
-    return _dumps({"version": 1, "acls": [
+    return encode_json({"version": 1, "acls": [
         {"principal": p, "permissionType": _pascal(_PERMISSIONS[perm]), "operation": _pascal(_OPERATIONS[op]),
          "host": h} for p, h, op, perm in sorted(entries)]})
 
 
 def decode_acls(data: bytes | None) -> set[tuple[str, str, int, int]]:
     """AclEntry.fromBytes: the (principal, host, operation, permission type) entries."""
-    doc = _loads(data)
+    doc = decode_json(data)
     if not doc:
         return set()
     if doc.get("version") != 1:
@@ -96,7 +97,7 @@ def encode_acl_change(resource_type: int, name: str, pattern_type: int) -> bytes
     """LiteralAclChangeStore: ``TOPIC:name``; ExtendedAclChangeStore: an ExtendedAclChangeEvent."""
     if pattern_type == A.LITERAL:
         return f"{_ENUM[resource_type]}:{name}".encode()
-    return _dumps({"version": 1, "resourceType": _ENUM[resource_type], "name": name,
+    return encode_json({"version": 1, "resourceType": _ENUM[resource_type], "name": name,
                    "patternType": A.PATTERN_NAMES[pattern_type]})
 
 
@@ -152,17 +153,17 @@ def name_from_entity(entity_type: str, znode_name: str) -> str:
 
 def encode_entity_config(configs: dict[str, str]) -> bytes:
     """ConfigEntityZNode.encode."""
-    return _dumps({"version": 1, "config": dict(configs)})
+    return encode_json({"version": 1, "config": dict(configs)})
 
 
 def decode_entity_config(data: bytes | None) -> dict[str, str]:
-    doc = _loads(data) or {}
+    doc = decode_json(data) or {}
     return {k: str(v) for k, v in (doc.get("config") or {}).items()}
 
 
 def encode_config_change(entity_type: str, name: str) -> bytes:
     """ConfigEntityChangeNotificationSequenceZNode.encode (version 2: the entity path)."""
-    return _dumps({"version": 2, "entity_path": f"{entity_type}/{entity_name(entity_type, name)}"})
+    return encode_json({"version": 2, "entity_path": f"{entity_type}/{entity_name(entity_type, name)}"})
 
 
 def decode_config_change(data: bytes) -> tuple[str, str] | None:
@@ -201,13 +202,13 @@ FEATURE_ENABLED = 1                         # FeatureZNodeStatus.Enabled
 def encode_features(finalized: dict[str, int]) -> bytes:
     """FeatureZNode.encode, version 2 (max_version_level only); a level-0 feature is absent, as
     Kafka requires max_version_level >= 1."""
-    return _dumps({"version": 2, "status": FEATURE_ENABLED, "features": {
+    return encode_json({"version": 2, "status": FEATURE_ENABLED, "features": {
         name: {"max_version_level": level} for name, level in sorted(finalized.items()) if level >= 1}})
 
 
 def decode_features(data: bytes) -> dict[str, int]:
     """FeatureZNode.decode: version 1 or 2, status present and known, each max_version_level >= 1."""
-    doc = _loads(data)
+    doc = decode_json(data)
     if not doc or doc.get("version") not in (1, 2):
         raise ValueError(f"Unsupported version of feature information: {data!r}")
     if doc.get("status") not in (0, 1):
@@ -222,12 +223,3 @@ def decode_features(data: bytes) -> dict[str, int]:
         out[name] = level
     return out
 
-
-def _dumps(doc) -> bytes:
-    return json.dumps(doc, separators=(",", ":")).encode()
-
-
-def _loads(data: bytes | None):
-    if not data:
-        return None
-    return json.loads(data.decode())

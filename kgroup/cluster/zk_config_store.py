@@ -37,15 +37,18 @@ log = logging.getLogger("kgroup.cluster")
 
 CHANGE_EXPIRATION_MS = 15 * 60 * 1000       # ZkNodeChangeNotificationListener.changeExpirationMs
 ENTITY_TYPES = (zc.BROKERS, zc.GROUPS, zc.CLIENT_METRICS)
-# how long a write waits out a lost connection to ZooKeeper (Kafka's ZooKeeperClient retries a
-# request across connection losses until its session expires); every write is safe to repeat
+# How long a write waits out a lost connection to ZooKeeper (Kafka's ZooKeeperClient retries a
+# request across connection losses until its session expires) unless zookeeper.connection.timeout.ms
+# says; every write is safe to repeat. A write that still fails is answered as Kafka answers a
+# ZooKeeper exception (ZkBroker.after_writes).
 WRITE_RETRY_S = 30.0
 
 
 class ClusterSettings:
-    def __init__(self, zk_broker, broker):
+    def __init__(self, zk_broker, broker, write_retry_s: float = WRITE_RETRY_S):
         self.zkb = zk_broker
         self.broker = broker
+        self.write_retry_s = write_retry_s
         self.zk = zk_broker.zk.zk
         self._installed_zxid: dict[str, int] = {}
         self._last_change: dict[str, int] = {}      # sequence root -> last notification processed
@@ -123,9 +126,15 @@ class ClusterSettings:
             done.set_result(None)
 
         def run():
-            deadline = time.monotonic() + WRITE_RETRY_S
+            deadline = time.monotonic() + self.write_retry_s
             try:
                 while True:
+                    # kazoo queues a request made while it reconnects until it has reconnected:
+                    # the window is enforced before the job starts
+                    while not self.zk.connected:
+                        if time.monotonic() > deadline or self.zkb._closed:
+                            raise ConnectionLoss(f"no connection to ZooKeeper within {self.write_retry_s:g} s")
+                        time.sleep(0.05)
                     try:
                         result = job()
                         break
@@ -142,7 +151,7 @@ class ClusterSettings:
             else:
                 loop.call_soon_threadsafe(finish, result)
         self.zkb._io.submit(run)
-        self.zkb._unanswered_writes.append(done)
+        self.zkb.add_write(done)
 
     def notify_config_change(self, entity_type: str, name: str) -> None:
         self.zk.create(f"{zc.CONFIG_CHANGES}/{zc.CONFIG_CHANGE_PREFIX}", zc.encode_config_change(entity_type, name),

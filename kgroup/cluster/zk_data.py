@@ -11,6 +11,7 @@ ZooKeeper tools see a familiar tree:
                                                    "controller_epoch":3}
     /config/topics/<topic>                        {"version":1,"config":{...}}
     /config/changes/config_change_<seq>           {"version":2,"entity_path":"topics/<topic>"}
+    /admin/reassign_partitions                    {"version":1,"partitions":[{"topic":..,"partition":..,"replicas":[..]}]}
     /admin/delete_topics/<topic>                  a topic marked for deletion
     /isr_change_notification/isr_change_<seq>     {"version":1,"partitions":[{"topic":..,"partition":..}]}
     /latest_producer_id_block                     {"version":1,"broker":2,"block_start":"1000","block_end":"1999"}
@@ -47,11 +48,12 @@ NO_LEADER = -1          # LeaderAndIsr.NoLeader
 INITIAL_LEADER_EPOCH = 0
 
 
-def _dumps(doc) -> bytes:
+def encode_json(doc) -> bytes:
+    """Json.encodeAsBytes: the compact JSON every znode of Kafka's layout holds."""
     return json.dumps(doc, separators=(",", ":")).encode()
 
 
-def _loads(data: bytes | None):
+def decode_json(data: bytes | None):
     if not data:
         return None
     return json.loads(data.decode())
@@ -100,21 +102,21 @@ def uuid_from_str(s: str) -> bytes:
 
 # -- /cluster/id -------------------------------------------------------------------------------
 def encode_cluster_id(cluster_id: str) -> bytes:
-    return _dumps({"version": "1", "id": cluster_id})
+    return encode_json({"version": "1", "id": cluster_id})
 
 
 def decode_cluster_id(data: bytes) -> str:
-    return _loads(data)["id"]
+    return decode_json(data)["id"]
 
 
 # -- /controller, /controller_epoch --------------------------------------------------------------
 def encode_controller(broker_id: int, timestamp_ms: int | None = None) -> bytes:
     ts = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
-    return _dumps({"version": 2, "brokerid": broker_id, "timestamp": str(ts), "kraftControllerEpoch": -1})
+    return encode_json({"version": 2, "brokerid": broker_id, "timestamp": str(ts), "kraftControllerEpoch": -1})
 
 
 def decode_controller(data: bytes | None) -> int | None:
-    doc = _loads(data)
+    doc = decode_json(data)
     return None if doc is None else int(doc["brokerid"])
 
 
@@ -168,11 +170,11 @@ def encode_broker(endpoints, rack: str | None, features: dict | None = None,
            "features": features or {}}
     if rack is not None:
         doc["rack"] = rack
-    return _dumps(doc)
+    return encode_json(doc)
 
 
 def decode_broker(broker_id: int, data: bytes, czxid: int = -1) -> BrokerRegistration:
-    doc = _loads(data)
+    doc = decode_json(data)
     pmap = doc.get("listener_security_protocol_map") or {}
     endpoints = []
     for s in doc.get("endpoints") or []:
@@ -185,20 +187,44 @@ def decode_broker(broker_id: int, data: bytes, czxid: int = -1) -> BrokerRegistr
 
 
 # -- /brokers/topics/<topic> -----------------------------------------------------------------------
-def encode_topic(assignment: dict[int, list[int]], topic_id: bytes | None) -> bytes:
+def encode_topic(assignment: dict[int, list[int]], topic_id: bytes | None,
+                 adding: dict[int, list[int]] | None = None, removing: dict[int, list[int]] | None = None) -> bytes:
+    """TopicZNode.encode: RS per partition, and AR / RR of the partitions being reassigned."""
     doc = {"version": 3, "partitions": {str(p): list(r) for p, r in sorted(assignment.items())},
-           "adding_replicas": {}, "removing_replicas": {}}
+           "adding_replicas": {str(p): list(r) for p, r in sorted((adding or {}).items()) if r},
+           "removing_replicas": {str(p): list(r) for p, r in sorted((removing or {}).items()) if r}}
     if topic_id is not None:
         doc["topic_id"] = uuid_to_str(topic_id)
-    return _dumps(doc)
+    return encode_json(doc)
 
 
 def decode_topic(data: bytes) -> tuple[dict[int, tuple[int, ...]], bytes | None]:
     """(partition -> replicas, topic id or None)."""
-    doc = _loads(data) or {}
+    doc = decode_json(data) or {}
     assignment = {int(p): tuple(r) for p, r in (doc.get("partitions") or {}).items()}
     tid = doc.get("topic_id")
     return assignment, (uuid_from_str(tid) if tid else None)
+
+
+def decode_topic_reassignment(data: bytes) -> tuple[dict[int, tuple[int, ...]], dict[int, tuple[int, ...]]]:
+    """(partition -> adding replicas, partition -> removing replicas) of a topic znode."""
+    doc = decode_json(data) or {}
+    return ({int(p): tuple(r) for p, r in (doc.get("adding_replicas") or {}).items() if r},
+            {int(p): tuple(r) for p, r in (doc.get("removing_replicas") or {}).items() if r})
+
+
+# -- /admin/reassign_partitions (ReassignPartitionsZNode: reassignments written to ZooKeeper) --------
+REASSIGN_PARTITIONS = "/admin/reassign_partitions"
+
+
+def encode_reassign_partitions(reassignments: dict[tuple[str, int], list[int]]) -> bytes:
+    return encode_json({"version": 1, "partitions": [{"topic": t, "partition": p, "replicas": list(r)}
+                                                for (t, p), r in reassignments.items()]})
+
+
+def decode_reassign_partitions(data: bytes | None) -> dict[tuple[str, int], tuple[int, ...]]:
+    doc = decode_json(data) or {}
+    return {(e["topic"], int(e["partition"])): tuple(e["replicas"]) for e in doc.get("partitions") or []}
 
 
 # -- /brokers/topics/<topic>/partitions/<p>/state ----------------------------------------------------
@@ -216,12 +242,12 @@ class LeaderAndIsr:
 
 
 def encode_partition_state(state: LeaderAndIsr, controller_epoch: int) -> bytes:
-    return _dumps({"version": 1, "leader": state.leader, "leader_epoch": state.leader_epoch,
+    return encode_json({"version": 1, "leader": state.leader, "leader_epoch": state.leader_epoch,
                    "controller_epoch": controller_epoch, "isr": list(state.isr)})
 
 
 def decode_partition_state(data: bytes | None, zk_version: int = -1) -> LeaderAndIsr | None:
-    doc = _loads(data)
+    doc = decode_json(data)
     if doc is None:
         return None
     return LeaderAndIsr(int(doc["leader"]), int(doc["leader_epoch"]), tuple(doc["isr"]),
@@ -230,30 +256,30 @@ def decode_partition_state(data: bytes | None, zk_version: int = -1) -> LeaderAn
 
 # -- /config/topics/<topic>, /config/changes ---------------------------------------------------------
 def encode_topic_config(configs: dict[str, str]) -> bytes:
-    return _dumps({"version": 1, "config": dict(configs)})
+    return encode_json({"version": 1, "config": dict(configs)})
 
 
 def decode_topic_config(data: bytes | None) -> dict[str, str]:
-    doc = _loads(data) or {}
+    doc = decode_json(data) or {}
     return dict(doc.get("config") or {})
 
 
 def encode_config_change(entity_path: str) -> bytes:
-    return _dumps({"version": 2, "entity_path": entity_path})
+    return encode_json({"version": 2, "entity_path": entity_path})
 
 
 # -- /isr_change_notification ---------------------------------------------------------------------
 def encode_isr_change(partitions) -> bytes:
-    return _dumps({"version": 1, "partitions": [{"topic": t, "partition": p} for t, p in partitions]})
+    return encode_json({"version": 1, "partitions": [{"topic": t, "partition": p} for t, p in partitions]})
 
 
 # -- /kgroup/controlled_shutdown/<id> ---------------------------------------------------------------
 def encode_controlled_shutdown(broker_epoch: int, done: bool = False, remaining: int = 0) -> bytes:
-    return _dumps({"version": 1, "broker_epoch": broker_epoch, "done": done, "partitions_remaining": remaining})
+    return encode_json({"version": 1, "broker_epoch": broker_epoch, "done": done, "partitions_remaining": remaining})
 
 
 def decode_controlled_shutdown(data: bytes | None) -> dict:
-    return _loads(data) or {}
+    return decode_json(data) or {}
 
 
 # -- /latest_producer_id_block ---------------------------------------------------------------------
@@ -261,12 +287,12 @@ PRODUCER_ID_BLOCK = "/latest_producer_id_block"
 
 
 def encode_producer_id_block(broker_id: int, first: int, last: int) -> bytes:
-    return _dumps({"version": 1, "broker": broker_id, "block_start": str(first), "block_end": str(last)})
+    return encode_json({"version": 1, "broker": broker_id, "block_start": str(first), "block_end": str(last)})
 
 
 def decode_producer_id_block(data: bytes | None) -> tuple[int, int, int] | None:
     """(broker, first producer id, last producer id), or None for the empty znode."""
-    doc = _loads(data)
+    doc = decode_json(data)
     if doc is None:
         return None
     return int(doc["broker"]), int(doc["block_start"]), int(doc["block_end"])

@@ -35,6 +35,7 @@ from .messages import (describe_producers, describe_topic_partitions, get_teleme
                        list_config_resources, offset_for_leader_epoch, push_telemetry, update_features)
 from .messages import elect_leaders     # the cluster's controller (kgroup/cluster/)
 from .messages import describe_log_dirs
+from .messages import alter_partition_reassignments, list_partition_reassignments   # the cluster's controller
 from .primitives import DecodeError
 from .schema import DECODE_FAILURES, Message, is_flexible
 
@@ -81,6 +82,8 @@ class ApiKey(enum.IntEnum):
     DELETE_GROUPS = 42
     ELECT_LEADERS = 43
     INCREMENTAL_ALTER_CONFIGS = 44
+    ALTER_PARTITION_REASSIGNMENTS = 45
+    LIST_PARTITION_REASSIGNMENTS = 46
     OFFSET_DELETE = 47
     DESCRIBE_USER_SCRAM_CREDENTIALS = 50
     ALTER_USER_SCRAM_CREDENTIALS = 51
@@ -186,6 +189,8 @@ API_BY_KEY: dict[int, Api] = {a.key: a for a in (
     _api(ApiKey.DESCRIBE_TOPIC_PARTITIONS, describe_topic_partitions, "DescribeTopicPartitions"),
     _api(ApiKey.ELECT_LEADERS, elect_leaders, "ElectLeaders"),
     _api(ApiKey.DESCRIBE_LOG_DIRS, describe_log_dirs, "DescribeLogDirs"),
+    _api(ApiKey.ALTER_PARTITION_REASSIGNMENTS, alter_partition_reassignments, "AlterPartitionReassignments"),
+    _api(ApiKey.LIST_PARTITION_REASSIGNMENTS, list_partition_reassignments, "ListPartitionReassignments"),
 )}
 
 

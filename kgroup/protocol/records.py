@@ -392,6 +392,42 @@ def _scan_run(data, pos, plen, stride, k):
     return min(td) - 64, max(td) - 64, min(kd) < 64
 
 
+def _scan_one(data, end: int) -> tuple[int, bool] | None:
+    """(timestamp delta, null key) of the one record filling a batch exactly, in the usual layout
+    (a 1-2 byte length, 1-byte timestamp delta and key length); None for anything else, which
+    ``scan_records`` then walks (and refuses) as it walks any batch."""
+    pos = RECORD_BATCH_OVERHEAD
+    try:
+        b = data[pos]
+        if b < 0x80:
+            length = (b >> 1) ^ -(b & 1)
+            pos += 1
+        elif data[pos + 1] < 0x80:
+            z = (b & 0x7F) | (data[pos + 1] << 7)
+            length = (z >> 1) ^ -(z & 1)
+            pos += 2
+        else:
+            return None
+        if length < 0 or pos + length != end:
+            return None
+        b = data[pos + 1]           # after the attributes: the timestamp delta
+        if b >= 0x80:
+            return None
+        p = pos + 2
+        while data[p] & 0x80:       # the offset delta
+            p += 1
+        b = data[p + 1]             # the key length
+        if b >= 0x80:
+            return None
+        key_len = (b >> 1) ^ -(b & 1)
+        p += 2
+    except IndexError:
+        return None
+    if p > end or (key_len >= 0 and p + key_len > end):
+        return None
+    return (data[pos + 1] >> 1) ^ -(data[pos + 1] & 1), key_len < 0
+
+
 def scan_records(header: BatchHeader, batch) -> RecordsSummary:
     if header.compression != Compression.NONE:
         raise ValueError("scan_records needs an uncompressed batch")
@@ -400,6 +436,11 @@ def scan_records(header: BatchHeader, batch) -> RecordsSummary:
     end = len(data)
     base_ts = header.base_timestamp
     count = header.records_count
+    if count == 1:      # a coordinator record, a marker, a one-record produce
+        one = _scan_one(data, end)
+        if one is not None:
+            ts = base_ts + one[0]
+            return RecordsSummary(1, ts, ts, one[1])
     min_delta = max_delta = 0
     null_key = False
     n = 0
@@ -857,12 +898,41 @@ def build_end_txn_marker_batch(producer_id: int, producer_epoch: int, committed:
     """The control batch that ends a transaction on one partition (Kafka's
     MemoryRecords.withEndTransactionMarker): transactional + control attribute bits, the
     producer's id and epoch, no sequence, one record whose key is the ControlRecordType and
-    whose value is the EndTransactionMarker."""
-    record = end_transaction_marker_record(CONTROL_COMMIT if committed else CONTROL_ABORT,
-                                           coordinator_epoch, timestamp)
-    return build_batch([record], base_offset=base_offset, producer_id=producer_id,
-                       producer_epoch=producer_epoch, base_sequence=NO_SEQUENCE, is_transactional=True,
-                       is_control=True, partition_leader_epoch=partition_leader_epoch)
+    whose value is the EndTransactionMarker. Its layout is fixed (what ``build_batch`` makes of
+    ``end_transaction_marker_record``), so it is packed in one go: a coordinator writes one per
+    partition of every transaction."""
+    out = bytearray(_MARKER_BATCH_SIZE)
+    BATCH_HEADER.pack_into(out, 0, base_offset, _MARKER_BATCH_SIZE - LOG_OVERHEAD, partition_leader_epoch,
+                           MAGIC_V2, 0, _MARKER_ATTRIBUTES, 0, timestamp, timestamp, producer_id,
+                           producer_epoch, NO_SEQUENCE, 1)
+    _MARKER_RECORD.pack_into(out, RECORD_BATCH_OVERHEAD, _MARKER_RECORD_PREFIX, 0,
+                             CONTROL_COMMIT if committed else CONTROL_ABORT, 12, 0, coordinator_epoch, 0)
+    UINT32.pack_into(out, CRC_OFFSET, crc32c(memoryview(out)[ATTRIBUTES_OFFSET:]))
+    return bytes(out)
+
+
+# The one record of an end-transaction marker batch: length 16 (zigzag 0x20), attributes 0,
+# timestamp and offset deltas 0, key length 4 (zigzag 8), the key (version 0, control type), value
+# length 6 (zigzag 12), the value (version 0, coordinator epoch), no headers.
+_MARKER_RECORD = struct.Struct(">5shhbhib")
+_MARKER_RECORD_PREFIX = b"\x20\x00\x00\x00\x08"
+_MARKER_BATCH_SIZE = RECORD_BATCH_OVERHEAD + _MARKER_RECORD.size
+_MARKER_ATTRIBUTES = TRANSACTIONAL_MASK | CONTROL_MASK
+
+
+def read_end_txn_marker_fields(batch, header: BatchHeader) -> tuple[int, int, int] | None:
+    """(control type, coordinator epoch, timestamp) of a marker batch in the layout
+    ``build_end_txn_marker_batch`` writes (every Kafka client and broker writes that one), or
+    None for any other layout (then decode its records)."""
+    if header.batch_length != _MARKER_BATCH_SIZE - LOG_OVERHEAD or header.records_count != 1 \
+            or header.attributes & COMPRESSION_MASK:
+        return None
+    prefix, version, control_type, value_len, value_version, coordinator_epoch, headers = \
+        _MARKER_RECORD.unpack_from(batch, RECORD_BATCH_OVERHEAD)
+    if prefix != _MARKER_RECORD_PREFIX or value_len != 12 or headers != 0 or version < 0:
+        return None
+    timestamp = header.max_timestamp if header.attributes & TIMESTAMP_TYPE_MASK else header.base_timestamp
+    return control_type, coordinator_epoch, timestamp
 
 
 def control_record_type(key) -> int:

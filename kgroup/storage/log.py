@@ -25,8 +25,13 @@ from typing import Callable, Iterator, NamedTuple, Protocol, Sequence
 
 from kgroup.protocol.primitives import INT32
 from kgroup.protocol.records import (
+    COMPRESSION_MASK,
+    CONTROL_MASK,
     LOG_OVERHEAD,
+    MAGIC_V2,
+    NO_PRODUCER_ID,
     NO_TIMESTAMP,
+    RECORD_BATCH_OVERHEAD,
     TIMESTAMP_TYPE_MASK,
     BatchHeader,
     Compression,
@@ -333,9 +338,16 @@ class PartitionLog:
         (UnifiedLog.appendAsLeader's). Raises the ``kgroup.storage.errors`` / ``records``
         exceptions."""
         self.check_open()
+        view = memoryview(records)
+        total = len(view)
+        if total >= RECORD_BATCH_OVERHEAD:
+            header = read_batch_header(view)
+            if header.batch_length + LOG_OVERHEAD == total and header.magic == MAGIC_V2:
+                # Exactly one batch (every append the broker makes itself, and most produce
+                # partitions): what iter_batches would yield, without the walk.
+                return self._append_one(view, header, origin, leader_epoch, transaction_version)
         cfg = self.config
         now = self._clock()
-        view = memoryview(records)
         found: list[tuple[int, BatchHeader]] = []
         valid = 0
         client = origin is _CLIENT     # (an Enum's == costs a Python call)
@@ -352,6 +364,14 @@ class PartitionLog:
             valid = pos + header.size
         if not found:
             raise InvalidRecordError("Produce requests must have at least one record batch per partition")
+        return self._append_found(view, found, valid, origin, leader_epoch, transaction_version, now)
+
+    def _append_found(self, view: memoryview, found: list[tuple[int, BatchHeader]], valid: int,
+                      origin: AppendOrigin, leader_epoch: int | None, transaction_version: int,
+                      now: int) -> AppendResult:
+        """``append`` of the batches ``found`` (their positions and headers) in ``view[:valid]``."""
+        cfg = self.config
+        client = origin is _CLIENT
         target = _TOPIC_CODECS.get(cfg.compression_type)
         if (target is not None and client
                 and any(header.compression != target for _, header in found)):
@@ -377,15 +397,7 @@ class PartitionLog:
             max_ts = max(max_ts, batch_max)
             headers.append(read_batch_header(buf, pos))
         last_offset = next_offset - 1
-        if valid > cfg.segment_bytes:
-            raise RecordBatchTooLargeError(
-                f"Message batch size is {valid} bytes in append, which exceeds the maximum configured "
-                f"segment size of {cfg.segment_bytes}.")
-
-        try:
-            segment = self._maybe_roll(valid, max_ts, last_offset, now)
-        except OSError as e:
-            raise KafkaStorageError(f"Error while rolling log segment for {self.directory}: {e}") from e
+        segment = self._segment_for_append(valid, max_ts, last_offset, now)
 
         pending: dict[int, ProducerAppendInfo] = {}
         psm = self.producer_state
@@ -417,6 +429,74 @@ class PartitionLog:
             self.flush()
         return AppendResult(first_offset, last_offset, now if cfg.log_append_time else -1,
                             self.log_start_offset, max_ts, record_count, valid)
+
+    def _append_one(self, view: memoryview, header: BatchHeader, origin: AppendOrigin, leader_epoch: int | None,
+                    transaction_version: int) -> AppendResult:
+        """``append`` of exactly one batch: the same checks, patches and writes in the same order,
+        with no per-batch lists (``append`` holds the general case, several batches or a batch
+        to recompress)."""
+        cfg = self.config
+        now = self._clock()
+        client = origin is _CLIENT
+        size = len(view)
+        if client and header.base_offset != 0:
+            raise InvalidRecordError(
+                f"The baseOffset of the record batch in the append should be 0, but it is {header.base_offset}")
+        if size > cfg.max_message_bytes:
+            raise RecordTooLargeError(
+                f"The record batch size in the append is {size} bytes which exceeds the maximum "
+                f"configured value of {cfg.max_message_bytes}.")
+        validate_batch(header, view)
+        if client:
+            target = _TOPIC_CODECS.get(cfg.compression_type)
+            if target is not None and header.attributes & COMPRESSION_MASK != target:
+                return self._append_found(view, [(0, header)], size, origin, leader_epoch, transaction_version,
+                                          now)
+        buf = view if not view.readonly else bytearray(view)
+        epoch = self.leader_epoch if leader_epoch is None else leader_epoch
+        first_offset = self._leo
+        batch_max = self._validate_batch_records(buf, 0, header, origin, now)
+        patch_base_offset(buf, first_offset)
+        set_partition_leader_epoch(buf, epoch)
+        log_append_time = cfg.log_append_time
+        if log_append_time:
+            set_max_timestamp(buf, TimestampType.LOG_APPEND_TIME, now)
+            batch_max = now
+        else:
+            set_max_timestamp(buf, TimestampType.CREATE_TIME, batch_max)
+        next_offset = first_offset + header.last_offset_delta + 1
+        max_ts = batch_max if batch_max > NO_TIMESTAMP else NO_TIMESTAMP
+        written = read_batch_header(buf)
+        last_offset = next_offset - 1
+        segment = self._segment_for_append(size, max_ts, last_offset, now)
+        psm = self.producer_state
+        info = None
+        if written.producer_id > NO_PRODUCER_ID:
+            pending: dict[int, ProducerAppendInfo] = {}
+            control = buf if written.attributes & CONTROL_MASK else None
+            duplicate = psm.check(written, origin, pending, control, transaction_version)
+            if duplicate is not None:
+                # Kafka answers with the original batch's offsets and its timestamp.
+                return AppendResult(duplicate.first_offset, duplicate.last_offset, duplicate.timestamp,
+                                    self.log_start_offset, duplicate.timestamp,
+                                    duplicate.offset_delta + 1, 0, duplicate=True)
+            info = pending[written.producer_id]
+        if self._hw is not None and epoch != self.leader_epoch_cache.latest_epoch and epoch >= 0:
+            self.leader_epoch_cache.assign(epoch, first_offset)     # as in append
+        try:
+            segment.append(buf, [written])
+        except OSError as e:
+            raise KafkaStorageError(f"Error while appending records to {self.directory}: {e}") from e
+        self._leo = next_offset
+        if info is not None:
+            if info.completed_transactions:
+                self._index_aborted(segment, info)
+            psm.update(info)
+        psm.update_map_end_offset(next_offset)
+        if next_offset - self.recovery_point >= cfg.flush_messages:
+            self.flush()
+        return AppendResult(first_offset, last_offset, now if log_append_time else -1,
+                            self.log_start_offset, max_ts, header.records_count, size)
 
     def append_as_follower(self, records) -> int:
         """UnifiedLog.appendAsFollower: the leader's batches as it stored them (offsets, leader
@@ -542,6 +622,18 @@ class PartitionLog:
             f"showing the first three errors at most: {errors[:3]}", errors)
 
     # --- rolling ---------------------------------------------------------------------------
+
+    def _segment_for_append(self, size: int, max_timestamp: int, last_offset: int, now: int) -> LogSegment:
+        """The segment an append of ``size`` bytes goes to (UnifiedLog.append's size check, then
+        maybeRoll)."""
+        if size > self.config.segment_bytes:
+            raise RecordBatchTooLargeError(
+                f"Message batch size is {size} bytes in append, which exceeds the maximum configured "
+                f"segment size of {self.config.segment_bytes}.")
+        try:
+            return self._maybe_roll(size, max_timestamp, last_offset, now)
+        except OSError as e:
+            raise KafkaStorageError(f"Error while rolling log segment for {self.directory}: {e}") from e
 
     def _maybe_roll(self, size: int, max_timestamp: int, last_offset: int, now: int) -> LogSegment:
         seg, cfg = self._segments[-1], self.config

@@ -32,6 +32,7 @@ from kgroup.protocol.records import (
     decode_records,
     decrement_sequence,
     read_end_transaction_marker,
+    read_end_txn_marker_fields,
 )
 from kgroup.storage.errors import (
     InvalidProducerEpochError,
@@ -220,6 +221,12 @@ class ProducerAppendInfo:
         if header.is_control:
             if header.records_count == 0 or batch is None:
                 return None  # the cleaner removed the marker; nothing to apply
+            fields = read_end_txn_marker_fields(batch, header)
+            if fields is not None:      # the usual layout, read without decoding the record
+                control_type, coordinator_epoch, timestamp = fields
+                return self.append_end_txn_marker(control_type == CONTROL_ABORT, coordinator_epoch,
+                                                  header.producer_epoch, header.base_offset, timestamp,
+                                                  transaction_version)
             records = decode_records(batch, header)
             if not records:
                 return None

@@ -84,6 +84,10 @@ class TransactionMetadata:
     client_transaction_version: int = 0
     # Not durable (see the module doc).
     last_producer_epoch: int = field(default=NO_PRODUCER_EPOCH, compare=False)
+    # Set when the write of a fence under transaction version 1 failed: ``producer_epoch`` is then
+    # the fenced epoch, kept in memory only (TransactionMetadata.hasFailedEpochFence), and this the
+    # epoch in the log. The next record written supersedes both.
+    epoch_before_failed_fence: int = field(default=NO_PRODUCER_EPOCH, compare=False)
 
     @property
     def pending_transition_in_progress(self) -> bool:
@@ -92,9 +96,14 @@ class TransactionMetadata:
         completion, so that is the only transition that stays pending between requests."""
         return self.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT)
 
+    @property
+    def has_failed_epoch_fence(self) -> bool:
+        return self.epoch_before_failed_fence != NO_PRODUCER_EPOCH
+
     def durable(self) -> tuple:
+        epoch = self.epoch_before_failed_fence if self.has_failed_epoch_fence else self.producer_epoch
         return (self.producer_id, self.previous_producer_id, self.next_producer_id,
-                self.producer_epoch, self.txn_timeout_ms, self.state, self.partitions,
+                epoch, self.txn_timeout_ms, self.state, self.partitions,
                 self.txn_start_timestamp, self.txn_last_update_timestamp,
                 self.client_transaction_version)
 
@@ -111,6 +120,7 @@ class TransactionMetadata:
         d = new.__dict__
         d.update(self.__dict__)
         d["previous_producer_id"] = self.producer_id
+        d["epoch_before_failed_fence"] = NO_PRODUCER_EPOCH     # what is written is the epoch
         d.update(changes)
         new.state = state
         new.txn_last_update_timestamp = now_ms

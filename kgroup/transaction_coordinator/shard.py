@@ -212,7 +212,9 @@ class TransactionCoordinatorShard:
             self.transactions.pop(tid, None)
             return
         old = self.transactions.get(tid)
-        m = TransactionMetadata(**metadata.__dict__)
+        # a field-for-field copy, as TransactionMetadata.transit makes it (no generated __init__)
+        m = object.__new__(TransactionMetadata)
+        m.__dict__.update(metadata.__dict__)
         # last_producer_epoch is not in the log: it survives only in this process.
         m.last_producer_epoch = old.last_producer_epoch if old is not None else NO_PRODUCER_EPOCH
         self.transactions[tid] = m
@@ -352,23 +354,37 @@ class TransactionCoordinatorShard:
         return answer(E.NONE, new.producer_id, new.producer_epoch)
 
     def _fence_and_abort(self, res: Result, m: TransactionMetadata, now_ms: int) -> None:
-        """Ongoing -> (PrepareEpochFence) -> PrepareAbort with the epoch bumped, markers queued.
-        PrepareEpochFence is Kafka's in-memory pending state of this one step, never written.
-        The coordinator aborts with the broker's finalized transaction version, not the
-        client's: under version 2 the transaction becomes one (its markers checked as such, the
-        next producer id taking over when the epoch is exhausted), as in Kafka's
-        abortTimedOutTransactions and handleInitProducerId."""
+        """Ongoing -> (PrepareEpochFence) -> PrepareAbort with the epoch bumped, markers queued:
+        one record, as Kafka writes it. PrepareEpochFence is Kafka's in-memory pending state of
+        this one step (prepareFenceProducerEpoch), never written. The coordinator aborts with the
+        broker's finalized transaction version, not the client's (abortTimedOutTransactions and
+        handleInitProducerId): under version 2 the transaction becomes one and the abort bumps
+        the epoch as any version 2 abort does, the epoch before it the last epoch (its markers
+        checked as such, the next producer id taking over when the epoch is exhausted); a failed
+        write changes nothing. Under version 1 the abort carries the fenced epoch with no last
+        epoch, and the fenced epoch is set before the write (endTransactionWithTV1), so when the
+        write fails it stays in memory: the fenced producer stays fenced, and the next fence
+        uses the same epoch instead of bumping again (hasFailedEpochFence)."""
         if self.transaction_version() >= 2:
             self._prepare_end_v2(res, m, S.PREPARE_ABORT, now_ms)
             return
-        if m.producer_epoch == SHORT_MAX:
-            raise AssertionError("cannot fence a producer at epoch Short.MaxValue")
-        fence = m.transit(S.PREPARE_EPOCH_FENCE, now_ms=m.txn_last_update_timestamp,
-                          producer_epoch=m.producer_epoch + 1)
+        # prepareFenceProducerEpoch: never past Short.MaxValue (Kafka logs that as a bug)
+        bumped = m.producer_epoch if m.has_failed_epoch_fence or m.producer_epoch == SHORT_MAX \
+            else m.producer_epoch + 1
+        fence = m.transit(S.PREPARE_EPOCH_FENCE, now_ms=m.txn_last_update_timestamp, producer_epoch=bumped)
         new = fence.transit(S.PREPARE_ABORT, now_ms=now_ms, client_transaction_version=0)
         self._write(res, new)
         self._set_last_epoch(res, m.transactional_id, NO_PRODUCER_EPOCH)
         self._queue_markers(res, new)
+        tid = m.transactional_id
+
+        def keep_fenced_epoch(_extra, _error) -> None:
+            live = self.transactions.get(tid)
+            if live is m and m.state is S.ONGOING:
+                if not m.has_failed_epoch_fence:
+                    m.epoch_before_failed_fence = m.producer_epoch
+                m.producer_epoch, m.last_producer_epoch = bumped, NO_PRODUCER_EPOCH
+        res.on_abort(keep_fenced_epoch)
 
     # == AddPartitionsToTxn / AddOffsetsToTxn =====================================================
     def _producers_transaction(self, tid, pid, epoch, pending_first: bool = False):

@@ -284,6 +284,13 @@ async def _open_transaction(b, conn, tid):
     return pid, epoch
 
 
+def _give_up_timers(b) -> list:
+    """The give-up timers of requests parked behind a completing transaction still queued on the
+    broker's loop (a cancelled one may stay in the loop's heap until its time)."""
+    give_up = b.transaction_coordinator._give_up
+    return [h for h in b.loop._scheduled if not h.cancelled() and h._callback == give_up]
+
+
 def test_end_txn_answered_once_prepared_and_next_request_waits_for_completion(tmp_path, monkeypatch):
     """EndTxn is answered once PrepareCommit is durable, its markers appended (the LSO is past
     them) but not yet durable; the next transaction's AddPartitionsToTxn, pipelined behind it,
@@ -314,6 +321,7 @@ def test_end_txn_answered_once_prepared_and_next_request_waits_for_completion(tm
         st = st.transaction_states[0]
         assert (st.transaction_state, [(t.topic, t.partitions) for t in st.topics]) == ("Ongoing", [(TOPIC, [1])])
         assert b.transaction_coordinator._completing == {}
+        assert _give_up_timers(b) == []         # resumed: its timer went with it
     _inproc(tmp_path, monkeypatch, scenario)
 
 
@@ -455,6 +463,7 @@ def test_tv2_requests_behind_a_completing_transaction_wait_for_it(tmp_path, monk
         assert sorted((t.topic, t.partitions) for t in st.topics) == [
             ("__consumer_offsets", [b.group_coordinator.shard_for("g-2")]), (TOPIC, [1])]
         assert b.transaction_coordinator._completing == {}
+        assert _give_up_timers(b) == []
     _inproc(tmp_path, monkeypatch, scenario)
 
 

@@ -241,3 +241,25 @@ def test_our_client_reads_every_codec_from_confluent_producers(broker, codec):
                 got += await c.poll(200)
             assert [r.key for r in got] == [b"k%d" % i for i in range(500)]
     run(go())
+
+
+def test_producer_refuses_a_negative_timestamp(broker):
+    """ProducerRecord's check, before the record goes anywhere, in both producers and in bulk."""
+    import pyarrow as pa
+    message = "Invalid timestamp: -1. Timestamp should always be non-negative or null."
+
+    async def go():
+        async with Producer(bootstrap_servers=broker.bootstrap) as p:
+            with pytest.raises(ValueError) as e:
+                await p.send("neg-ts", b"v", timestamp_ms=-1)
+            assert str(e.value) == message
+            with pytest.raises(ValueError, match="Invalid timestamp: -5. "):
+                await p.send_columns("neg-ts", pa.array([b"a", b"b"]), timestamps=[3, -5])
+            assert not p._queues
+            meta = await (await p.send("neg-ts", b"v", timestamp_ms=0))
+            assert meta.timestamp == 0
+    run(go())
+    with KafkaProducer(bootstrap_servers=broker.bootstrap) as p:
+        with pytest.raises(ValueError) as e:
+            p.send("neg-ts", b"v", timestamp_ms=-1)
+        assert str(e.value) == message

@@ -276,6 +276,15 @@ ROWS = [
                                                             topic_partitions=[_nested(ApiKey.ELECT_LEADERS, "TopicPartitions")(
                                                                 topic=T, partitions=[0])]),
      [(A.RT_CLUSTER, A.CLUSTER_NAME, A.ALTER)], E.CLUSTER_AUTHORIZATION_FAILED),
+    ("AlterPartitionReassignments", ApiKey.ALTER_PARTITION_REASSIGNMENTS, 1, lambda: _req(
+        ApiKey.ALTER_PARTITION_REASSIGNMENTS, timeout_ms=1000, topics=[_nested(
+            ApiKey.ALTER_PARTITION_REASSIGNMENTS, "ReassignableTopic")(name=T, partitions=[_nested(
+                ApiKey.ALTER_PARTITION_REASSIGNMENTS, "ReassignableTopic", "ReassignablePartition")(
+                    partition_index=0, replicas=[1])])]),
+     [(A.RT_CLUSTER, A.CLUSTER_NAME, A.ALTER)], E.CLUSTER_AUTHORIZATION_FAILED),
+    ("ListPartitionReassignments", ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, _r(
+        ApiKey.LIST_PARTITION_REASSIGNMENTS, timeout_ms=1000, topics=None),
+     [(A.RT_CLUSTER, A.CLUSTER_NAME, A.DESCRIBE)], E.CLUSTER_AUTHORIZATION_FAILED),
     ("UpdateFeatures", ApiKey.UPDATE_FEATURES, 1, lambda: _req(ApiKey.UPDATE_FEATURES, validate_only=True, feature_updates=[
         _nested(ApiKey.UPDATE_FEATURES, "FeatureUpdateKey")(feature="group.version", max_version_level=1, upgrade_type=1)]),
      [(A.RT_CLUSTER, A.CLUSTER_NAME, A.ALTER)], E.CLUSTER_AUTHORIZATION_FAILED),

@@ -72,3 +72,35 @@ def test_fast_path_is_taken_for_uniform_records(monkeypatch):
     batch = build_batch([Record(key=b"k", value=b"x" * 90, timestamp=1_700_000_000_000 + i % 3) for i in range(500)])
     got = scan_records(read_batch_header(batch), memoryview(batch))
     assert calls and tuple(got) == _oracle(batch)
+
+
+def _scan_without_one_record_path(header, batch):
+    """The same function with the one-record path switched off."""
+    saved = records_mod._scan_one
+    records_mod._scan_one = lambda data, end: None
+    try:
+        return scan_records(header, batch)
+    finally:
+        records_mod._scan_one = saved
+
+
+@settings(max_examples=400, deadline=None)
+@given(_record, st.data())
+def test_one_record_path_agrees_with_the_walk_on_damaged_batches(record, data):
+    """A one-record batch (coordinator records, markers), intact or with one byte damaged (its
+    record count too): the one-record path accepts and summarizes exactly as the walk does."""
+    batch = bytearray(build_batch([record]))
+    if data.draw(st.booleans()):
+        i = data.draw(st.integers(57, len(batch) - 1))
+        batch[i] = data.draw(st.integers(0, 255))
+    raw = bytes(batch)
+    header = read_batch_header(raw)
+    outcomes = []
+    for scan in (scan_records, _scan_without_one_record_path):
+        try:
+            outcomes.append(tuple(scan(header, memoryview(raw))))
+        except InvalidRecordError:
+            outcomes.append(InvalidRecordError)
+    assert outcomes[0] == outcomes[1]
+    if header.records_count == 1 and raw == build_batch([record]):
+        assert outcomes[0] == _oracle(raw)

@@ -232,16 +232,106 @@ def test_new_producer_fences_the_old_one_and_aborts_its_transaction():
     assert c.end("tx", pid, epoch + 1, False) == E.PRODUCER_FENCED
 
 
-def test_fencing_write_failure_changes_nothing_and_a_retry_bumps_once():
+def _durable(record):
+    v = value_of(record)
+    return (rec.decode_key(record[0]), S(v.transaction_status).kafka_name, v.producer_id, v.producer_epoch,
+            v.previous_producer_id, v.next_producer_id, v.client_transaction_version,
+            v.transaction_start_timestamp_ms, v.transaction_last_update_timestamp_ms)
+
+
+@pytest.mark.parametrize("tv", [0, 1])
+def test_fencing_an_ongoing_transaction_under_transaction_version_1_writes_kafkas_records(tv):
+    """handleInitProducerId on Ongoing (server transaction.version below 2): the fence is a pending
+    PrepareEpochFence, not a record; then endTransactionWithTV1 writes PrepareAbort at the fenced
+    epoch (a TV1 transaction), CONCURRENT_TRANSACTIONS answered; the markers complete it at that
+    epoch; the retry bumps once more."""
+    c = Ctx()
+    c.shard.transaction_version = lambda: tv
+    pid, epoch = c.ongoing("tx")
+    started = c.txn("tx").txn_start_timestamp
+    c.now += 5
+    assert c.init("tx").error_code == E.CONCURRENT_TRANSACTIONS
+    assert [_durable(r) for r in c.last_records] == [
+        ("tx", "PrepareAbort", pid, epoch + 1, pid, -1, 0, started, c.now)]
+    c.now += 5
+    c.complete_all()
+    assert [_durable(r) for r in c.log[-1:]] == [
+        ("tx", "CompleteAbort", pid, epoch + 1, pid, -1, 0, started, c.now)]
+    r = c.init("tx")
+    assert (r.error_code, r.producer_id, r.producer_epoch) == (E.NONE, pid, epoch + 2)
+    assert [_durable(x) for x in c.last_records] == [("tx", "Empty", pid, epoch + 2, pid, -1, 0, -1, c.now)]
+
+
+def test_fencing_an_ongoing_transaction_under_transaction_version_2_writes_kafkas_records():
+    """The same under transaction.version 2: endTransaction (TV2) from the pending fence, so the
+    abort bumps the epoch as a version 2 abort (prepareAbortOrCommit from the epoch in memory),
+    and at an exhausted epoch allocates the next producer id, which takes over at completion."""
+    c = Ctx()
+    c.shard.transaction_version = lambda: 2
+    pid, epoch = c.ongoing("tx")
+    started = c.txn("tx").txn_start_timestamp
+    assert c.init("tx").error_code == E.CONCURRENT_TRANSACTIONS
+    assert [_durable(r) for r in c.last_records] == [
+        ("tx", "PrepareAbort", pid, epoch + 1, pid, -1, 2, started, c.now)]
+    [markers] = c.markers
+    assert (markers.producer_epoch, markers.transaction_version) == (epoch + 1, 2)
+    c.complete_all()
+    assert [_durable(r) for r in c.log[-1:]] == [("tx", "CompleteAbort", pid, epoch + 1, pid, -1, 2, started, c.now)]
+    r = c.init("tx")
+    assert (r.error_code, r.producer_id, r.producer_epoch) == (E.NONE, pid, epoch + 2)
+
+
+def test_fencing_write_failure_under_transaction_version_1_keeps_the_fenced_epoch_in_memory():
+    """endTransactionWithTV1 sets the fenced epoch (and no last epoch) before the write: when it
+    fails, the old producer stays fenced at this coordinator though the log still has its epoch
+    (hasFailedEpochFence), and the retry writes the same fenced epoch, not one more."""
     c = Ctx()
     pid, epoch = c.ongoing("tx")
     c.fail_writes = E.KAFKA_STORAGE_ERROR
     r = c.init("tx")
     assert r.error_code == E.NOT_COORDINATOR
+    assert c.txn("tx").state is S.ONGOING and c.txn("tx").producer_epoch == epoch + 1 and c.markers == []
+    assert c.shard.durable_state()["tx"][3] == epoch            # the log's epoch
+    c.fail_writes = None
+    # the old producer cannot end (nor extend) its transaction: no record
+    assert c.end("tx", pid, epoch, True) == E.PRODUCER_FENCED and c.last_records == []
+    assert c.add_partitions("tx", pid, epoch, [("t", 2)]) == {("t", 2): E.PRODUCER_FENCED}
+    assert c.describe("tx")[0].producer_epoch == epoch + 1
+    c.fail_writes = E.KAFKA_STORAGE_ERROR
+    assert c.init("tx").error_code == E.NOT_COORDINATOR       # a second failure: still the same epoch
+    assert c.txn("tx").producer_epoch == epoch + 1
+    c.fail_writes = None
+    assert c.init("tx").error_code == E.CONCURRENT_TRANSACTIONS
+    assert [_durable(r)[1:4] for r in c.last_records] == [("PrepareAbort", pid, epoch + 1)]
+    c.complete_all()
+    r = c.init("tx")
+    assert (r.error_code, r.producer_epoch) == (E.NONE, epoch + 2)
+
+
+def test_fencing_write_failure_under_transaction_version_2_changes_nothing():
+    """Under transaction.version 2 the epoch is not set before the write (endTransaction leaves
+    it to prepareAbortOrCommit): a failed fence changes nothing and the retry bumps once."""
+    c = Ctx()
+    c.shard.transaction_version = lambda: 2
+    pid, epoch = c.ongoing("tx")
+    c.fail_writes = E.KAFKA_STORAGE_ERROR
+    assert c.init("tx").error_code == E.NOT_COORDINATOR
     assert c.txn("tx").state is S.ONGOING and c.txn("tx").producer_epoch == epoch and c.markers == []
     c.fail_writes = None
-    c.init("tx")
-    assert c.txn("tx").producer_epoch == epoch + 1
+    assert c.init("tx").error_code == E.CONCURRENT_TRANSACTIONS
+    assert [_durable(r)[1:4] for r in c.last_records] == [("PrepareAbort", pid, epoch + 1)]
+
+
+def test_a_failed_fence_is_reused_by_the_timed_out_abort():
+    """abortTimedOutTransactions fences with prepareFenceProducerEpoch too: after a failed fence
+    (transaction.version 1) it aborts at the same fenced epoch."""
+    c = Ctx()
+    pid, epoch = c.ongoing("tx", timeout=15000)
+    c.fail_writes = E.KAFKA_STORAGE_ERROR
+    assert c.init("tx", timeout=15000).error_code == E.NOT_COORDINATOR
+    c.fail_writes = None
+    written = c.advance(20000)
+    assert [_durable(r)[1:4] for r in written] == [("PrepareAbort", pid, epoch + 1)]
 
 
 @pytest.mark.parametrize("error,mapped", [

@@ -17,7 +17,7 @@ from . import (add_offsets_to_txn, add_partitions_to_txn, describe_transactions,
                list_transactions, txn_offset_commit, write_txn_markers)
 from . import describe_producers, describe_topic_partitions, list_config_resources, offset_for_leader_epoch
 from . import get_telemetry_subscriptions, push_telemetry
-from . import describe_log_dirs, elect_leaders
+from . import describe_log_dirs, elect_leaders, partition_reassignments
 from . import (acls, alter_user_scram_credentials, describe_user_scram_credentials,  # security
                sasl_authenticate, sasl_handshake)
 
@@ -79,6 +79,8 @@ HANDLERS = {
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: (describe_topic_partitions.handle, 0, 0),
     ApiKey.ELECT_LEADERS: (elect_leaders.handle, 0, 2),       # the cluster's controller (kgroup/cluster/)
     ApiKey.DESCRIBE_LOG_DIRS: (describe_log_dirs.handle, 1, 5),
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: (partition_reassignments.handle_alter, 0, 1),   # the controller
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: (partition_reassignments.handle_list, 0, 0),
     # client metrics (KIP-714): advertised only with a metrics listener (api_versions.py)
     ApiKey.GET_TELEMETRY_SUBSCRIPTIONS: (get_telemetry_subscriptions.handle, 0, 0),
     ApiKey.PUSH_TELEMETRY: (push_telemetry.handle, 0, 0),

@@ -5,7 +5,7 @@ from ...protocol.errors import ErrorCode
 from ...protocol.messages.create_acls import CreateAclsResponse
 from ...protocol.messages.delete_acls import DeleteAclsResponse
 from ...protocol.messages.describe_acls import DescribeAclsResponse
-from ..admin import after_writes
+from ..admin import after_writes, unknown_server_error
 from ...security.acl import ALTER, CLUSTER_NAME, DESCRIBE, RT_CLUSTER, AclBinding, AclBindingFilter
 
 _NO_AUTHORIZER = "No Authorizer is configured."
@@ -49,7 +49,9 @@ def handle_create(broker, ctx, req, version):
     resp = R(results=[R.AclCreationResult(error_code=0 if err is None else ErrorCode.INVALID_REQUEST,
                                           error_message=err)
                       for err in broker.security.acls.create(bindings)])
-    return after_writes(broker, resp)       # answered once the ACLs are durable (the cluster's too)
+    # answered once the ACLs are durable (the cluster's too); a failed ZooKeeper write fails the
+    # bindings it was for (AclAuthorizer.createAcls: ApiError.fromThrowable of the exception)
+    return after_writes(broker, resp, lambda failed: unknown_server_error(resp.results))
 
 
 def handle_delete(broker, ctx, req, version):
@@ -74,4 +76,6 @@ def handle_delete(broker, ctx, req, version):
                 error_code=0, error_message=None, resource_type=a.resource_type, resource_name=a.resource_name,
                 pattern_type=a.pattern_type, principal=a.principal, host=a.host, operation=a.operation,
                 permission_type=a.permission_type) for a in deleted]))
-    return after_writes(broker, R(filter_results=out))
+    # AclAuthorizer.deleteAcls: a failed ZooKeeper write is the error of each binding it was to delete
+    return after_writes(broker, R(filter_results=out), lambda failed: unknown_server_error(
+        [a for r in out for a in r.matching_acls]))

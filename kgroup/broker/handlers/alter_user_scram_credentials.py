@@ -16,5 +16,13 @@ def handle(broker, ctx, req, version):
     results = broker.security.credentials.alter(
         [(d.name, d.mechanism) for d in req.deletions],
         [(u.name, u.mechanism, u.iterations, u.salt, u.salted_password) for u in req.upsertions])
-    return after_writes(broker, R(results=[R.AlterUserScramCredentialsResult(user=u, error_code=c, error_message=m)
-                                           for u, c, m in results]))
+    resp = R(results=[R.AlterUserScramCredentialsResult(user=u, error_code=c, error_message=m) for u, c, m in results])
+
+    def failed(_errors):
+        """ZkAdminManager.alterUserScramCredentials: a user whose znode could not be written gets
+        Errors.forException of the exception, with that error's own message."""
+        for r in resp.results:
+            if r.error_code == 0:
+                r.error_code = int(ErrorCode.UNKNOWN_SERVER_ERROR)
+                r.error_message = ErrorCode.UNKNOWN_SERVER_ERROR.message
+    return after_writes(broker, resp, failed)

@@ -10,5 +10,6 @@ def handle(broker, ctx, req, version):
                                  [(c.name, c.config_operation, c.value) for c in r.configs])
     resp = IncrementalAlterConfigsResponse(throttle_time_ms=0, responses=admin.alter_resources(
         broker, req, IncrementalAlterConfigsResponse.AlterConfigsResourceResponse, new_configs, ctx))
-    # in a cluster, answered once the new configs are in ZooKeeper
-    return admin.after_writes(broker, resp)
+    # in a cluster, answered once the new configs are in ZooKeeper; a resource whose write failed
+    # gets ZkAdminManager's ApiError.fromThrowable of it
+    return admin.after_writes(broker, resp, lambda failed: admin.unknown_server_error([r for r, _ in failed if r is not None]))

@@ -29,5 +29,14 @@ def handle(broker, ctx, req, version):
             results=[])
     results = [Result(feature=u.feature, error_code=0, error_message=None) for u in req.feature_updates] \
         if version <= 1 else []
-    return after_writes(broker, UpdateFeaturesResponse(throttle_time_ms=0, error_code=0, error_message=None,
-                                                       results=results))
+    resp = UpdateFeaturesResponse(throttle_time_ms=0, error_code=0, error_message=None, results=results)
+
+    def failed(_errors):
+        """The FeatureZNode could not be written: KafkaController.processFeatureUpdates fails each
+        feature with FEATURE_UPDATE_FAILED (v2, which has no per-feature results: the request)."""
+        error, message = int(ErrorCode.FEATURE_UPDATE_FAILED), ErrorCode.FEATURE_UPDATE_FAILED.message
+        if version >= 2:
+            resp.error_code, resp.error_message = error, message
+        for r in resp.results:
+            r.error_code, r.error_message = error, message
+    return after_writes(broker, resp, failed)
