@@ -9,6 +9,8 @@ are small adapters around one instance each; every shard implements the same int
     handle_xxx(req, version, now_ms, token, ...) -> Result           (declared with coordinator_api)
     commit(result, producer_id=None) -> [(token, response)]   abort(result, error) -> [...]
     poll_timers(now_ms) -> iterator of Result    next_deadline()    scheduler.pushes    is_loaded
+    update_last_written_offset(offset)  update_last_committed_offset(offset)   (optional: a shard
+                                        that reads at its partition's committed offset)
 
 Partitions (Kafka's CoordinatorContext): ``load(p, epoch)`` replays the partition's log in the
 background (requests meanwhile get COORDINATOR_LOAD_IN_PROGRESS) and makes it active; ``unload(p,
@@ -38,6 +40,13 @@ deadline and re-armed only when an earlier deadline appears (a heartbeat, which 
 later, costs no timer work). When it fires, each due timer runs as its own operation: its
 records are written and replayed before the next one runs, so every expiry is computed on the
 state the previous one left.
+
+Committed offsets (Kafka's lastWrittenOffset / lastCommittedOffset): a shard that has them is told,
+after each append, the appended batch's last offset and the partition's high watermark, and again
+whenever the high watermark moves (``high_watermark_moved``; on one node it is the log end after
+each append, so nothing is ever uncommitted). Its reads see only committed records; a result with
+``wait_committed`` (a write with no records) is answered once the partition's high watermark has
+reached its log end, through the same wait for the ISR as a write's answer.
 """
 from __future__ import annotations
 
@@ -275,6 +284,8 @@ class CoordinatorRuntime:
         clock = time.monotonic
         shard_started = clock()
         plog = self.broker.data_path.log(self.topic, p)
+        if plog is not None:
+            self._committed_offset_moved(shard, plog)
         slice_end = clock() + LOAD_SLICE_S
         try:
             if plog is not None:
@@ -333,7 +344,12 @@ class CoordinatorRuntime:
         """Write (or hold) and commit ``result``; True when it was held, to be written later."""
         held = False
         if not result.records:      # nothing to write: commit at once (no replay, just answers)
-            self._after_commit(shard, None, shard.commit(result), (result,))
+            if result.wait_committed:
+                if shard.partition in self._held:      # what it must wait for is written first
+                    self._write_held(shard.partition, shard)
+                self._answer_when_committed(shard, shard.commit(result), result)
+            else:
+                self._after_commit(shard, None, shard.commit(result), (result,))
         elif may_hold and result.is_plain_offset_commit():
             self._hold(shard, result)
             held = True
@@ -397,6 +413,7 @@ class CoordinatorRuntime:
             return
         if self.write_observer is not None:     # broker metrics count what was written (metrics.py)
             self.write_observer(results, offset_commits)
+        self._appended(shard, plog)
         out = []
         for res in results:
             out.extend(shard.commit(res))
@@ -418,6 +435,7 @@ class CoordinatorRuntime:
             except CoordinatorAppendError as e:
                 out = shard.abort(result, e.code)
             else:
+                self._appended(shard, plog)
                 # Appended and replayed (pending in the shard): the answers wait only for the fsync,
                 # so the connection's later requests (the transaction's Produce requests, which
                 # librdkafka sends on the same connection) are not held behind them.
@@ -441,6 +459,7 @@ class CoordinatorRuntime:
             build_end_txn_marker_batch(pid, epoch, committed, coordinator_epoch, now)
             for pid, epoch, committed, coordinator_epoch in markers), transaction_version)
         if shard is not None and self.is_active(p):
+            self._appended(shard, plog)
             for pid, _, committed, _ in markers:
                 shard.replay_end_transaction_marker(pid, committed)
             if self.state_observer is not None:
@@ -467,6 +486,48 @@ class CoordinatorRuntime:
                 flushed = rm.after_replicated((self.topic, shard.partition), plog, flushed,
                                               self.broker.config["offsets.commit.timeout.ms"])
             flushed.listen(lambda flushed: answer_flushed(out, flushed, results))
+
+    # -- committed offsets ---------------------------------------------------------------------------
+    def _appended(self, shard, plog) -> None:
+        """Records were appended to ``shard``'s partition: it replays them at the batch's last
+        offset, and learns the high watermark (an ISR of one, or one node: the log end)."""
+        written = getattr(shard, "update_last_written_offset", None)
+        if written is not None:
+            self._committed_offset_moved(shard, plog)
+            written(plog.log_end_offset - 1)
+
+    @staticmethod
+    def _committed_offset_moved(shard, plog) -> None:
+        update = getattr(shard, "update_last_committed_offset", None)
+        if update is not None and plog.high_watermark != shard.last_committed_offset:
+            update(plog.high_watermark)
+
+    def high_watermark_moved(self, p: int) -> None:
+        """The high watermark of partition ``p`` moved (the replica manager's news): its shard,
+        loading or active, reads at the new committed offset."""
+        shard = self.shards.get(p)
+        if shard is None:
+            return
+        plog = self.broker.data_path.log(self.topic, p)
+        if plog is not None:
+            self._committed_offset_moved(shard, plog)
+
+    def _answer_when_committed(self, shard, out: list, result) -> None:
+        """Answer ``out`` once everything the partition has written is committed (Kafka's
+        deferred event of a write with no records); at once when it already is. Waits as a
+        write's answer waits for the ISR (``after_replicated``, ``offsets.commit.timeout.ms``);
+        if that fails, the result's failure form."""
+        plog = self.broker.data_path.log(self.topic, shard.partition)
+        rm = self.broker.replica_manager
+        if plog is None or not rm.enabled or plog.high_watermark >= plog.log_end_offset:
+            for token, response in out:
+                token.answer(response)
+            return
+        written = PendingResponse(flush_only=True)
+        written.answer(None)        # nothing of its own to fsync
+        committed = rm.after_replicated((self.topic, shard.partition), plog, written,
+                                        self.broker.config["offsets.commit.timeout.ms"])
+        committed.listen(lambda committed: answer_flushed(out, committed, (result,)))
 
     # -- timers -------------------------------------------------------------------------------------
     def _reschedule(self, shard) -> None:

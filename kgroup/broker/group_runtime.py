@@ -88,6 +88,10 @@ class GroupRuntime:
         """This broker is no longer the leader of ``__consumer_offsets``-``p``."""
         self.runtime.unload(p, epoch)
 
+    def high_watermark_moved(self, p: int) -> None:
+        """The high watermark of ``__consumer_offsets``-``p`` moved: its shard reads at it."""
+        self.runtime.high_watermark_moved(p)
+
     def _set_partitions(self, n: int) -> None:
         self.num_partitions = n
         self._partition_of.clear()

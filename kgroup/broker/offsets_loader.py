@@ -48,19 +48,28 @@ def load_steps(shard, plog, buffer_size: int = DEFAULT_LOAD_BUFFER_SIZE):
     """Replay ``plog`` into ``shard``, yielding between steps. Raises what ``shard.replay``
     raises (CoordinatorLoadError for a record that does not decode)."""
     latest: dict = {}           # key -> (offset, value) of its last record
+    # The records at or above the high watermark (not committed yet) are replayed one by one,
+    # after the rest, so a shard reading at the committed offset learns what each one replaced.
+    committed = plog.high_watermark
+    tail: list = []
     for header, batch in read_batches(plog, buffer_size):
         if header.is_transactional or header.is_control:
             yield from _replay_all(shard, plog, buffer_size)
             return
         for r in decode_records(batch, header):
             if r.key is not None:
-                latest[r.key] = (r.offset, r.value)
+                if r.offset < committed:
+                    latest[r.key] = (r.offset, r.value)
+                else:
+                    tail.append((r.key, (r.offset, r.value)))
         yield
     replay = shard.replay
     for n, (key, (offset, value)) in enumerate(sorted(latest.items(), key=_offset_of), 1):
         replay(key, value, offset)
         if n % _REPLAYS_PER_STEP == 0:
             yield
+    for key, (offset, value) in tail:
+        replay(key, value, offset)
 
 
 def _offset_of(item):
@@ -75,7 +84,7 @@ def replay_transactional(shard, header, batch) -> None:
         for r in records:
             kind = control_record_type(r.key)
             if kind in (ControlRecordType.COMMIT, ControlRecordType.ABORT):
-                shard.replay_end_transaction_marker(header.producer_id, kind == ControlRecordType.COMMIT)
+                shard.replay_end_transaction_marker(header.producer_id, kind == ControlRecordType.COMMIT, r.offset)
         return
     for r in records:
         if r.key is not None:

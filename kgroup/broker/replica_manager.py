@@ -570,6 +570,9 @@ class ReplicaManager:
 
     def _wake(self, tp) -> None:
         self._wake_scheduled.discard(tp)
+        group_coordinator = self.broker.group_coordinator
+        if tp[0] == group_coordinator.topic:    # its coordinator reads at the new committed offset
+            group_coordinator.high_watermark_moved(tp[1])
         self._try_complete(tp)
         self._wake_fetches(tp)
 

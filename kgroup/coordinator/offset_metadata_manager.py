@@ -6,6 +6,12 @@ records (written in its producer's transactional batch) are pending per producer
 producer's COMMIT marker on this partition makes them committed (or its ABORT drops them); while
 pending, OffsetFetch with ``require_stable`` answers UNSTABLE_OFFSET_COMMIT for the partition.
 The offsets store changes only in ``replay*``; handlers validate and produce records.
+
+Reads at the last committed offset: a record is committed once the partition's high watermark
+passes it (in a cluster, once the ISR has it). OffsetFetch without ``require_stable`` answers what
+the committed records say, as Kafka's reads its TimelineHashMaps at ``lastCommittedOffset``; so
+each write at a log offset not yet committed keeps an undo entry (what the partition's offset was
+before it), dropped once the committed offset passes it.
 """
 from __future__ import annotations
 
@@ -24,6 +30,7 @@ from .responses import FetchGroup
 
 INVALID_OFFSET = -1
 NO_METADATA = ""
+ALL_COMMITTED = 1 << 63      # the committed offset of a shard never told one: every record is committed
 
 
 class CommittedOffset(NamedTuple):   # immutable; a tuple is the cheapest to build per commit
@@ -59,6 +66,18 @@ class OffsetMetadataManager:
         # record offsets). And (group, topic, partition) -> producer ids holding one.
         self.pending_transactional_offsets: dict[int, dict[tuple, list]] = {}
         self.open_transactions: dict[tuple, set[int]] = {}
+        # The log offset of the records being replayed (set by the shard: the record's offset at
+        # load, the appended batch's last offset on commit), and the partition's last committed
+        # offset (its high watermark, told by the runtime; a record at or above it is not
+        # committed yet).
+        self.replay_offset = -1
+        self.last_committed_offset = ALL_COMMITTED
+        # What a read at the committed offset sees instead of ``offsets``: group -> {(topic,
+        # partition): [(log offset of an uncommitted write, the CommittedOffset before it or None)]},
+        # oldest first. Not durable state (a replay of the same log, all committed, has none), so the
+        # live-equals-replayed comparison leaves it out: it only says which writes are not
+        # replicated yet, and empties as the high watermark passes them.
+        self.uncommitted: dict[str, dict[tuple[str, int], list[tuple[int, CommittedOffset | None]]]] = {}
 
     @property
     def now(self) -> int:
@@ -75,8 +94,10 @@ class OffsetMetadataManager:
             # A consumer that commits without group management gets a "simple" (empty) group.
             if group_id not in self.groups:
                 self.group_metadata_manager.ensure_simple_group(group_id)
-            self.offsets.setdefault(group_id, {}).setdefault(topic, {})[partition] = \
-                CommittedOffset.from_record(value)
+            parts = self.offsets.setdefault(group_id, {}).setdefault(topic, {})
+            if self.replay_offset >= self.last_committed_offset:
+                self._note_uncommitted(group_id, topic, partition, parts.get(partition))
+            parts[partition] = CommittedOffset.from_record(value)
             return
         topics = self.offsets.get(group_id)
         if topics is None:
@@ -84,7 +105,9 @@ class OffsetMetadataManager:
         parts = topics.get(topic)
         if parts is None:
             return
-        parts.pop(partition, None)
+        previous = parts.pop(partition, None)
+        if previous is not None and self.replay_offset >= self.last_committed_offset:
+            self._note_uncommitted(group_id, topic, partition, previous)
         if not parts:
             del topics[topic]
         if not topics:
@@ -121,7 +144,63 @@ class OffsetMetadataManager:
                 group_id, topic, partition = tp
                 if group_id not in self.groups:
                     self.group_metadata_manager.ensure_simple_group(group_id)
-                self.offsets.setdefault(group_id, {}).setdefault(topic, {})[partition] = offset
+                parts = self.offsets.setdefault(group_id, {}).setdefault(topic, {})
+                if self.replay_offset >= self.last_committed_offset:
+                    self._note_uncommitted(group_id, topic, partition, parts.get(partition))
+                parts[partition] = offset
+
+    # == reads at the last committed offset =======================================================
+    def _note_uncommitted(self, group_id: str, topic: str, partition: int,
+                          previous: CommittedOffset | None) -> None:
+        """The record being replayed changes the partition's offset above the committed offset:
+        a read at the committed offset still sees ``previous``."""
+        self.uncommitted.setdefault(group_id, {}).setdefault((topic, partition), []).append(
+            (self.replay_offset, previous))
+
+    def update_last_committed_offset(self, offset: int) -> None:
+        """The partition's records below ``offset`` are committed (its high watermark moved):
+        their undo entries go (Kafka's CoordinatorShard.updateLastCommittedOffset, which drops the
+        timeline snapshots below it)."""
+        self.last_committed_offset = offset
+        if not self.uncommitted:
+            return
+        for group_id in list(self.uncommitted):
+            changes = self.uncommitted[group_id]
+            for tp in list(changes):
+                entries = changes[tp]
+                n = 0
+                while n < len(entries) and entries[n][0] < offset:
+                    n += 1
+                if n == len(entries):
+                    del changes[tp]
+                elif n:
+                    del entries[:n]
+            if not changes:
+                del self.uncommitted[group_id]
+
+    def _committed_view(self, group_id: str, stored: dict, committed_offset: int) -> dict:
+        """The group's offsets as the records below ``committed_offset`` left them: ``stored``
+        (the latest) with each partition changed by a later write set back to what it was
+        before the oldest such write."""
+        changes = self.uncommitted.get(group_id)
+        if not changes:
+            return stored
+        view = {t: dict(parts) for t, parts in stored.items()}
+        for (topic, partition), entries in changes.items():
+            for log_offset, previous in entries:
+                if log_offset >= committed_offset:
+                    break
+            else:
+                continue        # every write to it is committed
+            if previous is None:
+                parts = view.get(topic)
+                if parts is not None:
+                    parts.pop(partition, None)
+                    if not parts:
+                        del view[topic]
+            else:
+                view.setdefault(topic, {})[partition] = previous
+        return view
 
     def _supersede_pending(self, group_id, topic, partition) -> None:
         """A regular commit is newer than the pending offsets of this partition: it wins at the
@@ -257,13 +336,21 @@ class OffsetMetadataManager:
 
     # == OffsetFetch ==============================================================================
     def fetch_offsets(self, group_id: str, topics, require_stable: bool,
-                      member_id: str | None = None, member_epoch: int = -1) -> FetchGroup:
+                      member_id: str | None = None, member_epoch: int = -1,
+                      committed_offset: int | None = None) -> FetchGroup:
         """``topics``: list of (name, [partitions]) or None for every committed offset.
         An unknown (or Dead) group has no offsets: -1 per requested partition, or no topics.
-        OffsetFetch v9 names the member and its epoch, checked for a consumer-protocol group."""
+        OffsetFetch v9 names the member and its epoch, checked for a consumer-protocol group.
+        ``committed_offset``: read what the records below it say (Kafka's ``lastCommittedOffset``
+        of a read operation); None reads the latest state (a stable fetch, answered once
+        everything written is committed)."""
         group = self.groups.get(group_id)
         known = group is not None
-        if group is not None:
+        if group is None and committed_offset is not None and group_id in self.uncommitted:
+            # deleted (or expired) by records not committed yet: the committed state still has
+            # its offsets
+            known = True
+        elif group is not None:
             try:
                 group.validate_offset_fetch(member_id, member_epoch)
             except KafkaError as e:
@@ -271,6 +358,8 @@ class OffsetMetadataManager:
                     return FetchGroup(group_id, error=e.code, requested=topics)
                 known = False       # a Dead group: no offsets (Kafka's failAllPartitions)
         stored = self.offsets.get(group_id, {}) if known else {}
+        if committed_offset is not None and self.uncommitted:
+            stored = self._committed_view(group_id, stored, committed_offset)
         out = []
         if topics is None:
             for name, parts in stored.items():

@@ -78,6 +78,7 @@ class Result:
     ``now_ms``   the operation's time (the records' timestamp).
     ``records``  the coordinator records to append, in order (``coordinator_records.CoordinatorRecord``:
                  ``key``/``value`` bytes in Kafka's exact format plus their decoded form).
+    ``wait_committed`` answer only once the partition's last written offset is committed.
     ``timer_key`` the key of the timer whose operation built it (set by the shard's ``poll_timers``
                  only, never on a request's: read it with ``getattr(result, "timer_key", None)``),
                  so what watches the written records (rebalance timelines) can tell a session
@@ -86,7 +87,8 @@ class Result:
     ``commit``/``abort`` send; ``is_plain_offset_commit`` says whether it may be batched.
     """
 
-    __slots__ = ("now_ms", "records", "_answers", "_on_failure", "_on_commit", "_on_abort", "timer_key")
+    __slots__ = ("now_ms", "records", "_answers", "_on_failure", "_on_commit", "_on_abort", "timer_key",
+                 "wait_committed")
     timer_key: object
 
     def __init__(self, now_ms: int = 0):
@@ -98,6 +100,9 @@ class Result:
         # fn(Result) -> None, after replay; fn(Result, ErrorCode) -> None (lists once there is one)
         self._on_commit: list[Callable] | tuple[()] = ()
         self._on_abort: list[Callable] | tuple[()] = ()
+        # a write with no records (OffsetFetch with require_stable): answered once everything the
+        # partition has written is committed (Kafka's deferred events, keyed by the last written offset)
+        self.wait_committed = False
 
     # -- building ---------------------------------------------------------------------------
     def add_record(self, record) -> None:

@@ -165,6 +165,8 @@ class GroupCoordinatorShard:
                 raise rec.CoordinatorLoadError(self.partition, offset, e) from None
         except rec.RecordDecodeError as e:
             raise rec.CoordinatorLoadError(self.partition, offset, e) from None
+        if offset is not None:
+            self.offset_metadata_manager.replay_offset = offset
         self._apply(record)
 
     def _apply(self, record: rec.CoordinatorRecord) -> None:
@@ -192,6 +194,8 @@ class GroupCoordinatorShard:
             return
         except rec.RecordDecodeError as e:
             raise rec.CoordinatorLoadError(self.partition, offset, e) from None
+        if offset is not None:
+            self.offset_metadata_manager.replay_offset = offset
         self._apply_transactional(producer_id, record)
 
     def _apply_transactional(self, producer_id: int, record: rec.CoordinatorRecord) -> None:
@@ -202,10 +206,27 @@ class GroupCoordinatorShard:
             self.offset_metadata_manager.replay_transactional_offset_commit(
                 producer_id, k.group, k.topic, k.partition, record.value_struct)
 
-    def replay_end_transaction_marker(self, producer_id: int, committed: bool) -> None:
+    def replay_end_transaction_marker(self, producer_id: int, committed: bool, offset=None) -> None:
         """A COMMIT/ABORT control record of ``producer_id`` on this partition (at load and when
         the transaction coordinator's marker is written): its pending offsets settle."""
+        if offset is not None:
+            self.offset_metadata_manager.replay_offset = offset
         self.offset_metadata_manager.replay_end_transaction_marker(producer_id, committed)
+
+    # == the partition's log offsets (Kafka's CoordinatorShard.updateLastWrittenOffset /
+    # updateLastCommittedOffset) ====================================================================
+    def update_last_written_offset(self, offset: int) -> None:
+        """The records ``commit`` replays next were appended up to ``offset`` (the runtime says it
+        after the append): at or above the committed offset, reads at that offset do not see them."""
+        self.offset_metadata_manager.replay_offset = offset
+
+    def update_last_committed_offset(self, offset: int) -> None:
+        """The partition's records below ``offset`` are committed (its high watermark)."""
+        self.offset_metadata_manager.update_last_committed_offset(offset)
+
+    @property
+    def last_committed_offset(self) -> int:
+        return self.offset_metadata_manager.last_committed_offset
 
     def on_loaded(self, now_ms: int) -> Result:
         res = self._begin(now_ms)
@@ -379,11 +400,23 @@ class GroupCoordinatorShard:
     @coordinator_api(error=lambda req, version, e: offset_fetch_response(
         version, [FetchGroup(g, error=e, requested=topics) for g, topics, _, _ in _fetch_wanted(req, version)]))
     def handle_offset_fetch(self, req, version, now_ms, token) -> Result:
+        """Kafka's GroupCoordinatorService.fetchOffsets: without ``require_stable`` a read at the
+        partition's last committed offset (only replicated commits); with it, the latest state,
+        answered once everything the partition has written is committed (a write operation
+        with no records, ``Result.wait_committed``)."""
         res = self._begin(now_ms)
-        groups = [self.offset_metadata_manager.fetch_offsets(group_id, topics, req.require_stable, member_id,
-                                                             member_epoch)
-                  for group_id, topics, member_id, member_epoch in _fetch_wanted(req, version)]
-        res.reply(token, offset_fetch_response(version, groups))
+        omm = self.offset_metadata_manager
+        stable = req.require_stable
+        committed = None if stable else omm.last_committed_offset
+        wanted = _fetch_wanted(req, version)
+        groups = [omm.fetch_offsets(group_id, topics, stable, member_id, member_epoch, committed)
+                  for group_id, topics, member_id, member_epoch in wanted]
+        if stable:
+            res.wait_committed = True
+            res.reply(token, offset_fetch_response(version, groups), on_failure=lambda e: offset_fetch_response(
+                version, [FetchGroup(g, error=e, requested=topics) for g, topics, _, _ in wanted]))
+        else:
+            res.reply(token, offset_fetch_response(version, groups))
         return res
 
     @coordinator_api(error=lambda req, version, e: OffsetDeleteResponse(error_code=int(e)),

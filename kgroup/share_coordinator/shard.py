@@ -143,7 +143,7 @@ class ShareCoordinatorShard:
     def replay_transactional(self, producer_id, key, value, offset=None) -> None:
         self.replay(key, value, offset)
 
-    def replay_end_transaction_marker(self, producer_id, committed) -> None:
+    def replay_end_transaction_marker(self, producer_id, committed, offset=None) -> None:
         """The share coordinator writes no transactions."""
 
     def _apply(self, record) -> None:

@@ -203,7 +203,7 @@ class TransactionCoordinatorShard:
         whoever wrote them."""
         self.replay(key, value, offset)
 
-    def replay_end_transaction_marker(self, producer_id: int, committed: bool) -> None:
+    def replay_end_transaction_marker(self, producer_id: int, committed: bool, offset=None) -> None:
         """A COMMIT/ABORT control record in the transaction log settles nothing here."""
 
     def _apply(self, tid: str, metadata: TransactionMetadata | None) -> None:
