@@ -31,6 +31,7 @@ from .responses import FetchGroup
 INVALID_OFFSET = -1
 NO_METADATA = ""
 ALL_COMMITTED = 1 << 63      # the committed offset of a shard never told one: every record is committed
+_COMMITTED = object()        # no write at or above the offset read at
 
 
 class CommittedOffset(NamedTuple):   # immutable; a tuple is the cheapest to build per commit
@@ -94,10 +95,10 @@ class OffsetMetadataManager:
             # A consumer that commits without group management gets a "simple" (empty) group.
             if group_id not in self.groups:
                 self.group_metadata_manager.ensure_simple_group(group_id)
-            parts = self.offsets.setdefault(group_id, {}).setdefault(topic, {})
+            stored = self.offsets.setdefault(group_id, {}).setdefault(topic, {})
             if self.replay_offset >= self.last_committed_offset:
-                self._note_uncommitted(group_id, topic, partition, parts.get(partition))
-            parts[partition] = CommittedOffset.from_record(value)
+                self._note_uncommitted(group_id, topic, partition, stored.get(partition))
+            stored[partition] = CommittedOffset.from_record(value)
             return
         topics = self.offsets.get(group_id)
         if topics is None:
@@ -187,10 +188,9 @@ class OffsetMetadataManager:
             return stored
         view = {t: dict(parts) for t, parts in stored.items()}
         for (topic, partition), entries in changes.items():
-            for log_offset, previous in entries:
-                if log_offset >= committed_offset:
-                    break
-            else:
+            # what it was before the oldest write at or above the committed offset
+            previous = next((before for log_offset, before in entries if log_offset >= committed_offset), _COMMITTED)
+            if previous is _COMMITTED:
                 continue        # every write to it is committed
             if previous is None:
                 parts = view.get(topic)

@@ -328,3 +328,26 @@ def test_an_answer_made_after_a_write_that_is_not_durable_gets_its_error_form():
     assert synced.error is None
     assert (synced.response.error_code, synced.response.assignment) == (E.NOT_COORDINATOR, b"")
     assert other.error is not None and other.response is None
+
+
+def test_one_node_commits_are_committed_at_once(tmp_path):
+    """On one node the committed offset is the log end after each append (Kafka's high watermark
+    of a partition with one replica): a commit is fetched at once, no undo entry is kept, and a
+    require_stable fetch is answered at once."""
+    async def scenario(b):
+        rt = b.group_coordinator.runtime
+        assert (await answer_of(submit(b, commit_request("one-node", {0: 3, 1: 4}), 8))).topics[0].partitions[0] \
+            .error_code == 0
+        p = group_partition("one-node", 50)
+        shard = rt.shards[p]
+        plog = b.data_path.log("__consumer_offsets", p)
+        assert shard.last_committed_offset == plog.log_end_offset
+        assert shard.offset_metadata_manager.uncommitted == {}
+        fetched = await answer_of(submit(b, fetch_request("one-node"), 7))
+        assert [q.committed_offset for q in fetched.topics[0].partitions] == [3, 4]
+        stable = fetch_request("one-node")
+        stable.require_stable = True
+        answered = submit(b, stable, 7)
+        assert type(answered) is not PendingResponse
+        assert [q.committed_offset for q in answered.topics[0].partitions] == [3, 4]
+    inproc(tmp_path, scenario)

@@ -166,3 +166,28 @@ def test_a_group_answers_once_its_own_partition_is_loaded(tmp_path):
         assert got == (0, n - 1 + 7)
     finally:
         b.stop()
+
+
+def test_records_above_the_high_watermark_are_loaded_with_what_they_replaced(tmp_path):
+    """A new leader's log may end with records its high watermark has not passed: they are
+    replayed after the compacted rest, one by one, so a read at the high watermark still sees
+    what each replaced (the offset committed below it, or none)."""
+    ctx = Ctx(check=False)
+    ctx.commit("g", {("t", 0): 5})
+    ctx.commit("g", {("t", 0): 6})
+    hw = len(ctx.log)
+    ctx.commit("g", {("t", 0): 9, ("t", 1): 1})
+    ctx.delete_offsets("g", {"t": [1]})
+    plog = write_log(tmp_path, ctx.log, per_batch=1)
+    plog.set_high_watermark(hw)
+    shard = GroupCoordinatorShard(ctx.shard.partition, ctx.shard.config, TimerQueue(), lambda: "x")
+    shard.update_last_committed_offset(plog.high_watermark)
+    for _ in load_steps(shard, plog):
+        pass
+    shard.on_loaded(ctx.now)
+    assert shard.durable_state() == ctx.shard.durable_state()
+    omm = shard.offset_metadata_manager
+    read = omm.fetch_offsets("g", [("t", [0, 1])], False, committed_offset=shard.last_committed_offset)
+    assert [(p, o) for p, o, *_ in read.topics[0][1]] == [(0, 6), (1, -1)]
+    shard.update_last_committed_offset(len(ctx.log))
+    assert omm.uncommitted == {}
