@@ -58,6 +58,8 @@ class BrokerProcess:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"broker exited with {self.proc.returncode}:\n{text}")
             time.sleep(0.02)
+        self.proc.kill()        # never leave a broker behind a failed start
+        self.proc.wait()
         raise RuntimeError("broker did not start:\n" + self.log_text())
 
     def log_text(self, since: int = 0) -> str:
