@@ -69,6 +69,7 @@ def test_advertised_versions_only_implemented(broker):
                    42: (0, 2), 44: (0, 1), 47: (0, 0), 57: (0, 2), 60: (0, 2), 68: (0, 1), 69: (0, 1),
                    24: (0, 5), 25: (0, 4), 26: (0, 5), 27: (1, 2), 28: (0, 5), 65: (0, 0), 66: (0, 2),
                    23: (2, 4), 61: (0, 0), 74: (0, 1), 75: (0, 0),  # 71/72 need metrics.listener
+                   45: (0, 1), 46: (0, 0),      # partition reassignments (one node: nothing ever moves)
                    43: (0, 2),      # ElectLeaders (the cluster's controller; one node: ELECTION_NOT_NEEDED)
                    35: (1, 5),      # DescribeLogDirs
                    # security: SASL, ACLs (Kafka 4.x: v1-3), SCRAM credentials
