@@ -62,7 +62,7 @@ def handle(broker, ctx, req, version):
 
     read = _read
     if broker.replica_manager.enabled:
-        read = functools.partial(_read_cluster, replica_id=replica_id)
+        read = functools.partial(_read, cluster=True, replica_id=replica_id)
 
     def evaluate(force):
         resp, size, error = read(broker, req, version, plan, denied)
@@ -91,51 +91,15 @@ def _partition_log(dp, name, topic, fp, pd, denied, version):
     return plog
 
 
-def _read(broker, req, version, plan, denied=None):
-    dp = broker.data_path
-    resp = FetchResponse(throttle_time_ms=0, error_code=0, session_id=0, responses=[])
-    budget = req.max_bytes
-    total = 0
-    error = False
-    read_committed = req.isolation_level == 1
-    for ft, name, topic in plan:
-        tr = TopicResponse(topic=ft.topic if version < 13 else name or "", topic_id=ft.topic_id, partitions=[])
-        resp.responses.append(tr)
-        for fp in ft.partitions:
-            # Records are never null, errors included: Kafka sends MemoryRecords.EMPTY, and
-            # librdkafka fails the whole response on a null (size -1) record set.
-            pd = PartitionData(partition_index=fp.partition, high_watermark=-1, last_stable_offset=-1,
-                               log_start_offset=-1, aborted_transactions=None, records=b"")
-            tr.partitions.append(pd)
-            plog = _partition_log(dp, name, topic, fp, pd, denied, version)
-            if plog is None:
-                error = True
-                continue
-            pd.high_watermark = plog.high_watermark
-            pd.last_stable_offset = plog.last_stable_offset
-            pd.log_start_offset = plog.log_start_offset
-            try:
-                limit = min(fp.partition_max_bytes, budget)
-                if read_committed:
-                    got, aborted = plog.read_committed(fp.fetch_offset, limit, min_one_batch=total == 0)
-                    pd.aborted_transactions = [AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
-                                               for a in aborted]
-                else:
-                    got = plog.read(fp.fetch_offset, limit, min_one_batch=total == 0)
-            except OffsetOutOfRangeError:
-                pd.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
-                error = True
-                continue
-            pd.error_code = 0
-            n = len(got.records)
-            pd.records = got.records if n else b""
-            total += n
-            budget = max(0, budget - n)
-    return resp, total, error
+def _set_log_offsets(pd, plog) -> None:
+    pd.high_watermark = plog.high_watermark
+    pd.last_stable_offset = plog.last_stable_offset
+    pd.log_start_offset = plog.log_start_offset
 
 
-def _read_cluster(broker, req, version, plan, denied=None, *, replica_id=-1):
-    """``_read`` in a cluster: leadership, epochs, the high watermark, follower fetches."""
+def _read(broker, req, version, plan, denied=None, *, cluster=False, replica_id=-1):
+    """Each requested partition's records, or its error; in a cluster (``cluster``) after
+    ``_cluster_read``'s checks: leadership, epochs, the high watermark, follower fetches."""
     dp = broker.data_path
     rm = broker.replica_manager
     resp = FetchResponse(throttle_time_ms=0, error_code=0, session_id=0, responses=[])
@@ -156,31 +120,13 @@ def _read_cluster(broker, req, version, plan, denied=None, *, replica_id=-1):
             if plog is None:
                 error = True
                 continue
-            max_offset = None
-            part, code = _replica_read(rm, name, fp, version, replica_id)
-            if code is not None:
-                pd.error_code = code
-                if code in _HINTED and version >= 16:
-                    _leader_hint(rm, name, fp.partition, pd, resp)
-                error = True
-                continue
-            if not _check_epoch(part, plog, fp, pd, version):
-                error = True        # diverging (or unknown) last fetched epoch: answered now
-                continue
-            if replica_id < 0:
-                max_offset = plog.high_watermark
-                if version >= 11 and req.rack_id:
-                    preferred = rm.preferred_read_replica(part, fp.fetch_offset, req.rack_id)
-                    if preferred >= 0:
-                        pd.preferred_read_replica = preferred
-                        pd.high_watermark = plog.high_watermark
-                        pd.last_stable_offset = plog.last_stable_offset
-                        pd.log_start_offset = plog.log_start_offset
-                        error = True
-                        continue
-            pd.high_watermark = plog.high_watermark
-            pd.last_stable_offset = plog.last_stable_offset
-            pd.log_start_offset = plog.log_start_offset
+            part = max_offset = None
+            if cluster:
+                part, max_offset = _cluster_read(rm, req, version, name, fp, plog, pd, resp, replica_id)
+                if part is None:        # answered now: an error, a diverging epoch, another replica
+                    error = True
+                    continue
+            _set_log_offsets(pd, plog)
             try:
                 limit = min(fp.partition_max_bytes, budget)
                 if read_committed:      # the last stable offset is never past the high watermark
@@ -204,6 +150,28 @@ def _read_cluster(broker, req, version, plan, denied=None, *, replica_id=-1):
     return resp, total, error
 
 
+def _cluster_read(rm, req, version, name, fp, plog, pd, resp, replica_id):
+    """(Partition, the offset a consumer reads below: the high watermark, None for a follower)
+    when this broker serves the read now; (None, None) with ``pd`` answered otherwise."""
+    part, code = _replica_read(rm, name, fp, version, replica_id)
+    if code is not None:
+        pd.error_code = code
+        if code in _HINTED and version >= 16:
+            _leader_hint(rm, name, fp.partition, pd, resp)
+        return None, None
+    if not _check_epoch(part, plog, fp, pd, version):
+        return None, None           # diverging (or unknown) last fetched epoch
+    if replica_id >= 0:
+        return part, None
+    if version >= 11 and req.rack_id:
+        preferred = rm.preferred_read_replica(part, fp.fetch_offset, req.rack_id)
+        if preferred >= 0:
+            pd.preferred_read_replica = preferred
+            _set_log_offsets(pd, plog)
+            return None, None
+    return part, plog.high_watermark
+
+
 def _replica_read(rm, topic, fp, version, replica_id):
     """(Partition, None) when this broker serves the read, else (None, error): a follower's fetch
     needs the leader and a replica of the partition; a consumer's the leader, or from v11 (client
@@ -224,9 +192,7 @@ def _check_epoch(part, plog, fp, pd, version) -> bool:
     if version < 12 or fp.last_fetched_epoch == UNDEFINED_EPOCH or not part.is_leader:
         return True
     epoch, end = plog.leader_epoch_cache.end_offset_for(fp.last_fetched_epoch, plog.log_end_offset)
-    pd.high_watermark = plog.high_watermark
-    pd.last_stable_offset = plog.last_stable_offset
-    pd.log_start_offset = plog.log_start_offset
+    _set_log_offsets(pd, plog)
     if end < 0 or epoch < 0 or fp.fetch_offset < plog.log_start_offset:
         pd.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
         return False

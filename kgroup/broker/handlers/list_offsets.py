@@ -33,9 +33,7 @@ PartitionResponse = ListOffsetsResponse.ListOffsetsPartitionResponse
 
 
 def handle(broker, ctx, req, version):
-    rm = broker.replica_manager
-    if rm.enabled:
-        return _handle_cluster(broker, ctx, req, version)
+    lookup = _cluster_offset if broker.replica_manager.enabled else _offset
     resp = ListOffsetsResponse(throttle_time_ms=0, topics=[])
     denied = denied_topics(broker, ctx, DESCRIBE, (t.name for t in req.topics))   # KafkaApis: DESCRIBE
     for t in req.topics:
@@ -46,28 +44,32 @@ def handle(broker, ctx, req, version):
             pr = PartitionResponse(partition_index=p.partition_index, timestamp=-1, offset=-1, leader_epoch=-1)
             tr.partitions.append(pr)
             plog = _partition_log(broker, t.name, topic, p, pr, denied, version)
-            if plog is None:
-                continue
-            try:
-                found = plog.fetch_offset_by_timestamp(p.timestamp)
-            except (LogError, RecordBatchError) as e:
-                pr.error_code = e.error_code
-                continue
-            if found is not None and req.isolation_level == 1 \
-                    and p.timestamp not in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
-                lso = plog.last_stable_offset
-                if p.timestamp == LATEST_TIMESTAMP:
-                    found = found._replace(offset=lso)
-                elif found.offset >= lso:
-                    found = None
-            if found is None:
-                offset, stamp, epoch = -1, -1, -1
-            else:
-                offset, stamp = found.offset, found.timestamp
-                epoch = found.leader_epoch if found.leader_epoch is not None else -1
-            pr.error_code = 0
-            pr.offset, pr.timestamp, pr.leader_epoch = offset, stamp, epoch
+            if plog is not None:
+                lookup(broker, req, t.name, p, plog, pr)
     return resp
+
+
+def _offset(broker, req, name, p, plog, pr) -> None:
+    """The single node's answer: the log is the partition's only replica."""
+    try:
+        found = plog.fetch_offset_by_timestamp(p.timestamp)
+    except (LogError, RecordBatchError) as e:
+        pr.error_code = e.error_code
+        return
+    if found is not None and req.isolation_level == 1 \
+            and p.timestamp not in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
+        lso = plog.last_stable_offset
+        if p.timestamp == LATEST_TIMESTAMP:
+            found = found._replace(offset=lso)
+        elif found.offset >= lso:
+            found = None
+    if found is None:
+        offset, stamp, epoch = -1, -1, -1
+    else:
+        offset, stamp = found.offset, found.timestamp
+        epoch = found.leader_epoch if found.leader_epoch is not None else -1
+    pr.error_code = 0
+    pr.offset, pr.timestamp, pr.leader_epoch = offset, stamp, epoch
 
 
 def _partition_log(broker, name, topic, p, pr, denied, version):
@@ -86,50 +88,37 @@ def _partition_log(broker, name, topic, p, pr, denied, version):
     return plog
 
 
-def _handle_cluster(broker, ctx, req, version):
+def _cluster_offset(broker, req, name, p, plog, pr) -> None:
     """Partition.fetchOffsetForTimestamp on the partition's leader."""
     rm = broker.replica_manager
     consumer = req.replica_id < 0
-    resp = ListOffsetsResponse(throttle_time_ms=0, topics=[])
-    denied = denied_topics(broker, ctx, DESCRIBE, (t.name for t in req.topics))
-    for t in req.topics:
-        tr = TopicResponse(name=t.name, partitions=[])
-        resp.topics.append(tr)
-        topic = broker.metadata.get(t.name)
-        for p in t.partitions:
-            pr = PartitionResponse(partition_index=p.partition_index, timestamp=-1, offset=-1, leader_epoch=-1)
-            tr.partitions.append(pr)
-            plog = _partition_log(broker, t.name, topic, p, pr, denied, version)
-            if plog is None:
-                continue
-            part, error = rm.leader_partition(t.name, p.partition_index, p.current_leader_epoch)
-            if error is not None:
-                pr.error_code = error
-                continue
-            if not consumer:
-                last_fetchable = plog.log_end_offset
-            elif req.isolation_level == 1:
-                last_fetchable = plog.last_stable_offset
-            else:
-                last_fetchable = plog.high_watermark
-            not_available = consumer and part.leader_epoch_start_offset > plog.high_watermark
-            try:
-                if p.timestamp == LATEST_TIMESTAMP:
-                    found = None if not_available else (-1, last_fetchable, part.leader_epoch)
-                else:
-                    hit = plog.fetch_offset_by_timestamp(p.timestamp)
-                    found = None if hit is None else (
-                        hit.timestamp, hit.offset, hit.leader_epoch if hit.leader_epoch is not None else -1)
-                    if found is not None and p.timestamp not in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP) \
-                            and found[1] >= last_fetchable and found[1] >= 0:
-                        found = None
-            except (LogError, RecordBatchError) as e:
-                pr.error_code = e.error_code
-                continue
-            if found is None and not_available and p.timestamp not in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
-                pr.error_code = ErrorCode.OFFSET_NOT_AVAILABLE
-                continue
-            pr.error_code = 0
-            if found is not None:
-                pr.timestamp, pr.offset, pr.leader_epoch = found
-    return resp
+    part, error = rm.leader_partition(name, p.partition_index, p.current_leader_epoch)
+    if error is not None:
+        pr.error_code = error
+        return
+    if not consumer:
+        last_fetchable = plog.log_end_offset
+    elif req.isolation_level == 1:
+        last_fetchable = plog.last_stable_offset
+    else:
+        last_fetchable = plog.high_watermark
+    not_available = consumer and part.leader_epoch_start_offset > plog.high_watermark
+    try:
+        if p.timestamp == LATEST_TIMESTAMP:
+            found = None if not_available else (-1, last_fetchable, part.leader_epoch)
+        else:
+            hit = plog.fetch_offset_by_timestamp(p.timestamp)
+            found = None if hit is None else (
+                hit.timestamp, hit.offset, hit.leader_epoch if hit.leader_epoch is not None else -1)
+            if found is not None and p.timestamp not in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP) \
+                    and found[1] >= last_fetchable and found[1] >= 0:
+                found = None
+    except (LogError, RecordBatchError) as e:
+        pr.error_code = e.error_code
+        return
+    if found is None and not_available and p.timestamp not in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
+        pr.error_code = ErrorCode.OFFSET_NOT_AVAILABLE
+        return
+    pr.error_code = 0
+    if found is not None:
+        pr.timestamp, pr.offset, pr.leader_epoch = found
