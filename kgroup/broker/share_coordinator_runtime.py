@@ -124,12 +124,9 @@ class ShareCoordinatorRuntime:
     def partition_for(self, group_id: str, topic_id: bytes, partition: int) -> int:
         return share_state_partition(group_id, topic_id, partition, self.num_partitions)
 
-    # -- requests (from the wire, or the broker's own persister calls) ------------------------------
-    def execute(self, api: str, req, version: int):
-        """Run a request of ``api`` ("initialize", "read", "write", "delete", "summary"): one part
-        per share-partition on its owning partition; the merged answer (or a PendingResponse)."""
-        self.ensure_topic()
-        handle, _req_cls, resp_cls = _APIS[api]
+    def split(self, req) -> list:
+        """[(owning partition, sub-request)]: one part per share-partition of ``req``, each in a
+        copy of ``req`` naming that share-partition alone."""
         parts = []
         for topic in req.topics:
             for pd in topic.partitions:
@@ -138,6 +135,15 @@ class ShareCoordinatorRuntime:
                 t.partitions = [pd]
                 sub.topics = [t]
                 parts.append((self.partition_for(req.group_id, topic.topic_id, pd.partition), sub))
+        return parts
+
+    # -- requests (from the wire, or the broker's own persister calls) ------------------------------
+    def execute(self, api: str, req, version: int):
+        """Run a request of ``api`` ("initialize", "read", "write", "delete", "summary"): one part
+        per share-partition on its owning partition; the merged answer (or a PendingResponse)."""
+        self.ensure_topic()
+        handle, _req_cls, resp_cls = _APIS[api]
+        parts = self.split(req)
         if not parts:
             return resp_cls(results=[])
         return self.runtime.execute_parts(parts, handle, version, _merge(resp_cls))

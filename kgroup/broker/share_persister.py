@@ -11,7 +11,6 @@ PersisterStateManager's handlers retry after a new FindCoordinator."""
 from __future__ import annotations
 
 import asyncio
-import copy
 import logging
 import time
 
@@ -41,14 +40,7 @@ class SharePersister:
 
     def call(self, api: str, req, version: int):
         """The merged answer of every part of ``req`` (a PendingResponse)."""
-        parts = []
-        for topic in req.topics:
-            for pd in topic.partitions:
-                sub = copy.copy(req)
-                t = copy.copy(topic)
-                t.partitions = [pd]
-                sub.topics = [t]
-                parts.append((self.runtime.partition_for(req.group_id, topic.topic_id, pd.partition), sub))
+        parts = self.runtime.split(req)
 
         async def run():
             answers = await asyncio.gather(*(self._part(api, p, sub, version) for p, sub in parts))

@@ -218,6 +218,23 @@ class TransactionRuntime:
             else:
                 token.answer(answer)
 
+    def add_partitions_as_broker(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                                 topics: dict[str, list[int]]) -> PendingResponse:
+        """``topics``' partitions added to the producer's transaction as a partition leader adds
+        them for transaction version 2 (AddPartitionsToTxn v5, not verify-only): a
+        PendingResponse answered with the AddPartitionsToTxnResponse once written or refused."""
+        from ..protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest as R
+        add = R(transactions=[R.AddPartitionsToTxnTransaction(
+            transactional_id=transactional_id, producer_id=producer_id, producer_epoch=producer_epoch,
+            verify_only=False, topics=[R.AddPartitionsToTxnTopic(name=t, partitions=ps) for t, ps in topics.items()])])
+        answer = self.run(transactional_id, TransactionCoordinatorShard.handle_add_partitions_to_txn, add, 5,
+                          self.partition_exists)
+        if type(answer) is PendingResponse:
+            return answer
+        done = PendingResponse()
+        done.answer(answer)
+        return done
+
     def verify_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
                           partitions) -> dict:
         """KIP-890 part 1's check of a transactional produce (AddPartitionsToTxn verify_only)."""

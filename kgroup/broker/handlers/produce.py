@@ -201,46 +201,21 @@ def _add_partitions_implicitly(broker, req, version):
     the transaction coordinator (AddPartitionsToTxn v5 as a broker sends it): a PendingResponse
     answered once they are (or once refused: the append's own verification then answers the
     partition), None when there is nothing to add."""
-    from ...protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest
-    from ...transaction_coordinator import TransactionCoordinatorShard as Shard
     txn = broker.transaction_coordinator
     wanted: dict[tuple[int, int], dict[str, list[int]]] = {}
-    for td in req.topic_data:
-        topic = broker.metadata.by_id(td.topic_id) if version >= 13 else broker.metadata.get(td.name)
-        if topic is None or topic.is_internal:
-            continue
-        for pd in td.partition_data:
-            if not 0 <= pd.index < topic.num_partitions or pd.records is None or len(pd.records) < BATCH_HEADER.size:
-                continue
-            header = read_batch_header(pd.records)
-            if not header.is_transactional:
-                continue
-            tp = (topic.name, pd.index)
-            error = txn.verify_partitions(req.transactional_id, header.producer_id, header.producer_epoch, (tp,))[tp]
-            if error == ErrorCode.TRANSACTION_ABORTABLE:
-                wanted.setdefault((header.producer_id, header.producer_epoch), {}).setdefault(
-                    topic.name, []).append(pd.index)
+    for tp, header in _transactional_batches(broker, req, version):
+        error = txn.verify_partitions(req.transactional_id, header.producer_id, header.producer_epoch, (tp,))[tp]
+        if error == ErrorCode.TRANSACTION_ABORTABLE:
+            wanted.setdefault((header.producer_id, header.producer_epoch), {}).setdefault(tp[0], []).append(tp[1])
     if len(wanted) != 1:        # nothing to add, or batches of several producers: verified as they are
         return None
     (pid, epoch), topics = next(iter(wanted.items()))
-    T = AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction
-    add = AddPartitionsToTxnRequest(transactions=[T(
-        transactional_id=req.transactional_id, producer_id=pid, producer_epoch=epoch, verify_only=False,
-        topics=[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name=t, partitions=ps)
-                for t, ps in topics.items()])])
-    answer = txn.run(req.transactional_id, Shard.handle_add_partitions_to_txn, add, 5, txn.partition_exists)
-    if type(answer) is PendingResponse:
-        return answer
-    done = PendingResponse()
-    done.answer(answer)
-    return done
+    return txn.add_partitions_as_broker(req.transactional_id, pid, epoch, topics)
 
 
-def _verify_remotely(broker, coordinator: int, req, version):
-    """The request's transactional batches verified (TV2, Produce v12+: added) by the
-    transactional id's coordinator on broker ``coordinator`` (AddPartitionsToTxnManager): a
-    PendingResponse answered with {(topic, partition): error}, None when nothing is transactional."""
-    wanted: dict[tuple[int, int], list] = {}
+def _transactional_batches(broker, req, version):
+    """((topic, partition), batch header) of each partition's transactional batch in ``req``
+    (partitions of user topics that exist; the first batch's header speaks for the set)."""
     for td in req.topic_data:
         topic = broker.metadata.by_id(td.topic_id) if version >= 13 else broker.metadata.get(td.name)
         if topic is None or topic.is_internal:
@@ -250,7 +225,16 @@ def _verify_remotely(broker, coordinator: int, req, version):
                 continue
             header = read_batch_header(pd.records)
             if header.is_transactional:
-                wanted.setdefault((header.producer_id, header.producer_epoch), []).append((topic.name, pd.index))
+                yield (topic.name, pd.index), header
+
+
+def _verify_remotely(broker, coordinator: int, req, version):
+    """The request's transactional batches verified (TV2, Produce v12+: added) by the
+    transactional id's coordinator on broker ``coordinator`` (AddPartitionsToTxnManager): a
+    PendingResponse answered with {(topic, partition): error}, None when nothing is transactional."""
+    wanted: dict[tuple[int, int], list] = {}
+    for tp, header in _transactional_batches(broker, req, version):
+        wanted.setdefault((header.producer_id, header.producer_epoch), []).append(tp)
     if not wanted:
         return None
     manager = broker.replica_manager.add_partitions_to_txn_manager

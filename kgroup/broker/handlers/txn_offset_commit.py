@@ -104,21 +104,10 @@ def _verify(broker, req, version, verified=None) -> ErrorCode:
 def _add_offsets_partition(broker, req) -> PendingResponse:
     """The group's offsets partition added to the transaction as a broker adds it
     (AddPartitionsToTxn v5); answered once written or refused."""
-    from ...protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest
-    from ...transaction_coordinator import TransactionCoordinatorShard as Shard
-    txn = broker.transaction_coordinator
     broker.group_coordinator.ensure_offsets_topic()     # the partition must exist to be added
-    T = AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction
-    add = AddPartitionsToTxnRequest(transactions=[T(
-        transactional_id=req.transactional_id, producer_id=req.producer_id, producer_epoch=req.producer_epoch,
-        verify_only=False, topics=[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(
-            name=OFFSETS_TOPIC, partitions=[broker.group_coordinator.shard_for(req.group_id)])])])
-    answer = txn.run(req.transactional_id, Shard.handle_add_partitions_to_txn, add, 5, txn.partition_exists)
-    if type(answer) is PendingResponse:
-        return answer
-    done = PendingResponse()
-    done.answer(answer)
-    return done
+    return broker.transaction_coordinator.add_partitions_as_broker(
+        req.transactional_id, req.producer_id, req.producer_epoch,
+        {OFFSETS_TOPIC: [broker.group_coordinator.shard_for(req.group_id)]})
 
 
 def _not_loading(resp):
