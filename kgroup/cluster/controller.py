@@ -578,18 +578,25 @@ class KafkaController:
                         ctx.states.update(done)
         return True
 
-    def _write_topic(self, topic: str, news: dict) -> bool:
-        """The topic znode with ``news`` ({partition: ReplicaAssignment}) in place; False when
-        it moved since it was read."""
+    def _write_topic(self, topic: str, news: dict, states: dict | None = None) -> bool:
+        """The topic znode with ``news`` ({partition: ReplicaAssignment}) in place, and with it
+        in one multi-op ``states`` ({tp: LeaderAndIsr}: completed reassignments' last states);
+        False when a znode moved since it was read."""
         ctx = self.ctx
         assignment, tid = ctx.topics[topic]
-        if all(a == ctx.assignment((topic, p)) for p, a in news.items()):
+        if not states and all(a == ctx.assignment((topic, p)) for p, a in news.items()):
             return True
         full = {p: ctx.assignment((topic, p)) for p in assignment} | news
-        version = self.zk.set_topic_assignment_fenced(
-            topic, {p: list(a.replicas) for p, a in full.items()}, tid,
-            {p: list(a.adding) for p, a in full.items()}, {p: list(a.removing) for p, a in full.items()},
-            ctx.topic_versions.get(topic, -1), self.epoch_zk_version)
+        written = ({p: list(a.replicas) for p, a in full.items()}, tid, {p: list(a.adding) for p, a in full.items()},
+                   {p: list(a.removing) for p, a in full.items()}, ctx.topic_versions.get(topic, -1))
+        if states:
+            got = self.zk.complete_reassignment(topic, states, self.epoch, *written, self.epoch_zk_version)
+            if got is None:
+                return False
+            ctx.states.update(got[0])
+            version: int | None = got[1]
+        else:
+            version = self.zk.set_topic_assignment_fenced(topic, *written, self.epoch_zk_version)
         if version is None:
             return False
         ctx.topics[topic] = ({p: a.replicas for p, a in full.items()}, tid)
@@ -613,26 +620,29 @@ class KafkaController:
             step = ra_rules.next_step(ra, ctx.states.get(tp), live, tp in self._reassignment_bumped)
             if step.state is None:
                 continue
+            if step.complete:       # written with the topic znode, below
+                completed.setdefault(tp[0], {})[tp] = step
+                continue
             done, stale = self.zk.update_leader_and_isr({tp: step.state}, self.epoch, self.epoch_zk_version)
             if stale:
                 return True
             ctx.states.update(done)
             st = done[tp]
-            if step.complete:
+            log.info("controller %d: reassigning %s-%d: leader %d epoch %d for replicas %s",
+                     self.config.broker_id, tp[0], tp[1], st.leader, st.leader_epoch, list(ra.replicas))
+            self._reassignment_bumped.add(tp)
+        for topic, steps in completed.items():
+            if not self._write_topic(topic, {tp[1]: step.assignment for tp, step in steps.items()},
+                                     {tp: step.state for tp, step in steps.items()}):
+                return True
+            for tp, step in steps.items():
+                st = ctx.states[tp]
                 log.info("controller %d: reassignment of %s-%d complete: replicas %s, leader %d epoch %d isr %s",
                          self.config.broker_id, tp[0], tp[1], list(step.assignment.replicas), st.leader,
                          st.leader_epoch, list(st.isr))
-                completed.setdefault(tp[0], {})[tp[1]] = step.assignment
                 self._reassignment_bumped.discard(tp)
-            else:
-                log.info("controller %d: reassigning %s-%d: leader %d epoch %d for replicas %s",
-                         self.config.broker_id, tp[0], tp[1], st.leader, st.leader_epoch, list(ra.replicas))
-                self._reassignment_bumped.add(tp)
-        for topic, news in completed.items():
-            if not self._write_topic(topic, news):
-                return True
         if completed:
-            self._remove_zk_reassignments({(t, p) for t, news in completed.items() for p in news})
+            self._remove_zk_reassignments({tp for steps in completed.values() for tp in steps})
         return False
 
     def _zk_reassignments(self) -> None:

@@ -9,14 +9,20 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
+from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, NotEmptyError
+from kazoo.exceptions import (BadVersionError, NodeExistsError, NoNodeError, NotEmptyError, RolledBackError,
+                              RuntimeInconsistency)
 from kazoo.retry import KazooRetry
 
 from . import zk_data as zd
 
 log = logging.getLogger("kgroup.cluster.zk")
+
+# a conditional multi-op that did not apply: the op whose znode moved, and the others' results
+_NOT_APPLIED = (BadVersionError, NoNodeError, RolledBackError, RuntimeInconsistency)
 
 
 class ControllerMovedError(Exception):
@@ -171,6 +177,10 @@ class KafkaZkClient:
             out[t] = zd.decode_topic(data)
         return out
 
+    def get_topic_full(self, topic: str):
+        """(assignment RS, topic id, adding, removing, znode version) or None."""
+        return self.get_topics_full([topic]).get(topic)
+
     def get_topics_full(self, topics) -> dict:
         """{topic: (assignment RS, topic id, adding, removing, znode version)}: the topic znodes
         with the reassignments in progress (TopicZNode.decode's ReplicaAssignment)."""
@@ -200,6 +210,33 @@ class KafkaZkClient:
         return r.version
 
     # -- /admin/reassign_partitions ----------------------------------------------------------------
+    def complete_reassignment(self, topic: str, states: dict, controller_epoch: int, assignment,
+                              topic_id: bytes | None, adding, removing, expected_version: int,
+                              epoch_zk_version: int) -> tuple[dict, int] | None:
+        """A reassignment's last step for ``states`` ({tp: LeaderAndIsr}, each conditional on
+        its version) and its topic znode (RS = TRS, conditional on ``expected_version``), in one
+        fenced multi-op. Kafka's controller tells the leader RS = TRS in the LeaderAndIsr that
+        shrinks the ISR; here the leaders read both znodes, and a leader's ISR change checks the
+        topic znode's version (conditional_update_partition_state), so with one multi-op no
+        leader adds a removed replica back between the two writes. ({tp: new state}, new topic
+        version), or None when a znode moved (read again)."""
+        items = list(states.items())
+        ops: list[Callable[[Any], Any]] = [lambda tx, tp=tp, st=st: tx.set_data(zd.partition_state_path(*tp),
+                                                    zd.encode_partition_state(st, controller_epoch),
+                                                    version=st.zk_version) for tp, st in items]
+        ops.append(lambda tx: tx.set_data(zd.topic_path(topic), zd.encode_topic(assignment, topic_id, adding, removing),
+                                          version=expected_version))
+        results = self._fenced(epoch_zk_version, ops)
+        failed = [r for r in results if isinstance(r, Exception)]
+        for r in failed:
+            if not isinstance(r, _NOT_APPLIED):
+                raise r
+        if failed:
+            return None
+        done = {tp: zd.LeaderAndIsr(st.leader, st.leader_epoch, st.isr, controller_epoch, r.version)
+                for (tp, st), r in zip(items, results)}
+        return done, results[-1].version
+
     def get_partition_reassignment(self) -> tuple[dict, int] | None:
         """(the reassignments written to /admin/reassign_partitions, its version) or None."""
         try:
@@ -364,12 +401,30 @@ class KafkaZkClient:
     def conditional_update_partition_state(self, topic: str, partition: int, state: zd.LeaderAndIsr,
                                            expected_version: int) -> int | None:
         """A leader's ISR change (Kafka's ZooKeeper-mode Partition.updateIsr before AlterPartition):
-        the new version, or None when the znode moved since ``expected_version``."""
-        try:
-            stat = self.zk.set(zd.partition_state_path(topic, partition),
-                               zd.encode_partition_state(state, state.controller_epoch), version=expected_version)
-        except (BadVersionError, NoNodeError):
+        the new version, or None when the znode moved since ``expected_version``, or when the
+        new ISR has a replica outside the partition's replicas (a reassignment removed it: the
+        leader has not read the topic znode yet). Conditional on the topic znode's version too,
+        so that it cannot land between a reassignment's ISR shrink and its RS = TRS
+        (complete_reassignment)."""
+        got = self.get_topic_full(topic)
+        if got is None:
             return None
+        replicas, topic_version = got[0].get(partition, ()), got[4]
+        if not set(state.isr) <= set(replicas):
+            log.info("ISR change of %s-%d to %s refused: the replicas are now %s", topic, partition,
+                     list(state.isr), list(replicas))
+            return None
+        tx = self.zk.transaction()
+        tx.check(zd.topic_path(topic), topic_version)
+        tx.set_data(zd.partition_state_path(topic, partition), zd.encode_partition_state(state, state.controller_epoch),
+                    version=expected_version)
+        results = tx.commit()
+        for r in results:
+            if isinstance(r, _NOT_APPLIED):
+                return None
+            if isinstance(r, Exception):
+                raise r
+        stat = results[1]
         try:
             self.zk.create(f"{zd.ISR_CHANGE_NOTIFICATION}/isr_change_", zd.encode_isr_change([(topic, partition)]),
                            sequence=True, makepath=True)

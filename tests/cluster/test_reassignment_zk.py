@@ -52,6 +52,76 @@ def test_phases_completion_and_leader_moved_off_a_removed_replica(zk, brokers):
     c.close()
 
 
+def test_a_removed_replica_is_not_added_back_to_the_isr(zk, brokers):
+    """The new leader may read the completed state before the topic znode (RS = TRS), and the
+    removed replica, not yet told, goes on fetching: the ISR change that adds it back is refused,
+    both when the topic znode already says RS = TRS and when it changes under the write."""
+    brokers.up(1, 2, 3)
+    c = controller(zk, 1)
+    wait(lambda: c.active)
+    zk.create_topic("t", {0: [1, 2]}, b"\x13" * 16, {})
+    wait(lambda: state(zk, "t", 0) is not None)
+    assert c.alter_partition_reassignments({("t", 0): (3, 2)}, True).result(10) == {("t", 0): (ErrorCode.NONE, None)}
+    join_isr(zk, "t", 0, (1, 2, 3))
+    wait(lambda: topic_doc(zk, "t")["partitions"] == {"0": [3, 2]})
+    st = state(zk, "t", 0)
+    assert st.isr == (2, 3)
+    back = zd.LeaderAndIsr(st.leader, st.leader_epoch, (1, 2, 3), st.controller_epoch)
+    assert zk.conditional_update_partition_state("t", 0, back, st.zk_version) is None
+    assert state(zk, "t", 0) == st
+    # the topic znode moves between the leader's read of it and its write: refused, read again
+    real_get = zk.get_topic_full
+
+    def get_then_move(topic):
+        got = real_get(topic)
+        zk.zk.set(zd.topic_path(topic), zk.zk.get(zd.topic_path(topic))[0])
+        return got
+    zk.get_topic_full = get_then_move
+    try:
+        grown = zd.LeaderAndIsr(st.leader, st.leader_epoch, (2, 3), st.controller_epoch)
+        assert zk.conditional_update_partition_state("t", 0, grown, st.zk_version) is None
+    finally:
+        zk.get_topic_full = real_get
+    assert zk.conditional_update_partition_state("t", 0, grown, st.zk_version) == st.zk_version + 1
+    c.close()
+
+
+def test_the_last_step_waits_for_an_isr_change_that_raced_it(zk, brokers):
+    """The completion's states and topic znode are one multi-op: when a leader's ISR change moved
+    the state znode since the controller read it, neither is written, and the controller reads
+    again and completes on the new state."""
+    brokers.up(1, 2, 3)
+    c = controller(zk, 1)
+    wait(lambda: c.active)
+    zk.create_topic("t", {0: [1, 2]}, b"\x14" * 16, {})
+    wait(lambda: state(zk, "t", 0) is not None)
+    real = zk.complete_reassignment
+    raced = []
+
+    def isr_change_first(topic, states, *args):
+        if not raced:       # the leader's ISR change lands first: the state znode moves
+            raced.append(True)
+            st = state(zk, "t", 0)
+            zk.zk.set(zd.partition_state_path("t", 0), zd.encode_partition_state(st, st.controller_epoch),
+                      version=st.zk_version)
+            assert real(topic, states, *args) is None
+            assert topic_doc(zk, "t")["partitions"] == {"0": [3, 2, 1]}
+            return None
+        return real(topic, states, *args)
+    zk.complete_reassignment = isr_change_first
+    try:
+        assert c.alter_partition_reassignments({("t", 0): (3, 2)}, True).result(10) == {
+            ("t", 0): (ErrorCode.NONE, None)}
+        join_isr(zk, "t", 0, (1, 2, 3))
+        wait(lambda: topic_doc(zk, "t")["partitions"] == {"0": [3, 2]})
+    finally:
+        zk.complete_reassignment = real
+    assert raced
+    st = state(zk, "t", 0)
+    assert (st.leader, st.isr) == (3, (2, 3))
+    c.close()
+
+
 def test_cancel_reverts_and_the_answers(zk, brokers):
     brokers.up(1, 2, 3)
     c = controller(zk, 1)
