@@ -209,7 +209,6 @@ class KafkaZkClient:
             raise r
         return r.version
 
-    # -- /admin/reassign_partitions ----------------------------------------------------------------
     def complete_reassignment(self, topic: str, states: dict, controller_epoch: int, assignment,
                               topic_id: bytes | None, adding, removing, expected_version: int,
                               epoch_zk_version: int) -> tuple[dict, int] | None:
@@ -221,9 +220,10 @@ class KafkaZkClient:
         leader adds a removed replica back between the two writes. ({tp: new state}, new topic
         version), or None when a znode moved (read again)."""
         items = list(states.items())
-        ops: list[Callable[[Any], Any]] = [lambda tx, tp=tp, st=st: tx.set_data(zd.partition_state_path(*tp),
-                                                    zd.encode_partition_state(st, controller_epoch),
-                                                    version=st.zk_version) for tp, st in items]
+        ops: list[Callable[[Any], Any]] = [
+            lambda tx, tp=tp, st=st: tx.set_data(zd.partition_state_path(*tp),
+                                                 zd.encode_partition_state(st, controller_epoch), version=st.zk_version)
+            for tp, st in items]
         ops.append(lambda tx: tx.set_data(zd.topic_path(topic), zd.encode_topic(assignment, topic_id, adding, removing),
                                           version=expected_version))
         results = self._fenced(epoch_zk_version, ops)
@@ -237,6 +237,7 @@ class KafkaZkClient:
                 for (tp, st), r in zip(items, results)}
         return done, results[-1].version
 
+    # -- /admin/reassign_partitions ----------------------------------------------------------------
     def get_partition_reassignment(self) -> tuple[dict, int] | None:
         """(the reassignments written to /admin/reassign_partitions, its version) or None."""
         try:

@@ -75,6 +75,9 @@ class MemberProcess:
 
     def __init__(self, script: str, *args: str):
         self.events: list = []
+        # close() stops it with SIGINT (KeyboardInterrupt, then the consumer's close): a process
+        # started from a background job inherits SIGINT ignored, and Python then never raises it
+        script = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler)\n" + script
         self.proc = subprocess.Popen([sys.executable, "-c", script, *args],
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT)
         threading.Thread(target=self._read, daemon=True).start()
