@@ -3,6 +3,7 @@ coordinator's APIs (InitializeShareGroupState, Write, Read, ReadSummary, Delete)
 after a restart, and the share session errors of ShareFetch/ShareAcknowledge."""
 from __future__ import annotations
 
+import time
 
 from kgroup.protocol.errors import ErrorCode as E
 from kgroup.protocol.messages.create_topics import CreateTopicsRequest
@@ -28,6 +29,17 @@ def parts(resp):
     return {(r.topic_id, p.partition): p for r in resp.results for p in r.partitions}
 
 
+def once_loaded(send, timeout=30.0):
+    """``send()``'s partitions once none answers COORDINATOR_LOAD_IN_PROGRESS: a restarted broker
+    answers that, as Kafka's does, until it has read __share_group_state again."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = parts(send())
+        if all(p.error_code != E.COORDINATOR_LOAD_IN_PROGRESS for p in got.values()) or time.monotonic() > deadline:
+            return got
+        time.sleep(0.1)
+
+
 def test_share_coordinator_apis_and_restart(tmp_path):
     b = BrokerProcess(tmp_path / "d").start()
     try:
@@ -50,7 +62,7 @@ def test_share_coordinator_apis_and_restart(tmp_path):
         b = BrokerProcess(tmp_path / "d").start()       # __share_group_state loaded again
         c = RawClient(b.port)
         R = ReadShareGroupStateRequest.ReadStateData
-        r = parts(c.request(ReadShareGroupStateRequest(group_id="g", topics=[R(topic_id=t, partitions=[
+        r = once_loaded(lambda: c.request(ReadShareGroupStateRequest(group_id="g", topics=[R(topic_id=t, partitions=[
             R.PartitionData(partition=0, leader_epoch=1), R.PartitionData(partition=1, leader_epoch=1)])]), 0))
         p0 = r[(t, 0)]
         assert (p0.error_code, p0.state_epoch, p0.start_offset) == (0, 1, 5)
