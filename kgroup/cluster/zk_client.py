@@ -159,23 +159,8 @@ class KafkaZkClient:
 
     def get_topic(self, topic: str) -> tuple[dict[int, tuple[int, ...]], bytes | None, int] | None:
         """(assignment, topic id, znode version) or None."""
-        try:
-            data, stat = self.zk.get(zd.topic_path(topic))
-        except NoNodeError:
-            return None
-        assignment, tid = zd.decode_topic(data)
-        return assignment, tid, stat.version
-
-    def get_topics(self, topics) -> dict[str, tuple[dict[int, tuple[int, ...]], bytes | None]]:
-        asyncs = [(t, self.zk.get_async(zd.topic_path(t))) for t in topics]
-        out = {}
-        for t, a in asyncs:
-            try:
-                data, _ = a.get()
-            except NoNodeError:
-                continue
-            out[t] = zd.decode_topic(data)
-        return out
+        got = self.get_topic_full(topic)
+        return None if got is None else (got[0], got[1], got[4])
 
     def get_topic_full(self, topic: str):
         """(assignment RS, topic id, adding, removing, znode version) or None."""

@@ -11,7 +11,7 @@ import struct
 
 from ..protocol.errors import ErrorCode, FixedCodeError
 from ..protocol.offsets_records import TransactionLogKey, TransactionLogValue
-from ..protocol.primitives import DecodeError
+from ..protocol.primitives import DecodeError, write_uvarint
 from .metadata import TransactionMetadata, TransactionState
 
 KEY_VERSION = 0
@@ -80,10 +80,10 @@ def _partitions_bytes(partitions: frozenset) -> bytes:
         by_topic: dict[str, list[int]] = {}
         for topic, partition in sorted(partitions):
             by_topic.setdefault(topic, []).append(partition)
-        parts = [_uvarint(len(by_topic) + 1)]
+        parts = [write_uvarint(len(by_topic) + 1)]
         for topic, ids in by_topic.items():
             name = topic.encode("utf-8")
-            parts += (_uvarint(len(name) + 1), name, _uvarint(len(ids) + 1),
+            parts += (write_uvarint(len(name) + 1), name, write_uvarint(len(ids) + 1),
                       (_INT32S[len(ids)] if len(ids) < 64 else struct.Struct(f">{len(ids)}i")).pack(*ids),
                       b"\x00")     # the PartitionsSchema's (empty) tagged fields
         out = b"".join(parts)
@@ -91,15 +91,6 @@ def _partitions_bytes(partitions: frozenset) -> bytes:
             _PARTITIONS.clear()
         _PARTITIONS[partitions] = out
     return out
-
-
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
 
 
 def generic_value_bytes(m: TransactionMetadata) -> bytes:

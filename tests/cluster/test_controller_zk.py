@@ -21,13 +21,18 @@ def zookeeper(tmp_path_factory):
 
 
 @pytest.fixture
-def zk(zookeeper, request):
-    # each test in its own chroot: a fresh tree
+def chroot(zookeeper, request):
+    """Each test in its own chroot: a fresh tree."""
     root = KafkaZkClient(zookeeper.connect, 6000)
     root.start()
     root.zk.ensure_path(f"/{request.node.name}")
     root.close()
-    client = KafkaZkClient(f"{zookeeper.connect}/{request.node.name}", 6000)
+    return f"{zookeeper.connect}/{request.node.name}"
+
+
+@pytest.fixture
+def zk(chroot):
+    client = KafkaZkClient(chroot, 6000)
     client.start()
     client.create_top_level_paths()
     yield client

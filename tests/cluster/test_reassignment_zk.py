@@ -12,13 +12,24 @@ from tests.cluster import test_controller_zk as czk
 from tests.cluster.test_controller_zk import controller, state, wait
 
 # the controller tests' fixtures: a ZooKeeper for the module, a chroot per test, broker registrations
-zookeeper, zk, brokers = czk.zookeeper, czk.zk, czk.brokers
+zookeeper, chroot, zk, brokers = czk.zookeeper, czk.chroot, czk.zk, czk.brokers
 
 pytestmark = pytest.mark.interop
 
 
 def topic_doc(zk, topic):
     return json.loads(zk.zk.get(zd.topic_path(topic))[0])
+
+
+def started(zk, brokers, assignment, topic_id: bytes):
+    """Brokers 1-3 registered, controller 1 active, topic "t" created with ``assignment`` and its
+    partitions' first states written; the controller."""
+    brokers.up(1, 2, 3)
+    c = controller(zk, 1)
+    wait(lambda: c.active)
+    zk.create_topic("t", assignment, topic_id, {})
+    wait(lambda: state(zk, "t", 0) is not None)
+    return c
 
 
 def join_isr(zk, topic, p, isr):
@@ -29,11 +40,7 @@ def join_isr(zk, topic, p, isr):
 
 
 def test_phases_completion_and_leader_moved_off_a_removed_replica(zk, brokers):
-    brokers.up(1, 2, 3)
-    c = controller(zk, 1)
-    wait(lambda: c.active)
-    zk.create_topic("t", {0: [1, 2]}, b"\x11" * 16, {})
-    wait(lambda: state(zk, "t", 0) is not None)
+    c = started(zk, brokers, {0: [1, 2]}, b"\x11" * 16)
     assert c.alter_partition_reassignments({("t", 0): (3, 2)}, True).result(10) == {("t", 0): (ErrorCode.NONE, None)}
     doc = topic_doc(zk, "t")        # U: RS = TRS ++ ORS, AR, RR
     assert (doc["partitions"], doc["adding_replicas"], doc["removing_replicas"]) == (
@@ -56,11 +63,7 @@ def test_a_removed_replica_is_not_added_back_to_the_isr(zk, brokers):
     """The new leader may read the completed state before the topic znode (RS = TRS), and the
     removed replica, not yet told, goes on fetching: the ISR change that adds it back is refused,
     both when the topic znode already says RS = TRS and when it changes under the write."""
-    brokers.up(1, 2, 3)
-    c = controller(zk, 1)
-    wait(lambda: c.active)
-    zk.create_topic("t", {0: [1, 2]}, b"\x13" * 16, {})
-    wait(lambda: state(zk, "t", 0) is not None)
+    c = started(zk, brokers, {0: [1, 2]}, b"\x13" * 16)
     assert c.alter_partition_reassignments({("t", 0): (3, 2)}, True).result(10) == {("t", 0): (ErrorCode.NONE, None)}
     join_isr(zk, "t", 0, (1, 2, 3))
     wait(lambda: topic_doc(zk, "t")["partitions"] == {"0": [3, 2]})
@@ -90,11 +93,7 @@ def test_the_last_step_waits_for_an_isr_change_that_raced_it(zk, brokers):
     """The completion's states and topic znode are one multi-op: when a leader's ISR change moved
     the state znode since the controller read it, neither is written, and the controller reads
     again and completes on the new state."""
-    brokers.up(1, 2, 3)
-    c = controller(zk, 1)
-    wait(lambda: c.active)
-    zk.create_topic("t", {0: [1, 2]}, b"\x14" * 16, {})
-    wait(lambda: state(zk, "t", 0) is not None)
+    c = started(zk, brokers, {0: [1, 2]}, b"\x14" * 16)
     real = zk.complete_reassignment
     raced = []
 
@@ -123,11 +122,7 @@ def test_the_last_step_waits_for_an_isr_change_that_raced_it(zk, brokers):
 
 
 def test_cancel_reverts_and_the_answers(zk, brokers):
-    brokers.up(1, 2, 3)
-    c = controller(zk, 1)
-    wait(lambda: c.active)
-    zk.create_topic("t", {0: [1, 2], 1: [1]}, b"\x12" * 16, {})
-    wait(lambda: state(zk, "t", 0) is not None)
+    c = started(zk, brokers, {0: [1, 2], 1: [1]}, b"\x12" * 16)
     got = c.alter_partition_reassignments({("t", 0): (1, 2, 3), ("t", 1): None, ("t", 7): (1,),
                                            ("u", 0): (1,)}, False).result(10)
     assert got[("t", 0)] == (ErrorCode.INVALID_REPLICATION_FACTOR, "The replication factor is changed from 2 to 3")
@@ -145,11 +140,7 @@ def test_cancel_reverts_and_the_answers(zk, brokers):
 
 
 def test_a_new_controller_resumes_and_bumps_the_epoch_again(zk, brokers):
-    brokers.up(1, 2, 3)
-    c1 = controller(zk, 1)
-    wait(lambda: c1.active)
-    zk.create_topic("t", {0: [1, 2]}, b"\x13" * 16, {})
-    wait(lambda: state(zk, "t", 0) is not None)
+    c1 = started(zk, brokers, {0: [1, 2]}, b"\x13" * 16)
     c1.alter_partition_reassignments({("t", 0): (2, 3)}, True).result(10)
     assert state(zk, "t", 0).leader_epoch == 1
     c1.close()
@@ -165,11 +156,7 @@ def test_a_new_controller_resumes_and_bumps_the_epoch_again(zk, brokers):
 
 
 def test_admin_reassign_partitions_znode(zk, brokers):
-    brokers.up(1, 2, 3)
-    c = controller(zk, 1)
-    wait(lambda: c.active)
-    zk.create_topic("t", {0: [1, 2, 3]}, b"\x14" * 16, {})
-    wait(lambda: state(zk, "t", 0) is not None)
+    c = started(zk, brokers, {0: [1, 2, 3]}, b"\x14" * 16)
     zk.create_partition_reassignment({("t", 0): [2, 1], ("gone", 0): [1]})
     # a decrease completes at once; the unknown partition is dropped from the znode, then the znode goes
     wait(lambda: topic_doc(zk, "t")["partitions"] == {"0": [2, 1]})

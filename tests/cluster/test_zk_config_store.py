@@ -17,15 +17,13 @@ from kgroup.cluster import zk_config_store
 from kgroup.cluster.zk_client import KafkaZkClient
 from kgroup.security import acl as A
 from kgroup.security.scram import SCRAM_SHA_512, salted_password
-from kgroup.testing.zookeeper import ZooKeeperServer
+from tests.cluster import test_controller_zk as czk
 
 pytestmark = pytest.mark.interop
 
 
-@pytest.fixture(scope="module")
-def zookeeper(tmp_path_factory):
-    with ZooKeeperServer(tmp_path_factory.mktemp("zk")) as zk:
-        yield zk
+# a ZooKeeper for the module and a chroot per test, as the controller tests have them
+zookeeper, chroot = czk.zookeeper, czk.chroot
 
 
 class Entities:
@@ -74,15 +72,6 @@ class Node:
         self._closed = True
         self.zk.close()
         self._io.shutdown()
-
-
-@pytest.fixture
-def chroot(zookeeper, request):
-    root = KafkaZkClient(zookeeper.connect, 6000)
-    root.start()
-    root.zk.ensure_path(f"/{request.node.name}")
-    root.close()
-    return f"{zookeeper.connect}/{request.node.name}"
 
 
 def wait_until(predicate, timeout=10.0):
